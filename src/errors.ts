@@ -1,0 +1,138 @@
+/**
+ * The one table of error codes used by the sidecar and the gateway plugin.
+ *
+ * Every refusal either part sends has the shape `{error:{code,message,status}}`
+ * and its code comes from {@link ERRORS}. `docs/errors.md` lists the same table;
+ * `test/src/errors.test.ts` checks the two against each other.
+ *
+ * Convention (from fastify/jose): a rejected untrusted input throws a
+ * {@link ServiceError}; programmer or configuration misuse throws a `TypeError`.
+ */
+
+/** One entry of the error table. */
+export interface ErrorSpec {
+  /** HTTP status the code is sent with. */
+  readonly status: number;
+  /** Default human-readable message (safe to show to any caller). */
+  readonly message: string;
+}
+
+/** The error-code table: `code → {status, message}`. */
+export const ERRORS = {
+  // generic request handling
+  invalid_request: { status: 400, message: 'The request is malformed.' },
+  unsupported_media_type: { status: 415, message: 'The request body must be application/json.' },
+  body_too_large: { status: 413, message: 'The request body is too large.' },
+  not_found: { status: 404, message: 'No such resource.' },
+  route_not_found: { status: 404, message: 'No such route.' },
+  method_not_allowed: { status: 405, message: 'The method is not allowed on this route.' },
+  rate_limited: { status: 429, message: 'Too many requests; retry later.' },
+  internal_error: { status: 500, message: 'The service could not complete the request.' },
+  service_unavailable: { status: 503, message: 'The service is temporarily unavailable.' },
+
+  // account plane: login codes, sessions, CSRF, onboarding
+  invalid_code: { status: 400, message: 'The code is not valid for this e-mail address.' },
+  code_expired: { status: 400, message: 'The code has expired; request a new one.' },
+  code_used: { status: 400, message: 'The code was already used; request a new one.' },
+  code_locked: { status: 400, message: 'Too many wrong tries; request a new code.' },
+  auth_required: { status: 401, message: 'A valid session is required.' },
+  csrf_required: { status: 403, message: 'The X-Service-CSRF header and service_csrf cookie are required.' },
+  csrf_invalid: { status: 403, message: 'The CSRF token does not match this session.' },
+  onboarding_incomplete: { status: 409, message: 'Finish onboarding first.' },
+  onboarding_complete: { status: 409, message: 'Onboarding is already complete.' },
+  invalid_account_type: { status: 400, message: 'account_type must be individual or organization.' },
+  account_type_not_supported: { status: 403, message: 'This operation is not available for this account type.' },
+
+  // platforms, connections, agents
+  invalid_scopes: { status: 400, message: 'One or more scopes are not in the vocabulary.' },
+  platform_limit_reached: { status: 409, message: 'A personal account can register one draft platform.' },
+  invalid_callback_url: { status: 400, message: 'The callback URL is not allowed.' },
+  invalid_api_key: { status: 401, message: 'The API key is missing or not valid.' },
+  platform_not_found: { status: 404, message: 'No such platform.' },
+  connection_not_found: { status: 404, message: 'No such connection.' },
+  agent_not_found: { status: 404, message: 'No such agent.' },
+  invalid_agent_type: { status: 400, message: 'agent_type must be api_agent.' },
+
+  // delegations
+  agent_required: { status: 409, message: 'The connection does not have exactly one agent; pass agent_id.' },
+  request_not_found: { status: 404, message: 'No such delegation request.' },
+  request_not_pending: { status: 409, message: 'The delegation request is no longer pending.' },
+  scope_not_requested: { status: 400, message: 'approved_scope may only contain scopes that were requested.' },
+  empty_scope: { status: 400, message: 'approved_scope must not be empty.' },
+  invalid_constraints: { status: 400, message: 'The constraints are not valid.' },
+  invalid_expiry: { status: 400, message: 'expires_at must be a future ISO 8601 timestamp.' },
+  certificate_not_found: { status: 404, message: 'No such delegation certificate.' },
+
+  // proofs and verify
+  no_active_delegation: { status: 404, message: 'The agent has no active delegation certificate.' },
+  invalid_challenge: { status: 400, message: 'The challenge is unknown, spent, expired or for another audience.' },
+  invalid_proof: { status: 400, message: 'The proof bundle is malformed.' },
+  proof_stale: { status: 400, message: 'The proof is outside the freshness window.' },
+  invalid_signature: { status: 400, message: 'A signature in the proof does not verify.' },
+  credits_exhausted: { status: 402, message: 'The account has no credits left for this call.' },
+
+  // webhooks
+  delivery_not_found: { status: 404, message: 'No such webhook delivery.' },
+  callback_not_configured: { status: 409, message: 'The platform has no callback URL.' },
+
+  // gateway plugin (sent by the gateway to the agent)
+  proof_required: { status: 401, message: 'An X-Service-Proof header is required.' },
+  duplicate_proof_header: { status: 400, message: 'Send exactly one X-Service-Proof header.' },
+  route_not_mapped: { status: 403, message: 'This route is not mapped to a scope.' },
+  ambiguous_path: { status: 400, message: 'The request path is ambiguous.' },
+  not_delegated: { status: 403, message: 'The scope was never delegated to this agent.' },
+  delegation_revoked: { status: 403, message: 'The delegation certificate was revoked.' },
+  delegation_expired: { status: 403, message: 'The delegation certificate has expired.' },
+  constraint_denied: { status: 403, message: 'A constraint of the delegation denies this request.' },
+  proof_rejected: { status: 403, message: 'The proof does not demonstrate authority for this request.' },
+  decision_indeterminate: { status: 503, message: 'No authorization decision could be made.' },
+  verify_unavailable: { status: 503, message: 'The authorization service is unavailable.' },
+  upstream_unavailable: { status: 502, message: 'The upstream service is unavailable.' },
+} as const satisfies Record<string, ErrorSpec>;
+
+/** Every error code the service can send. */
+export type ErrorCode = keyof typeof ERRORS;
+
+/** True when `code` is in the error table. */
+export function isErrorCode(code: string): code is ErrorCode {
+  return Object.prototype.hasOwnProperty.call(ERRORS, code);
+}
+
+/** The JSON body of every error response. */
+export interface ErrorBody {
+  error: { code: string; message: string; status: number; [extra: string]: unknown };
+}
+
+/**
+ * A coded error for rejected untrusted input. Route handlers and pipeline
+ * stages throw it; the error handler turns it into an {@link ErrorBody}.
+ */
+export class ServiceError extends Error {
+  /** Code from {@link ERRORS}. */
+  readonly code: ErrorCode;
+  /** HTTP status, from the table. */
+  readonly status: number;
+  /** Extra members for the error body (for example the offending field). */
+  readonly extra: Record<string, unknown> | undefined;
+  /** Extra response headers (for example `Retry-After`). */
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(code: ErrorCode, message?: string, extra?: Record<string, unknown>, headers?: Record<string, string>) {
+    super(message ?? ERRORS[code].message);
+    this.name = 'ServiceError';
+    this.code = code;
+    this.status = ERRORS[code].status;
+    this.extra = extra;
+    this.headers = headers;
+  }
+
+  /** The response body for this error. */
+  toBody(): ErrorBody {
+    return errorBody(this.code, this.message, this.extra);
+  }
+}
+
+/** Builds the `{error:{code,message,status}}` body for a code of the table. */
+export function errorBody(code: ErrorCode, message?: string, extra?: Record<string, unknown>): ErrorBody {
+  return { error: { ...extra, code, message: message ?? ERRORS[code].message, status: ERRORS[code].status } };
+}
