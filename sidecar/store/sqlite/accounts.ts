@@ -1,0 +1,108 @@
+/**
+ * SQLite implementation of {@link AccountStore}: login codes, accounts and
+ * sessions.
+ */
+import type { Db } from './db.ts';
+import type { AccountRecord, AccountStore, LoginCodeRecord, SessionRecord } from '../types.ts';
+
+interface AccountRow {
+  id: string; email: string; first_name: string | null; last_name: string | null; account_type: string | null;
+  onboarding_step: string; root_public_key: string | null; root_secret_enc: Buffer | null; credits_micros: number;
+  verify_calls: number; verify_allows: number; verify_denies: number; created_at: number;
+}
+interface CodeRow { id: string; email: string; code_hash: string; attempts: number; expires_at: number; used_at: number | null; created_at: number }
+interface SessionRow { id: string; token_hash: string; account_id: string; expires_at: number; absolute_expires_at: number; ended_at: number | null; created_at: number }
+
+/** Maps an `accounts` row. */
+export function accountFromRow(r: AccountRow): AccountRecord {
+  return {
+    id: r.id, email: r.email, firstName: r.first_name, lastName: r.last_name, accountType: r.account_type,
+    onboardingStep: r.onboarding_step, rootPublicKey: r.root_public_key,
+    rootSecretEnc: r.root_secret_enc ? new Uint8Array(r.root_secret_enc) : null, creditsMicros: r.credits_micros,
+    verifyCalls: r.verify_calls, verifyAllows: r.verify_allows, verifyDenies: r.verify_denies, createdAt: r.created_at,
+  };
+}
+
+const codeFromRow = (r: CodeRow): LoginCodeRecord => ({
+  id: r.id, email: r.email, codeHash: r.code_hash, attempts: r.attempts, expiresAt: r.expires_at, usedAt: r.used_at, createdAt: r.created_at,
+});
+const sessionFromRow = (r: SessionRow): SessionRecord => ({
+  id: r.id, tokenHash: r.token_hash, accountId: r.account_id, expiresAt: r.expires_at,
+  absoluteExpiresAt: r.absolute_expires_at, endedAt: r.ended_at, createdAt: r.created_at,
+});
+
+/** Accounts, login codes and sessions on SQLite. */
+export class SqliteAccountStore implements AccountStore {
+  constructor(private readonly db: Db) {}
+
+  async latestLoginCode(email: string): Promise<LoginCodeRecord | undefined> {
+    const r = this.db.get<CodeRow>('SELECT * FROM login_codes WHERE email = ? ORDER BY created_at DESC, rowid DESC LIMIT 1', email);
+    return r && codeFromRow(r);
+  }
+
+  async insertLoginCode(c: LoginCodeRecord): Promise<void> {
+    this.db.tx(() => {
+      this.db.run('DELETE FROM login_codes WHERE email = ? AND used_at IS NULL', c.email);
+      this.db.run('INSERT INTO login_codes (id, email, code_hash, attempts, expires_at, used_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        c.id, c.email, c.codeHash, c.attempts, c.expiresAt, c.usedAt, c.createdAt);
+    });
+  }
+
+  async reserveCodeAttempt(id: string, max: number): Promise<boolean> {
+    return this.db.tx(() => this.db.run('UPDATE login_codes SET attempts = attempts + 1 WHERE id = ? AND attempts < ?', id, max) === 1);
+  }
+
+  async releaseCodeAttempt(id: string): Promise<void> {
+    this.db.tx(() => { this.db.run('UPDATE login_codes SET attempts = attempts - 1 WHERE id = ? AND attempts > 0', id); });
+  }
+
+  async consumeLoginCode(id: string, now: number): Promise<boolean> {
+    return this.db.tx(() => this.db.run('UPDATE login_codes SET used_at = ? WHERE id = ? AND used_at IS NULL', now, id) === 1);
+  }
+
+  async findOrCreateAccount(email: string, newId: string, now: number): Promise<AccountRecord> {
+    return this.db.tx(() => {
+      this.db.run("INSERT INTO accounts (id, email, onboarding_step, created_at) VALUES (?, ?, 'profile', ?) ON CONFLICT(email) DO NOTHING", newId, email, now);
+      return accountFromRow(this.db.get<AccountRow>('SELECT * FROM accounts WHERE email = ?', email)!);
+    });
+  }
+
+  async getAccount(id: string): Promise<AccountRecord | undefined> {
+    const r = this.db.get<AccountRow>('SELECT * FROM accounts WHERE id = ?', id);
+    return r && accountFromRow(r);
+  }
+
+  async lowestBalances(limit: number): Promise<{ accountId: string; creditsMicros: number }[]> {
+    return this.db.all<{ id: string; c: number }>("SELECT id, credits_micros AS c FROM accounts WHERE onboarding_step = 'complete' ORDER BY credits_micros, id LIMIT ?", limit)
+      .map((r) => ({ accountId: r.id, creditsMicros: r.c }));
+  }
+
+  async updateProfile(id: string, firstName: string, lastName: string): Promise<void> {
+    this.db.tx(() => {
+      this.db.run("UPDATE accounts SET first_name = ?, last_name = ?, onboarding_step = CASE WHEN onboarding_step = 'profile' THEN 'account_type' ELSE onboarding_step END WHERE id = ?", firstName, lastName, id);
+    });
+  }
+
+  async completeOnboarding(id: string, v: { accountType: string; rootPublicKey: string; rootSecretEnc: Uint8Array; creditsMicros: number }): Promise<boolean> {
+    return this.db.tx(() => this.db.run(
+      "UPDATE accounts SET account_type = ?, root_public_key = ?, root_secret_enc = ?, credits_micros = credits_micros + ?, onboarding_step = 'complete' WHERE id = ? AND onboarding_step <> 'complete'",
+      v.accountType, v.rootPublicKey, Buffer.from(v.rootSecretEnc), v.creditsMicros, id) === 1);
+  }
+
+  async createSession(s: SessionRecord, replaces?: string): Promise<void> {
+    this.db.tx(() => {
+      if (replaces) this.db.run('UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL', s.createdAt, replaces);
+      this.db.run('INSERT INTO sessions (id, token_hash, account_id, expires_at, absolute_expires_at, ended_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        s.id, s.tokenHash, s.accountId, s.expiresAt, s.absoluteExpiresAt, s.endedAt, s.createdAt);
+    });
+  }
+
+  async getSessionByTokenHash(tokenHash: string): Promise<SessionRecord | undefined> {
+    const r = this.db.get<SessionRow>('SELECT * FROM sessions WHERE token_hash = ?', tokenHash);
+    return r && sessionFromRow(r);
+  }
+
+  async endSession(id: string, now: number): Promise<void> {
+    this.db.tx(() => { this.db.run('UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL', now, id); });
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * The SQLite connection for the embedded store: opening (WAL, busy_timeout,
+ * synchronous level), numbered migrations, `BEGIN IMMEDIATE` write
+ * transactions and a prepared-statement cache.
+ *
+ * Only files under `sidecar/store/` import this module; nothing outside the
+ * store sees a SQLite type.
+ */
+import Database from 'better-sqlite3';
+import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
+import { MIGRATIONS } from './migrations.ts';
+
+/** Options for {@link openDb}. */
+export interface DbOptions {
+  /** Path of the database file (`:memory:` is allowed for unit tests). */
+  file: string;
+  /** `busy_timeout` in milliseconds. */
+  busyTimeoutMs?: number;
+  /** Observer of write-transaction latency in seconds (metrics). */
+  onTransaction?: (seconds: number, ok: boolean) => void;
+}
+
+/**
+ * The `synchronous` level. NORMAL in WAL mode: a committed transaction
+ * survives a process crash; on power loss the last transactions before the
+ * most recent checkpoint-synced WAL frame may roll back. See docs/storage.md.
+ */
+export const SYNCHRONOUS_LEVEL = 'NORMAL';
+
+/** A thin wrapper over the connection used by the store modules. */
+export class Db {
+  /** The raw connection (store-internal). */
+  readonly raw: SqliteDatabase;
+  private readonly stmts = new Map<string, Statement>();
+  private readonly onTransaction: ((seconds: number, ok: boolean) => void) | undefined;
+  private inTx = false;
+  /** Fault-injection hook for tests: when set, called before every statement prepare/run. */
+  fault: ((sql: string) => void) | undefined;
+
+  constructor(opts: DbOptions) {
+    this.raw = new Database(opts.file);
+    this.raw.pragma('journal_mode = WAL');
+    this.raw.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
+    this.raw.pragma(`synchronous = ${SYNCHRONOUS_LEVEL}`);
+    this.raw.pragma('foreign_keys = ON');
+    this.onTransaction = opts.onTransaction;
+  }
+
+  /** A cached prepared statement. */
+  stmt(sql: string): Statement {
+    this.fault?.(sql);
+    let s = this.stmts.get(sql);
+    if (!s) {
+      s = this.raw.prepare(sql);
+      this.stmts.set(sql, s);
+    }
+    return s;
+  }
+
+  /** Runs one statement, returning the changed-row count. */
+  run(sql: string, ...params: unknown[]): number {
+    return this.stmt(sql).run(...params).changes;
+  }
+
+  /** First row of a query, or undefined. */
+  get<T>(sql: string, ...params: unknown[]): T | undefined {
+    return this.stmt(sql).get(...params) as T | undefined;
+  }
+
+  /** All rows of a query. */
+  all<T>(sql: string, ...params: unknown[]): T[] {
+    return this.stmt(sql).all(...params) as T[];
+  }
+
+  /**
+   * Runs `fn` inside `BEGIN IMMEDIATE … COMMIT`; rolls back if it throws.
+   * Nested calls join the outer transaction.
+   */
+  tx<T>(fn: () => T): T {
+    if (this.inTx) return fn();
+    const started = process.hrtime.bigint();
+    this.fault?.('BEGIN IMMEDIATE');
+    this.raw.exec('BEGIN IMMEDIATE');
+    this.inTx = true;
+    let ok = false;
+    try {
+      const out = fn();
+      this.fault?.('COMMIT');
+      this.raw.exec('COMMIT');
+      ok = true;
+      return out;
+    } finally {
+      this.inTx = false;
+      if (!ok && this.raw.inTransaction) this.raw.exec('ROLLBACK');
+      this.onTransaction?.(Number(process.hrtime.bigint() - started) / 1e9, ok);
+    }
+  }
+
+  /** Applies the numbered migrations that are not yet applied. Returns the schema version. */
+  migrate(): number {
+    this.raw.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
+    const row = this.raw.prepare('SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations').get() as { v: number };
+    for (const m of MIGRATIONS) {
+      if (m.version <= row.v) continue;
+      this.raw.exec('BEGIN IMMEDIATE');
+      try {
+        this.raw.exec(m.sql);
+        this.raw.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString());
+        this.raw.exec('COMMIT');
+      } catch (err) {
+        this.raw.exec('ROLLBACK');
+        throw err;
+      }
+    }
+    return this.schemaVersion();
+  }
+
+  /** The highest applied migration version. */
+  schemaVersion(): number {
+    return (this.raw.prepare('SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations').get() as { v: number }).v;
+  }
+
+  /** Closes the connection (checkpointing the WAL). */
+  close(): void {
+    if (!this.raw.open) return;
+    try { this.raw.pragma('wal_checkpoint(TRUNCATE)'); } catch { /* best effort */ }
+    this.raw.close();
+  }
+}

@@ -1,0 +1,208 @@
+/**
+ * Numbered schema migrations for the SQLite store, applied in order at
+ * startup by `Db.migrate()`. Never edit a released migration: add a new one.
+ *
+ * Times are stored as integer Unix milliseconds; JSON columns hold canonical
+ * JSON text; `*_enc` columns hold AES-256-GCM sealed bytes (see src/crypto/seal.ts).
+ */
+
+/** One migration. */
+export interface Migration {
+  /** Strictly increasing version number. */
+  version: number;
+  /** Short name, recorded in `schema_migrations`. */
+  name: string;
+  /** The SQL to run (inside one transaction). */
+  sql: string;
+}
+
+/** All migrations, oldest first. */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'initial schema',
+    sql: `
+CREATE TABLE accounts (
+  id TEXT PRIMARY KEY,
+  email TEXT NOT NULL UNIQUE,
+  first_name TEXT,
+  last_name TEXT,
+  account_type TEXT,
+  onboarding_step TEXT NOT NULL,
+  root_public_key TEXT,
+  root_secret_enc BLOB,
+  credits_micros INTEGER NOT NULL DEFAULT 0,
+  verify_calls INTEGER NOT NULL DEFAULT 0,
+  verify_allows INTEGER NOT NULL DEFAULT 0,
+  verify_denies INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL
+);
+
+CREATE TABLE login_codes (
+  id TEXT PRIMARY KEY,
+  email TEXT NOT NULL,
+  code_hash TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  expires_at INTEGER NOT NULL,
+  used_at INTEGER,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX login_codes_email ON login_codes (email, created_at);
+
+CREATE TABLE sessions (
+  id TEXT PRIMARY KEY,
+  token_hash TEXT NOT NULL UNIQUE,
+  account_id TEXT NOT NULL REFERENCES accounts(id),
+  expires_at INTEGER NOT NULL,
+  absolute_expires_at INTEGER NOT NULL,
+  ended_at INTEGER,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX sessions_account ON sessions (account_id);
+
+CREATE TABLE platforms (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL REFERENCES accounts(id),
+  name TEXT NOT NULL,
+  description TEXT NOT NULL,
+  surface_type TEXT NOT NULL,
+  publish_state TEXT NOT NULL,
+  default_allowed_scopes TEXT NOT NULL,
+  callback_url TEXT,
+  callback_disabled_at INTEGER,
+  signing_secret_enc BLOB NOT NULL,
+  webhook_secret_enc BLOB NOT NULL,
+  expires_at INTEGER NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX platforms_account ON platforms (account_id);
+
+CREATE TABLE connections (
+  id TEXT PRIMARY KEY,
+  platform_id TEXT NOT NULL REFERENCES platforms(id),
+  account_id TEXT NOT NULL REFERENCES accounts(id),
+  allowed_scopes TEXT NOT NULL,
+  status TEXT NOT NULL,
+  removed_at INTEGER,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX connections_account ON connections (account_id);
+CREATE INDEX connections_platform ON connections (platform_id);
+
+CREATE TABLE api_keys (
+  id TEXT PRIMARY KEY,
+  connection_id TEXT NOT NULL REFERENCES connections(id),
+  prefix TEXT NOT NULL UNIQUE,
+  digest TEXT NOT NULL,
+  status TEXT NOT NULL,
+  valid_until INTEGER,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX api_keys_connection ON api_keys (connection_id);
+
+CREATE TABLE agents (
+  id TEXT PRIMARY KEY,
+  connection_id TEXT NOT NULL REFERENCES connections(id),
+  account_id TEXT NOT NULL REFERENCES accounts(id),
+  name TEXT NOT NULL,
+  agent_type TEXT NOT NULL,
+  custody_mode TEXT NOT NULL,
+  public_key TEXT NOT NULL,
+  secret_enc BLOB NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX agents_connection ON agents (connection_id);
+
+CREATE TABLE delegation_requests (
+  id TEXT PRIMARY KEY,
+  connection_id TEXT NOT NULL REFERENCES connections(id),
+  account_id TEXT NOT NULL REFERENCES accounts(id),
+  agent_id TEXT NOT NULL REFERENCES agents(id),
+  requested_scopes TEXT NOT NULL,
+  state TEXT NOT NULL,
+  cert_id TEXT,
+  decided_at INTEGER,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX delegation_requests_account ON delegation_requests (account_id, created_at);
+
+CREATE TABLE certificates (
+  id TEXT PRIMARY KEY,
+  request_id TEXT NOT NULL REFERENCES delegation_requests(id),
+  account_id TEXT NOT NULL REFERENCES accounts(id),
+  connection_id TEXT NOT NULL REFERENCES connections(id),
+  agent_id TEXT NOT NULL REFERENCES agents(id),
+  approved_scope TEXT NOT NULL,
+  constraints TEXT,
+  cert_json TEXT NOT NULL,
+  cert_sha256 TEXT NOT NULL,
+  status TEXT NOT NULL,
+  issued_at INTEGER NOT NULL,
+  expires_at INTEGER,
+  revoked_at INTEGER,
+  revoke_reason TEXT
+);
+CREATE INDEX certificates_agent ON certificates (agent_id, status);
+CREATE INDEX certificates_account ON certificates (account_id, issued_at);
+
+CREATE TABLE challenges (
+  id TEXT PRIMARY KEY,
+  audience_connection_id TEXT NOT NULL,
+  account_id TEXT NOT NULL,
+  expires_at INTEGER NOT NULL,
+  presented_at INTEGER,
+  consumed_at INTEGER,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX challenges_expiry ON challenges (expires_at);
+
+CREATE TABLE audit_events (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  account_id TEXT NOT NULL,
+  event_type TEXT NOT NULL,
+  connection_id TEXT,
+  agent_id TEXT,
+  cert_id TEXT,
+  required_scope TEXT,
+  details TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX audit_account ON audit_events (account_id, seq);
+CREATE INDEX audit_account_type ON audit_events (account_id, event_type, seq);
+CREATE INDEX audit_account_agent ON audit_events (account_id, agent_id, seq);
+CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit_events BEGIN SELECT RAISE(ABORT, 'audit rows are append-only'); END;
+
+CREATE TABLE outbox (
+  id TEXT PRIMARY KEY,
+  seq INTEGER NOT NULL UNIQUE,
+  account_id TEXT NOT NULL,
+  platform_id TEXT NOT NULL,
+  connection_id TEXT,
+  event_type TEXT NOT NULL,
+  body_enc BLOB NOT NULL,
+  state TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER NOT NULL,
+  lease_until INTEGER,
+  last_status INTEGER,
+  last_error TEXT,
+  delivered_at INTEGER,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX outbox_due ON outbox (state, next_attempt_at);
+CREATE INDEX outbox_platform ON outbox (platform_id, seq);
+
+CREATE TABLE delivery_attempts (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  delivery_id TEXT NOT NULL REFERENCES outbox(id),
+  attempt INTEGER NOT NULL,
+  attempted_at INTEGER NOT NULL,
+  status INTEGER,
+  error TEXT,
+  duration_ms INTEGER NOT NULL
+);
+CREATE INDEX delivery_attempts_delivery ON delivery_attempts (delivery_id, attempt);
+`,
+  },
+];

@@ -1,0 +1,143 @@
+/**
+ * SQLite implementation of {@link PlatformStore}: platforms, connections,
+ * API keys and agents. Lifecycle events go into the outbox inside the same
+ * transaction as the change they describe.
+ */
+import type { Db } from './db.ts';
+import { insertOutboxEvent } from './outbox.ts';
+import type {
+  AgentRecord, ApiKeyRecord, ConnectionRecord, OutboxEventInput, PlatformRecord, PlatformStore, RevokedCert,
+} from '../types.ts';
+
+interface PlatformRow {
+  id: string; account_id: string; name: string; description: string; surface_type: string; publish_state: string;
+  default_allowed_scopes: string; callback_url: string | null; callback_disabled_at: number | null;
+  signing_secret_enc: Buffer; webhook_secret_enc: Buffer; expires_at: number; created_at: number;
+}
+interface ConnectionRow { id: string; platform_id: string; account_id: string; allowed_scopes: string; status: 'active' | 'removed'; removed_at: number | null; created_at: number }
+interface KeyRow { id: string; connection_id: string; prefix: string; digest: string; status: ApiKeyRecord['status']; valid_until: number | null; created_at: number }
+interface AgentRow {
+  id: string; connection_id: string; account_id: string; name: string; agent_type: string; custody_mode: string;
+  public_key: string; secret_enc: Buffer; created_at: number;
+}
+
+const platformFromRow = (r: PlatformRow): PlatformRecord => ({
+  id: r.id, accountId: r.account_id, name: r.name, description: r.description, surfaceType: r.surface_type,
+  publishState: r.publish_state, defaultAllowedScopes: JSON.parse(r.default_allowed_scopes) as string[],
+  callbackUrl: r.callback_url, callbackDisabledAt: r.callback_disabled_at,
+  signingSecretEnc: new Uint8Array(r.signing_secret_enc), webhookSecretEnc: new Uint8Array(r.webhook_secret_enc),
+  expiresAt: r.expires_at, createdAt: r.created_at,
+});
+const connectionFromRow = (r: ConnectionRow): ConnectionRecord => ({
+  id: r.id, platformId: r.platform_id, accountId: r.account_id, allowedScopes: JSON.parse(r.allowed_scopes) as string[],
+  status: r.status, removedAt: r.removed_at, createdAt: r.created_at,
+});
+const keyFromRow = (r: KeyRow): ApiKeyRecord => ({
+  id: r.id, connectionId: r.connection_id, prefix: r.prefix, digest: r.digest, status: r.status, validUntil: r.valid_until, createdAt: r.created_at,
+});
+const agentFromRow = (r: AgentRow): AgentRecord => ({
+  id: r.id, connectionId: r.connection_id, accountId: r.account_id, name: r.name, agentType: r.agent_type,
+  custodyMode: r.custody_mode, publicKey: r.public_key, secretEnc: new Uint8Array(r.secret_enc), createdAt: r.created_at,
+});
+
+/** Platforms, connections, keys and agents on SQLite. */
+export class SqlitePlatformStore implements PlatformStore {
+  constructor(private readonly db: Db) {}
+
+  private insertKey(k: ApiKeyRecord): void {
+    this.db.run('INSERT INTO api_keys (id, connection_id, prefix, digest, status, valid_until, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      k.id, k.connectionId, k.prefix, k.digest, k.status, k.validUntil, k.createdAt);
+  }
+
+  async countPlatforms(accountId: string): Promise<number> {
+    return this.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM platforms WHERE account_id = ?', accountId)!.n;
+  }
+
+  async createPlatform(p: PlatformRecord, c: ConnectionRecord, k: ApiKeyRecord, event: OutboxEventInput | null): Promise<void> {
+    this.db.tx(() => {
+      this.db.run(`INSERT INTO platforms (id, account_id, name, description, surface_type, publish_state, default_allowed_scopes,
+        callback_url, callback_disabled_at, signing_secret_enc, webhook_secret_enc, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      p.id, p.accountId, p.name, p.description, p.surfaceType, p.publishState, JSON.stringify(p.defaultAllowedScopes),
+      p.callbackUrl, p.callbackDisabledAt, Buffer.from(p.signingSecretEnc), Buffer.from(p.webhookSecretEnc), p.expiresAt, p.createdAt);
+      this.db.run('INSERT INTO connections (id, platform_id, account_id, allowed_scopes, status, removed_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        c.id, c.platformId, c.accountId, JSON.stringify(c.allowedScopes), c.status, c.removedAt, c.createdAt);
+      this.insertKey(k);
+      if (event) insertOutboxEvent(this.db, event);
+    });
+  }
+
+  async getPlatform(id: string): Promise<PlatformRecord | undefined> {
+    const r = this.db.get<PlatformRow>('SELECT * FROM platforms WHERE id = ?', id);
+    return r && platformFromRow(r);
+  }
+
+  async listPlatforms(accountId: string): Promise<PlatformRecord[]> {
+    return this.db.all<PlatformRow>('SELECT * FROM platforms WHERE account_id = ? ORDER BY created_at, id', accountId).map(platformFromRow);
+  }
+
+  async setCallbackUrl(platformId: string, url: string | null): Promise<void> {
+    this.db.tx(() => { this.db.run('UPDATE platforms SET callback_url = ?, callback_disabled_at = NULL WHERE id = ?', url, platformId); });
+  }
+
+  async disableCallback(platformId: string, now: number): Promise<void> {
+    this.db.tx(() => { this.db.run('UPDATE platforms SET callback_disabled_at = ? WHERE id = ? AND callback_disabled_at IS NULL', now, platformId); });
+  }
+
+  async getConnection(id: string): Promise<ConnectionRecord | undefined> {
+    const r = this.db.get<ConnectionRow>('SELECT * FROM connections WHERE id = ?', id);
+    return r && connectionFromRow(r);
+  }
+
+  async listConnections(accountId: string): Promise<ConnectionRecord[]> {
+    return this.db.all<ConnectionRow>('SELECT * FROM connections WHERE account_id = ? ORDER BY created_at, id', accountId).map(connectionFromRow);
+  }
+
+  async getApiKeyByPrefix(prefix: string): Promise<ApiKeyRecord | undefined> {
+    const r = this.db.get<KeyRow>('SELECT * FROM api_keys WHERE prefix = ?', prefix);
+    return r && keyFromRow(r);
+  }
+
+  async rotateApiKey(connectionId: string, next: ApiKeyRecord, graceUntil: number | null, event: (previousPrefix: string | null) => OutboxEventInput): Promise<ApiKeyRecord | undefined> {
+    return this.db.tx(() => {
+      const conn = this.db.get<ConnectionRow>("SELECT * FROM connections WHERE id = ? AND status = 'active'", connectionId);
+      if (!conn) return undefined;
+      const prev = this.db.get<KeyRow>("SELECT * FROM api_keys WHERE connection_id = ? AND status = 'active'", connectionId);
+      // Keys rotated out earlier lose any remaining grace: only the newest previous key has one.
+      this.db.run("UPDATE api_keys SET valid_until = NULL WHERE connection_id = ? AND status = 'rotated'", connectionId);
+      this.db.run("UPDATE api_keys SET status = 'rotated', valid_until = ? WHERE connection_id = ? AND status = 'active'", graceUntil, connectionId);
+      this.insertKey(next);
+      insertOutboxEvent(this.db, event(prev?.prefix ?? null));
+      return prev && keyFromRow(prev);
+    });
+  }
+
+  async removeConnection(connectionId: string, now: number, events: (revoked: RevokedCert[]) => OutboxEventInput[]): Promise<RevokedCert[] | undefined> {
+    return this.db.tx(() => {
+      if (this.db.run("UPDATE connections SET status = 'removed', removed_at = ? WHERE id = ? AND status = 'active'", now, connectionId) !== 1) return undefined;
+      this.db.run("UPDATE api_keys SET status = 'removed', valid_until = NULL WHERE connection_id = ?", connectionId);
+      const revoked = this.db.all<{ id: string; agent_id: string }>("SELECT id, agent_id FROM certificates WHERE connection_id = ? AND status = 'approved'", connectionId)
+        .map((r) => ({ certId: r.id, agentId: r.agent_id }));
+      this.db.run("UPDATE certificates SET status = 'revoked', revoked_at = ?, revoke_reason = 'connection_removed' WHERE connection_id = ? AND status = 'approved'", now, connectionId);
+      this.db.run("UPDATE delegation_requests SET state = 'denied', decided_at = ? WHERE connection_id = ? AND state = 'pending'", now, connectionId);
+      for (const e of events(revoked)) insertOutboxEvent(this.db, e);
+      return revoked;
+    });
+  }
+
+  async createAgent(a: AgentRecord): Promise<void> {
+    this.db.tx(() => {
+      this.db.run('INSERT INTO agents (id, connection_id, account_id, name, agent_type, custody_mode, public_key, secret_enc, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        a.id, a.connectionId, a.accountId, a.name, a.agentType, a.custodyMode, a.publicKey, Buffer.from(a.secretEnc), a.createdAt);
+    });
+  }
+
+  async getAgent(id: string): Promise<AgentRecord | undefined> {
+    const r = this.db.get<AgentRow>('SELECT * FROM agents WHERE id = ?', id);
+    return r && agentFromRow(r);
+  }
+
+  async listAgents(filter: { accountId?: string; connectionId?: string }): Promise<AgentRecord[]> {
+    if (filter.connectionId) return this.db.all<AgentRow>('SELECT * FROM agents WHERE connection_id = ? ORDER BY created_at, id', filter.connectionId).map(agentFromRow);
+    return this.db.all<AgentRow>('SELECT * FROM agents WHERE account_id = ? ORDER BY created_at, id', filter.accountId ?? '').map(agentFromRow);
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * SQLite implementation of {@link ProofStore}: challenges, the one-transaction
+ * verify commit (challenge consumption + debit + audit row), audit reads and
+ * retention purges.
+ */
+import type { Db } from './db.ts';
+import type { AuditEventRecord, ChallengeRecord, DecisionCommit, DecisionCommitResult, ProofStore } from '../types.ts';
+
+interface ChallengeRow { id: string; audience_connection_id: string; account_id: string; expires_at: number; presented_at: number | null; consumed_at: number | null; created_at: number }
+interface AuditRow {
+  seq: number; id: string; account_id: string; event_type: AuditEventRecord['eventType']; connection_id: string | null;
+  agent_id: string | null; cert_id: string | null; required_scope: string | null; details: string; created_at: number;
+}
+
+const challengeFromRow = (r: ChallengeRow): ChallengeRecord => ({
+  id: r.id, audienceConnectionId: r.audience_connection_id, accountId: r.account_id, expiresAt: r.expires_at,
+  presentedAt: r.presented_at, consumedAt: r.consumed_at, createdAt: r.created_at,
+});
+const auditFromRow = (r: AuditRow): AuditEventRecord => ({
+  id: r.id, seq: r.seq, accountId: r.account_id, eventType: r.event_type, connectionId: r.connection_id, agentId: r.agent_id,
+  certId: r.cert_id, requiredScope: r.required_scope, details: JSON.parse(r.details) as Record<string, unknown>, createdAt: r.created_at,
+});
+
+/** Challenges, decisions and audit on SQLite. */
+export class SqliteProofStore implements ProofStore {
+  constructor(private readonly db: Db) {}
+
+  private insertAudit(a: AuditEventRecord): void {
+    this.db.run('INSERT INTO audit_events (id, account_id, event_type, connection_id, agent_id, cert_id, required_scope, details, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      a.id, a.accountId, a.eventType, a.connectionId, a.agentId, a.certId, a.requiredScope, JSON.stringify(a.details), a.createdAt);
+  }
+
+  /** Consumes the challenge and debits the account; throws a result string to roll back. */
+  private consume(challengeId: string | null, audience: string, now: number, accountId: string, price: number): DecisionCommitResult {
+    if (challengeId !== null) {
+      const consumed = this.db.run('UPDATE challenges SET consumed_at = ? WHERE id = ? AND consumed_at IS NULL AND expires_at > ? AND audience_connection_id = ?',
+        now, challengeId, now, audience);
+      if (consumed !== 1) return 'invalid_challenge';
+    }
+    const debited = this.db.run('UPDATE accounts SET credits_micros = credits_micros - ?, verify_calls = verify_calls + 1 WHERE id = ? AND credits_micros >= ?',
+      price, accountId, price);
+    if (debited !== 1) return 'credits_exhausted';
+    return 'committed';
+  }
+
+  async insertChallenge(c: ChallengeRecord): Promise<void> {
+    this.db.tx(() => {
+      this.db.run('INSERT INTO challenges (id, audience_connection_id, account_id, expires_at, presented_at, consumed_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        c.id, c.audienceConnectionId, c.accountId, c.expiresAt, c.presentedAt, c.consumedAt, c.createdAt);
+    });
+  }
+
+  async getChallenge(id: string): Promise<ChallengeRecord | undefined> {
+    const r = this.db.get<ChallengeRow>('SELECT * FROM challenges WHERE id = ?', id);
+    return r && challengeFromRow(r);
+  }
+
+  async presentChallenge(id: string, now: number, audit: AuditEventRecord): Promise<boolean> {
+    return this.db.tx(() => {
+      if (this.db.run('UPDATE challenges SET presented_at = ? WHERE id = ? AND presented_at IS NULL AND consumed_at IS NULL AND expires_at > ?', now, id, now) !== 1) return false;
+      this.insertAudit(audit);
+      return true;
+    });
+  }
+
+  async creditsOf(accountId: string): Promise<number> {
+    return this.db.get<{ c: number }>('SELECT credits_micros AS c FROM accounts WHERE id = ?', accountId)?.c ?? 0;
+  }
+
+  async commitDecision(c: DecisionCommit): Promise<DecisionCommitResult> {
+    const rollback = Symbol('rollback');
+    let result: DecisionCommitResult = 'committed';
+    try {
+      this.db.tx(() => {
+        if (c.decision === 'allow' && c.certId !== null
+          && this.db.get<{ status: string }>('SELECT status FROM certificates WHERE id = ?', c.certId)?.status !== 'approved') {
+          result = 'certificate_revoked';
+          throw rollback;
+        }
+        result = this.consume(c.challengeId, c.audienceConnectionId, c.now, c.accountId, c.priceMicros);
+        if (result !== 'committed') throw rollback;
+        this.db.run(c.decision === 'allow' ? 'UPDATE accounts SET verify_allows = verify_allows + 1 WHERE id = ?' : 'UPDATE accounts SET verify_denies = verify_denies + 1 WHERE id = ?', c.accountId);
+        this.insertAudit(c.audit);
+      });
+    } catch (err) {
+      if (err !== rollback) throw err;
+    }
+    return result;
+  }
+
+  async consumeAndDebit(challengeId: string | null, audience: string, now: number, accountId: string, price: number): Promise<DecisionCommitResult> {
+    const rollback = Symbol('rollback');
+    let result: DecisionCommitResult = 'committed';
+    try {
+      this.db.tx(() => {
+        result = this.consume(challengeId, audience, now, accountId, price);
+        if (result !== 'committed') throw rollback;
+      });
+    } catch (err) {
+      if (err !== rollback) throw err;
+    }
+    return result;
+  }
+
+  async listAudit(q: { accountId: string; limit: number; before?: number; eventType?: string; agentId?: string }): Promise<AuditEventRecord[]> {
+    const where = ['account_id = ?'];
+    const params: unknown[] = [q.accountId];
+    if (q.before !== undefined) { where.push('seq < ?'); params.push(q.before); }
+    if (q.eventType !== undefined) { where.push('event_type = ?'); params.push(q.eventType); }
+    if (q.agentId !== undefined) { where.push('agent_id = ?'); params.push(q.agentId); }
+    params.push(q.limit);
+    return this.db.all<AuditRow>(`SELECT * FROM audit_events WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ?`, ...params).map(auditFromRow);
+  }
+
+  async purgeChallenges(olderThan: number): Promise<number> {
+    return this.db.tx(() => this.db.run('DELETE FROM challenges WHERE (consumed_at IS NOT NULL AND consumed_at < ?) OR expires_at < ?', olderThan, olderThan));
+  }
+
+  async purgeAudit(olderThan: number): Promise<number> {
+    return this.db.tx(() => this.db.run('DELETE FROM audit_events WHERE created_at < ?', olderThan));
+  }
+}
