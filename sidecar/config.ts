@@ -1,0 +1,181 @@
+/**
+ * Sidecar configuration: the `SIDECAR_*` environment variables (a public
+ * contract, documented in the README), parsed and validated once at startup.
+ *
+ * A bad value stops startup with one line naming the variable. Unknown
+ * `SIDECAR_*` variables are rejected too, so a typo never silently falls
+ * back to a default.
+ */
+import path from 'node:path';
+
+/** The validated configuration `buildServer` takes. */
+export interface SidecarConfig {
+  host: string;
+  port: number;
+  dataDir: string;
+  /** SMTP URL; null selects the development log mailer. */
+  smtpUrl: string | null;
+  mailFrom: string;
+  /** 32-byte master key; null means "use or create `<dataDir>/master.key`". */
+  masterKey: Uint8Array | null;
+  production: boolean;
+  /** Omit the `Secure` cookie flag (plain-HTTP development on loopback only). */
+  insecureCookies: boolean;
+  webhookAllowInsecure: boolean;
+  alphaCreditsMicros: number;
+  challengeTtlSeconds: number;
+  proofFreshnessSeconds: number;
+  apiKeyGraceSeconds: number;
+  sendCodePerMinute: number;
+  logLevel: string;
+  bodyLimitBytes: number;
+  trustProxy: string[];
+  auditRetentionDays: number;
+  challengeRetentionHours: number;
+  shutdownTimeoutMs: number;
+}
+
+/** Defaults, as named constants. */
+export const DEFAULTS = {
+  host: '127.0.0.1',
+  port: 8700,
+  dataDir: './data',
+  mailFrom: 'agent-authz <no-reply@localhost>',
+  alphaCreditsDollars: 10,
+  challengeTtlSeconds: 300,
+  proofFreshnessSeconds: 120,
+  apiKeyGraceSeconds: 0,
+  sendCodePerMinute: 5,
+  logLevel: 'info',
+  bodyLimitBytes: 64 * 1024,
+  auditRetentionDays: 0,
+  challengeRetentionHours: 24,
+  shutdownTimeoutMs: 10_000,
+} as const;
+
+/** Every environment variable the sidecar reads. */
+export const ENV_VARS = [
+  'SIDECAR_HOST', 'SIDECAR_PORT', 'SIDECAR_DATA_DIR', 'SIDECAR_SMTP_URL', 'SIDECAR_MAIL_FROM',
+  'SIDECAR_MASTER_KEY', 'SIDECAR_INSECURE_COOKIES', 'SIDECAR_WEBHOOK_ALLOW_INSECURE', 'SIDECAR_ALPHA_CREDITS',
+  'SIDECAR_CHALLENGE_TTL_SECONDS', 'SIDECAR_PROOF_FRESHNESS_SECONDS', 'SIDECAR_API_KEY_GRACE_SECONDS',
+  'SIDECAR_SEND_CODE_PER_MINUTE', 'SIDECAR_LOG_LEVEL', 'SIDECAR_BODY_LIMIT_BYTES', 'SIDECAR_TRUST_PROXY',
+  'SIDECAR_AUDIT_RETENTION_DAYS', 'SIDECAR_CHALLENGE_RETENTION_HOURS', 'SIDECAR_SHUTDOWN_TIMEOUT_MS',
+] as const;
+
+/** Micro-dollars per dollar: money is integer micro-units, never floats. */
+export const MICROS_PER_DOLLAR = 1_000_000;
+
+/** A configuration error: its message is the one line printed at startup. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
+
+function int(env: NodeJS.ProcessEnv, name: string, def: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return def;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name}: expected an integer, got ${JSON.stringify(raw)}`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(`${name}: must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '' || raw === '0' || raw === 'false') return false;
+  if (raw === '1' || raw === 'true') return true;
+  throw new ConfigError(`${name}: expected 1/true or 0/false, got ${JSON.stringify(raw)}`);
+}
+
+/** Parses a dollar amount with at most 6 decimals into micro-dollars. */
+export function dollarsToMicros(raw: string): number | null {
+  const m = /^(\d{1,9})(?:\.(\d{1,6}))?$/.exec(raw);
+  if (!m) return null;
+  return Number(m[1]) * MICROS_PER_DOLLAR + Number((m[2] ?? '').padEnd(6, '0'));
+}
+
+/**
+ * Reads and validates the configuration from environment variables.
+ * Throws {@link ConfigError} with a one-line message naming the variable.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig {
+  for (const k of Object.keys(env)) {
+    if (k.startsWith('SIDECAR_') && !(ENV_VARS as readonly string[]).includes(k)) {
+      throw new ConfigError(`${k}: unknown variable (known: ${ENV_VARS.join(', ')})`);
+    }
+  }
+  const production = env.NODE_ENV === 'production';
+  const host = env.SIDECAR_HOST || DEFAULTS.host;
+  if (!/^[A-Za-z0-9.:_-]{1,253}$/.test(host)) throw new ConfigError(`SIDECAR_HOST: not a host name or address: ${JSON.stringify(host)}`);
+
+  const smtpUrl = env.SIDECAR_SMTP_URL || null;
+  if (smtpUrl !== null) {
+    let u: URL;
+    try { u = new URL(smtpUrl); } catch { throw new ConfigError('SIDECAR_SMTP_URL: not a URL (expected smtp://user:pass@host:port)'); }
+    if (u.protocol !== 'smtp:' && u.protocol !== 'smtps:') throw new ConfigError(`SIDECAR_SMTP_URL: scheme must be smtp: or smtps:, got ${u.protocol}`);
+    if (!u.hostname) throw new ConfigError('SIDECAR_SMTP_URL: missing host');
+  }
+
+  let masterKey: Uint8Array | null = null;
+  if (env.SIDECAR_MASTER_KEY) {
+    const raw = env.SIDECAR_MASTER_KEY;
+    const buf = Buffer.from(raw, 'base64');
+    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(raw) || buf.length !== 32) throw new ConfigError('SIDECAR_MASTER_KEY: must be base64 of exactly 32 bytes (e.g. `openssl rand -base64 32`)');
+    masterKey = new Uint8Array(buf);
+  } else if (production) {
+    throw new ConfigError('SIDECAR_MASTER_KEY: required when NODE_ENV=production');
+  }
+
+  const insecureCookies = flag(env, 'SIDECAR_INSECURE_COOKIES');
+  if (insecureCookies && !LOOPBACK.has(host)) throw new ConfigError(`SIDECAR_INSECURE_COOKIES: only allowed when SIDECAR_HOST is a loopback address, got ${host}`);
+  if (insecureCookies && production) throw new ConfigError('SIDECAR_INSECURE_COOKIES: not allowed when NODE_ENV=production');
+
+  let alphaCreditsMicros = DEFAULTS.alphaCreditsDollars * MICROS_PER_DOLLAR;
+  if (env.SIDECAR_ALPHA_CREDITS) {
+    const m = dollarsToMicros(env.SIDECAR_ALPHA_CREDITS);
+    if (m === null) throw new ConfigError(`SIDECAR_ALPHA_CREDITS: expected dollars like 10 or 0.5, got ${JSON.stringify(env.SIDECAR_ALPHA_CREDITS)}`);
+    alphaCreditsMicros = m;
+  }
+
+  const logLevel = env.SIDECAR_LOG_LEVEL || DEFAULTS.logLevel;
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`SIDECAR_LOG_LEVEL: one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
+
+  const trustProxy = (env.SIDECAR_TRUST_PROXY ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  for (const t of trustProxy) {
+    if (!/^[0-9a-fA-F.:]+(\/\d{1,3})?$/.test(t)) throw new ConfigError(`SIDECAR_TRUST_PROXY: not an address or CIDR: ${JSON.stringify(t)}`);
+  }
+
+  return {
+    host,
+    port: int(env, 'SIDECAR_PORT', DEFAULTS.port, 0, 65535),
+    dataDir: path.resolve(env.SIDECAR_DATA_DIR || DEFAULTS.dataDir),
+    smtpUrl,
+    mailFrom: env.SIDECAR_MAIL_FROM || DEFAULTS.mailFrom,
+    masterKey,
+    production,
+    insecureCookies,
+    webhookAllowInsecure: flag(env, 'SIDECAR_WEBHOOK_ALLOW_INSECURE'),
+    alphaCreditsMicros,
+    challengeTtlSeconds: int(env, 'SIDECAR_CHALLENGE_TTL_SECONDS', DEFAULTS.challengeTtlSeconds, 10, 3600),
+    proofFreshnessSeconds: int(env, 'SIDECAR_PROOF_FRESHNESS_SECONDS', DEFAULTS.proofFreshnessSeconds, 5, 3600),
+    apiKeyGraceSeconds: int(env, 'SIDECAR_API_KEY_GRACE_SECONDS', DEFAULTS.apiKeyGraceSeconds, 0, 86400),
+    sendCodePerMinute: int(env, 'SIDECAR_SEND_CODE_PER_MINUTE', DEFAULTS.sendCodePerMinute, 1, 10000),
+    logLevel,
+    bodyLimitBytes: int(env, 'SIDECAR_BODY_LIMIT_BYTES', DEFAULTS.bodyLimitBytes, 1024, 16 * 1024 * 1024),
+    trustProxy,
+    auditRetentionDays: int(env, 'SIDECAR_AUDIT_RETENTION_DAYS', DEFAULTS.auditRetentionDays, 0, 36500),
+    challengeRetentionHours: int(env, 'SIDECAR_CHALLENGE_RETENTION_HOURS', DEFAULTS.challengeRetentionHours, 1, 8760),
+    shutdownTimeoutMs: int(env, 'SIDECAR_SHUTDOWN_TIMEOUT_MS', DEFAULTS.shutdownTimeoutMs, 100, 600_000),
+  };
+}
+
+/** A complete config for tests and embedding: defaults merged with `overrides`; unknown keys are a TypeError. */
+export function configWith(overrides: Partial<SidecarConfig>): SidecarConfig {
+  const base = loadConfig({});
+  for (const k of Object.keys(overrides)) {
+    if (!(k in base)) throw new TypeError(`config.${k}: unknown option`);
+  }
+  return { ...base, ...overrides };
+}

@@ -1,0 +1,87 @@
+/**
+ * Stages of the decision pipeline that work on certificates: loading and
+ * verifying the certificate a proof refers to (cached by its SHA-256),
+ * checking the proof signature, and the decision stages (status, expiry,
+ * scope, constraints).
+ */
+import { canonicalBytes, canonicalize } from '../../src/canonical.ts';
+import { createVerifier, publicKeyFromJson } from '../../src/crypto/hybrid.ts';
+import type { HybridPublicKeyJson, HybridVerifier } from '../../src/crypto/hybrid.ts';
+import { verifyCertificate } from '../../src/certificate.ts';
+import type { DelegationCertificate } from '../../src/certificate.ts';
+import { PROOF_DOMAIN } from '../../src/proof.ts';
+import type { ParsedProof } from '../../src/proof.ts';
+import { evaluateConstraints } from '../../src/constraints.ts';
+import type { ConstraintContext } from '../../src/constraints.ts';
+import type { ServiceContext } from '../context.ts';
+
+/** A decision of stages 7–10. */
+export interface Decision {
+  decision: 'allow' | 'deny';
+  reason: 'authorized' | 'not_delegated' | 'delegation_revoked' | 'delegation_expired' | 'constraint_denied';
+  constraint?: string;
+}
+
+/** A prepared verifier for a public key JSON (imported KeyObjects cached). */
+export function verifierFor(ctx: ServiceContext, key: HybridPublicKeyJson | string): HybridVerifier | null {
+  const text = typeof key === 'string' ? key : canonicalize(key);
+  let v = ctx.caches.verifiers.get(text);
+  if (!v) {
+    const pk = publicKeyFromJson(typeof key === 'string' ? JSON.parse(key) : key);
+    if (!pk) return null;
+    v = createVerifier(pk);
+    ctx.caches.verifiers.set(text, v);
+  }
+  return v;
+}
+
+/**
+ * The verified certificate a proof refers to. A cache hit (by SHA-256)
+ * skips the store and the root signature check; a miss loads the
+ * certificate, checks it matches the proof's id, hash and agent, and
+ * verifies it with the issuer's root key.
+ */
+export async function loadVerifiedCertificate(ctx: ServiceContext, certId: string, certSha256: string, agentId: string):
+  Promise<{ value: DelegationCertificate } | { error: 'invalid_proof' | 'invalid_signature' }> {
+  const hit = ctx.caches.certs.get(certSha256);
+  ctx.metrics.cache.inc({ cache: 'certificate', result: hit ? 'hit' : 'miss' });
+  if (hit) {
+    if (hit.payload.cert_id !== certId || hit.payload.subject.agent_id !== agentId) return { error: 'invalid_proof' };
+    return { value: hit };
+  }
+  const rec = await ctx.store.delegations.getCertificate(certId);
+  if (!rec || rec.certSha256 !== certSha256 || rec.agentId !== agentId) return { error: 'invalid_proof' };
+  ctx.caches.noteStatus(rec.id, rec.status);
+  const account = await ctx.store.accounts.getAccount(rec.accountId);
+  const root = account?.rootPublicKey ? verifierFor(ctx, account.rootPublicKey) : null;
+  if (!root) return { error: 'invalid_signature' };
+  const check = verifyCertificate(JSON.parse(rec.certJson), root);
+  if (!check.ok) return { error: 'invalid_signature' };
+  ctx.caches.certs.set(certSha256, check.cert);
+  return { value: check.cert };
+}
+
+/** Checks the proof's hybrid signature with the certificate's subject (agent) key. */
+export function verifyProofSignature(ctx: ServiceContext, cert: DelegationCertificate, proof: ParsedProof): boolean {
+  const v = verifierFor(ctx, cert.payload.subject.public_key);
+  return v !== null && v.verify(PROOF_DOMAIN, canonicalBytes(proof.payload), proof.signature);
+}
+
+/** Stages 7–10: certificate status and expiry, scope, constraints. */
+export async function checkDelegation(ctx: ServiceContext, cert: DelegationCertificate, requiredScope: string, context: ConstraintContext | undefined, now: number): Promise<Decision> {
+  const p = cert.payload;
+  let status = ctx.caches.statusOf(p.cert_id);
+  ctx.metrics.cache.inc({ cache: 'revocation', result: status ? 'hit' : 'miss' });
+  if (!status) {
+    const rec = await ctx.store.delegations.getCertificate(p.cert_id);
+    status = rec?.status ?? 'revoked';
+    ctx.caches.noteStatus(p.cert_id, status);
+    status = ctx.caches.statusOf(p.cert_id) ?? status;
+  }
+  if (status !== 'approved') return { decision: 'deny', reason: 'delegation_revoked' };
+  if (p.expires_at !== null && Date.parse(p.expires_at) <= now) return { decision: 'deny', reason: 'delegation_expired' };
+  if (!p.scopes.includes(requiredScope)) return { decision: 'deny', reason: 'not_delegated' };
+  const c = evaluateConstraints(p.constraints, context, requiredScope, now);
+  if (!c.ok) return { decision: 'deny', reason: 'constraint_denied', constraint: c.constraint };
+  return { decision: 'allow', reason: 'authorized' };
+}

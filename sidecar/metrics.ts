@@ -1,0 +1,84 @@
+/**
+ * Prometheus metrics of one sidecar instance (prom-client, a registry per
+ * instance). Names follow Prometheus conventions: `_total` counters, base
+ * units (`_seconds`, `_dollars`). The README lists every metric served;
+ * a test checks the list against `/metrics`.
+ */
+import client from 'prom-client';
+
+/** Verify latency buckets: 0.1 ms to 1 s. */
+export const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
+
+/** Series cap of the per-account credits gauge (the lowest balances). */
+export const CREDITS_GAUGE_MAX_SERIES = 20;
+
+/** Async sources the gauges read at scrape time. */
+export interface MetricSources {
+  outboxStats(): Promise<{ pending: number; oldestPendingAt: number | null }>;
+  lowestBalances(limit: number): Promise<{ accountId: string; creditsMicros: number }[]>;
+  clock(): number;
+}
+
+/** The metric objects the sidecar updates. */
+export interface SidecarMetrics {
+  readonly registry: client.Registry;
+  readonly verifyDecisions: client.Counter<'decision' | 'reason'>;
+  readonly verifyErrors: client.Counter<'code'>;
+  readonly verifyDuration: client.Histogram<'outcome'>;
+  readonly presentDuration: client.Histogram<string>;
+  readonly signDuration: client.Histogram<'kind'>;
+  readonly challenges: client.Counter<'event'>;
+  readonly cache: client.Counter<'cache' | 'result'>;
+  readonly webhookDeliveries: client.Counter<'result'>;
+  readonly sqliteTx: client.Histogram<'result'>;
+  /** Connects the scrape-time gauges to their sources. */
+  bindSources(src: MetricSources): void;
+}
+
+/** Creates the metrics of one sidecar on a fresh registry. */
+export function createMetrics(): SidecarMetrics {
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry });
+  const reg = [registry];
+  let sources: MetricSources | undefined;
+
+  const m: SidecarMetrics = {
+    registry,
+    verifyDecisions: new client.Counter({ name: 'agent_authz_verify_decisions_total', help: 'Verify decisions by decision and reason.', labelNames: ['decision', 'reason'], registers: reg }),
+    verifyErrors: new client.Counter({ name: 'agent_authz_verify_errors_total', help: 'Verify calls answered with a 4xx/5xx error, by error code.', labelNames: ['code'], registers: reg }),
+    verifyDuration: new client.Histogram({ name: 'agent_authz_verify_duration_seconds', help: 'Server time of a verify call.', labelNames: ['outcome'], buckets: LATENCY_BUCKETS, registers: reg }),
+    presentDuration: new client.Histogram({ name: 'agent_authz_present_duration_seconds', help: 'Server time of a present call.', buckets: LATENCY_BUCKETS, registers: reg }),
+    signDuration: new client.Histogram({ name: 'agent_authz_sign_duration_seconds', help: 'Time of one hybrid signature (proof or certificate).', labelNames: ['kind'], buckets: LATENCY_BUCKETS, registers: reg }),
+    challenges: new client.Counter({ name: 'agent_authz_challenges_total', help: 'Challenges by lifecycle event: issued, consumed, expired (seen expired at use or purged unused).', labelNames: ['event'], registers: reg }),
+    cache: new client.Counter({ name: 'agent_authz_cache_requests_total', help: 'Decision-cache lookups by cache (revocation, certificate) and result (hit, miss).', labelNames: ['cache', 'result'], registers: reg }),
+    webhookDeliveries: new client.Counter({ name: 'agent_authz_webhook_deliveries_total', help: 'Webhook delivery attempts by result (delivered, failed, dead, disabled).', labelNames: ['result'], registers: reg }),
+    sqliteTx: new client.Histogram({ name: 'agent_authz_sqlite_transaction_duration_seconds', help: 'SQLite write-transaction latency.', labelNames: ['result'], buckets: LATENCY_BUCKETS, registers: reg }),
+    bindSources(src) { sources = src; },
+  };
+
+  new client.Gauge({
+    name: 'agent_authz_webhook_outbox_depth', help: 'Webhook deliveries waiting to be delivered.', registers: reg,
+    async collect() { if (sources) this.set((await sources.outboxStats()).pending); },
+  });
+  new client.Gauge({
+    name: 'agent_authz_webhook_oldest_pending_age_seconds', help: 'Age of the oldest undelivered webhook event (0 when none).', registers: reg,
+    async collect() {
+      if (!sources) return;
+      const s = await sources.outboxStats();
+      this.set(s.oldestPendingAt === null ? 0 : Math.max(0, (sources.clock() - s.oldestPendingAt) / 1000));
+    },
+  });
+  new client.Gauge({
+    name: 'agent_authz_credits_remaining_dollars',
+    help: `Remaining credits of the ${CREDITS_GAUGE_MAX_SERIES} accounts with the lowest balances; label account is the first 8 characters of the account id.`,
+    labelNames: ['account'], registers: reg,
+    async collect() {
+      if (!sources) return;
+      this.reset();
+      for (const b of await sources.lowestBalances(CREDITS_GAUGE_MAX_SERIES)) this.set({ account: b.accountId.slice(0, 8) }, b.creditsMicros / 1_000_000);
+    },
+  });
+  for (const event of ['issued', 'consumed', 'expired']) m.challenges.inc({ event }, 0);
+  for (const cache of ['revocation', 'certificate']) for (const result of ['hit', 'miss']) m.cache.inc({ cache, result }, 0);
+  return m;
+}

@@ -1,0 +1,119 @@
+/**
+ * Routes of the e-mail-code login and the session (spec endpoints 1–3, plus
+ * logout and a session read, which the spec leaves out).
+ */
+import crypto from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import { ServiceError } from '../../src/errors.ts';
+import { sha256Hex, timingSafeEqualStr } from '../../src/crypto/encoding.ts';
+import type { ServiceContext } from '../context.ts';
+import { RateLimiter } from '../http/rate-limit.ts';
+import {
+  SESSION_ABSOLUTE_TTL_MS, SESSION_TTL_MS, clearSessionCookies, newCsrfToken, newSessionToken, setSessionCookies,
+} from '../http/auth.ts';
+
+/** Login-code policy. */
+export const CODE_POLICY = { digits: 6, ttlMs: 10 * 60_000, maxWrongTries: 5 } as const;
+
+const EmailBody = Type.Object({ email: Type.String({ minLength: 3, maxLength: 254 }) }, { additionalProperties: false });
+const VerifyBody = Type.Object({
+  email: Type.String({ minLength: 3, maxLength: 254 }),
+  code: Type.String({ minLength: 1, maxLength: 16 }),
+}, { additionalProperties: false });
+
+/** Normalizes an e-mail address (trim, lowercase) or refuses it. */
+export function normalizeEmail(raw: string): string {
+  const e = raw.trim().toLowerCase();
+  if (!/^[^\s@<>(),;:"\\[\]]+@[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/.test(e)) {
+    throw new ServiceError('invalid_request', 'email is not a valid e-mail address.', { field: 'body.email' });
+  }
+  return e;
+}
+
+function codeHash(ctx: ServiceContext, email: string, code: string): string {
+  return crypto.createHmac('sha256', ctx.keys.loginCode).update(`${email}\n${code}`).digest('hex');
+}
+
+/** Starts a new session for `accountId` (ending `replaces`), sets the cookies and returns its expiry. */
+async function startSession(ctx: ServiceContext, reply: import('fastify').FastifyReply, accountId: string, absoluteExpiresAt: number | null, replaces?: string): Promise<number> {
+  const now = ctx.clock();
+  const token = newSessionToken();
+  const id = crypto.randomUUID();
+  const absolute = absoluteExpiresAt ?? now + SESSION_ABSOLUTE_TTL_MS;
+  const expiresAt = Math.min(now + SESSION_TTL_MS, absolute);
+  await ctx.store.accounts.createSession({ id, tokenHash: sha256Hex(token), accountId, expiresAt, absoluteExpiresAt: absolute, endedAt: null, createdAt: now }, replaces);
+  setSessionCookies(ctx, reply, token, newCsrfToken(ctx, id));
+  return expiresAt;
+}
+
+/** Registers the login and session routes. */
+export async function registerAuthRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+  const limiter = new RateLimiter(ctx.config.sendCodePerMinute, 60_000, ctx.clock);
+
+  app.post('/v1/auth/email/send-code', { schema: { body: EmailBody, tags: ['auth'] }, config: { auth: 'none' } }, async (request) => {
+    const rate = limiter.hit(request.ip);
+    if (!rate.allowed) {
+      throw new ServiceError('rate_limited', `Too many codes requested; retry in ${rate.retryAfterSeconds} s.`, { retry_after: rate.retryAfterSeconds }, { 'retry-after': String(rate.retryAfterSeconds) });
+    }
+    const email = normalizeEmail((request.body as { email: string }).email);
+    const now = ctx.clock();
+    const prev = await ctx.store.accounts.latestLoginCode(email);
+    const resent = !!prev && prev.usedAt === null && prev.expiresAt > now;
+    const code = String(crypto.randomInt(0, 10 ** CODE_POLICY.digits)).padStart(CODE_POLICY.digits, '0');
+    await ctx.store.accounts.insertLoginCode({
+      id: crypto.randomUUID(), email, codeHash: codeHash(ctx, email, code), attempts: 0,
+      expiresAt: now + CODE_POLICY.ttlMs, usedAt: null, createdAt: now,
+    });
+    try {
+      await ctx.mailer.sendLoginCode(email, code, CODE_POLICY.ttlMs / 60_000);
+    } catch (err) {
+      request.log.error({ err: { message: (err as Error).message } }, 'login code e-mail could not be sent');
+      throw new ServiceError('service_unavailable', 'The code could not be e-mailed; try again later.');
+    }
+    return { resent, status: 'code_sent' };
+  });
+
+  app.post('/v1/auth/email/verify-code', { schema: { body: VerifyBody, tags: ['auth'] }, config: { auth: 'none' } }, async (request, reply) => {
+    const body = request.body as { email: string; code: string };
+    const email = normalizeEmail(body.email);
+    const now = ctx.clock();
+    const rec = await ctx.store.accounts.latestLoginCode(email);
+    if (!rec) throw new ServiceError('invalid_code');
+    if (rec.usedAt !== null) throw new ServiceError('code_used');
+    if (rec.expiresAt <= now) throw new ServiceError('code_expired');
+    // Reserve the try before comparing, so parallel guesses cannot exceed the limit.
+    if (!(await ctx.store.accounts.reserveCodeAttempt(rec.id, CODE_POLICY.maxWrongTries))) throw new ServiceError('code_locked');
+    if (!/^\d{6}$/.test(body.code) || !timingSafeEqualStr(codeHash(ctx, email, body.code), rec.codeHash)) {
+      throw new ServiceError('invalid_code', undefined, { tries_left: Math.max(0, CODE_POLICY.maxWrongTries - rec.attempts - 1) });
+    }
+    await ctx.store.accounts.releaseCodeAttempt(rec.id);
+    if (!(await ctx.store.accounts.consumeLoginCode(rec.id, now))) throw new ServiceError('code_used');
+    const account = await ctx.store.accounts.findOrCreateAccount(email, crypto.randomUUID(), now);
+    const expiresAt = await startSession(ctx, reply, account.id, null);
+    return { status: 'authenticated', onboarding_step: account.onboardingStep, session_expires_at: new Date(expiresAt).toISOString() };
+  });
+
+  app.post('/v1/auth/refresh', { schema: { tags: ['auth'] }, config: { auth: 'session_csrf' } }, async (request, reply) => {
+    const s = request.session!;
+    const old = await ctx.store.accounts.getSessionByTokenHash(sha256Hex(request.cookies.service_session ?? ''));
+    const expiresAt = await startSession(ctx, reply, s.accountId, old?.absoluteExpiresAt ?? null, s.sessionId);
+    return { status: 'refreshed', session_expires_at: new Date(expiresAt).toISOString() };
+  });
+
+  app.post('/v1/auth/logout', { schema: { tags: ['auth'] }, config: { auth: 'session_csrf' } }, async (request, reply) => {
+    await ctx.store.accounts.endSession(request.session!.sessionId, ctx.clock());
+    clearSessionCookies(ctx, reply);
+    return { status: 'logged_out' };
+  });
+
+  app.get('/v1/auth/session', { schema: { tags: ['auth'] }, config: { auth: 'session' } }, async (request) => {
+    const s = request.session!;
+    const a = await ctx.store.accounts.getAccount(s.accountId);
+    if (!a) throw new ServiceError('auth_required');
+    return {
+      account_id: a.id, email: a.email, first_name: a.firstName, last_name: a.lastName, account_type: a.accountType,
+      onboarding_step: a.onboardingStep, session_expires_at: new Date(s.expiresAt).toISOString(),
+    };
+  });
+}

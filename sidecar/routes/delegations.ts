@@ -1,0 +1,215 @@
+/**
+ * Delegation routes: self-request, approve, revoke (spec endpoints 8–10),
+ * and deny, list and read (which the spec leaves out), plus the account's
+ * root public key for offline certificate verification.
+ *
+ * Request states: `pending` → `approved` | `denied`. Certificate states:
+ * `approved` → `revoked`.
+ */
+import crypto from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import { ServiceError } from '../../src/errors.ts';
+import { canonicalize } from '../../src/canonical.ts';
+import { createSigner, publicKeyFromJson } from '../../src/crypto/hybrid.ts';
+import { CERT_TYPE, certificateHash, signCertificate } from '../../src/certificate.ts';
+import type { CertificatePayload } from '../../src/certificate.ts';
+import type { Constraints } from '../../src/constraints.ts';
+import { validateConstraints } from '../../src/constraints.ts';
+import { AAD } from '../secrets.ts';
+import { buildEvent } from '../events.ts';
+import type { ServiceContext } from '../context.ts';
+import type { CertificateRecord, DelegationRequestRecord } from '../store/types.ts';
+import { iso, ownedCertificate, ownedConnection, ownedRequest, requireScopes } from '../http/resources.ts';
+
+const SelfRequestBody = Type.Object({
+  connection_id: Type.String({ maxLength: 100 }),
+  agent_id: Type.Optional(Type.String({ maxLength: 100 })),
+}, { additionalProperties: false });
+const ApproveBody = Type.Object({
+  approved_scope: Type.Array(Type.Unknown(), { maxItems: 256 }),
+  expires_at: Type.Optional(Type.Union([Type.String({ maxLength: 64 }), Type.Null()])),
+  constraints: Type.Optional(Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()])),
+}, { additionalProperties: false });
+
+/** The optional `{reason}` body of deny (the body itself may be absent). */
+function optionalReason(body: unknown): string | null {
+  if (body === undefined || body === null) return null;
+  if (typeof body !== 'object' || Array.isArray(body)) throw new ServiceError('invalid_request', 'The body must be an object.', { field: 'body' });
+  const extra = Object.keys(body).find((k) => k !== 'reason');
+  if (extra) throw new ServiceError('invalid_request', `body.${extra} is not a known field.`, { field: `body.${extra}` });
+  const r = (body as { reason?: unknown }).reason;
+  if (r === undefined) return null;
+  if (typeof r !== 'string' || r.length > 500) throw new ServiceError('invalid_request', 'body.reason must be a string of at most 500 characters.', { field: 'body.reason' });
+  return r;
+}
+const RevokeBody = Type.Object({ reason: Type.String({ maxLength: 500 }) }, { additionalProperties: false });
+const IdParam = (name: string) => Type.Object({ [name]: Type.String({ maxLength: 100 }) });
+
+/** View of a delegation request. */
+export function requestView(r: DelegationRequestRecord) {
+  return {
+    request_id: r.id, connection_id: r.connectionId, agent_id: r.agentId, requested_scope: r.requestedScopes,
+    state: r.state, cert_id: r.certId, decided_at: iso(r.decidedAt), created_at: iso(r.createdAt),
+  };
+}
+
+/** View of a certificate (with the signed certificate itself). */
+export function certificateView(c: CertificateRecord) {
+  return {
+    cert_id: c.id, request_id: c.requestId, connection_id: c.connectionId, agent_id: c.agentId, approved_scope: c.approvedScope,
+    constraints: c.constraints ?? null, status: c.status, issued_at: iso(c.issuedAt), expires_at: iso(c.expiresAt),
+    revoked_at: iso(c.revokedAt), revoke_reason: c.revokeReason, cert_sha256: c.certSha256, cert_json: JSON.parse(c.certJson) as unknown,
+  };
+}
+
+/** The `delegation_key_statement` of `delegation.approved`: a one-line, human-readable summary of what the certificate binds. */
+export function delegationKeyStatement(p: CertificatePayload, certSha256: string): string {
+  return `agent-authz/v1 delegation ${p.cert_id} (sha256 ${certSha256}): account ${p.issuer.account_id} delegates [${p.scopes.join(' ')}] `
+    + `to agent ${p.subject.agent_id} (ed25519 ${p.subject.public_key.ed25519}) on connection ${p.connection_id} `
+    + `from ${p.issued_at} until ${p.expires_at ?? 'revoked'}`;
+}
+
+/** Registers the delegation routes. */
+export async function registerDelegationRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+  app.post('/v1/service/delegations/self-request', { schema: { body: SelfRequestBody, tags: ['delegations'] }, config: { auth: 'session_csrf' } }, async (request) => {
+    const accountId = request.session!.accountId;
+    const b = request.body as { connection_id: string; agent_id?: string };
+    const conn = await ownedConnection(ctx, accountId, b.connection_id);
+    if (conn.status !== 'active') throw new ServiceError('connection_not_found', 'The connection was removed.');
+    let agentId: string;
+    if (b.agent_id !== undefined) {
+      const agent = await ctx.store.platforms.getAgent(b.agent_id);
+      if (!agent || agent.connectionId !== conn.id) throw new ServiceError('agent_not_found', 'No such agent on this connection.');
+      agentId = agent.id;
+    } else {
+      const agents = await ctx.store.platforms.listAgents({ connectionId: conn.id });
+      if (agents.length !== 1) throw new ServiceError('agent_required', `The connection has ${agents.length} agents; pass agent_id.`);
+      agentId = agents[0]!.id;
+    }
+    const rec: DelegationRequestRecord = {
+      id: crypto.randomUUID(), connectionId: conn.id, accountId, agentId, requestedScopes: conn.allowedScopes,
+      state: 'pending', certId: null, decidedAt: null, createdAt: ctx.clock(),
+    };
+    await ctx.store.delegations.createRequest(rec);
+    return requestView(rec);
+  });
+
+  app.post('/v1/service/delegations/requests/:request_id/approve', { schema: { params: IdParam('request_id'), body: ApproveBody, tags: ['delegations'] }, config: { auth: 'session_csrf' } }, async (request) => {
+    const accountId = request.session!.accountId;
+    const b = request.body as { approved_scope: unknown[]; expires_at?: string | null; constraints?: Record<string, unknown> | null };
+    const req = await ownedRequest(ctx, accountId, (request.params as { request_id: string }).request_id);
+    if (req.state !== 'pending') throw new ServiceError('request_not_pending', `The request is ${req.state}.`, { state: req.state });
+    if (b.approved_scope.length === 0) throw new ServiceError('empty_scope', undefined, { field: 'body.approved_scope' });
+    const scopes = requireScopes(b.approved_scope, 'body.approved_scope');
+    const notRequested = scopes.filter((s) => !req.requestedScopes.includes(s));
+    if (notRequested.length) throw new ServiceError('scope_not_requested', `Not requested: ${notRequested.join(', ')}.`, { field: 'body.approved_scope', not_requested: notRequested });
+    const now = ctx.clock();
+    let expiresAt: number | null = null;
+    if (b.expires_at !== undefined && b.expires_at !== null) {
+      const t = Date.parse(b.expires_at);
+      if (!/^\d{4}-\d{2}-\d{2}T/.test(b.expires_at) || !Number.isFinite(t) || t <= now) throw new ServiceError('invalid_expiry', undefined, { field: 'body.expires_at' });
+      expiresAt = t;
+    }
+    let constraints: Constraints | null = null;
+    if (b.constraints !== undefined && b.constraints !== null && Object.keys(b.constraints).length > 0) {
+      const err = validateConstraints(b.constraints);
+      if (err) throw new ServiceError('invalid_constraints', `${err}.`, { field: 'body.constraints' });
+      constraints = b.constraints as Constraints;
+    }
+    const account = await ctx.store.accounts.getAccount(accountId);
+    const agent = await ctx.store.platforms.getAgent(req.agentId);
+    const conn = await ctx.store.platforms.getConnection(req.connectionId);
+    if (!account?.rootSecretEnc || !account.rootPublicKey || !agent) throw new ServiceError('onboarding_incomplete');
+    if (!conn || conn.status !== 'active') throw new ServiceError('request_not_pending', 'The connection was removed.');
+
+    const certId = `cert-${crypto.randomUUID()}`;
+    const payload: CertificatePayload = {
+      v: 1, typ: CERT_TYPE, cert_id: certId, request_id: req.id,
+      issuer: { account_id: accountId, public_key: JSON.parse(account.rootPublicKey) as CertificatePayload['issuer']['public_key'] },
+      subject: { agent_id: agent.id, public_key: JSON.parse(agent.publicKey) as CertificatePayload['subject']['public_key'] },
+      connection_id: req.connectionId, scopes: [...scopes].sort(), constraints,
+      issued_at: new Date(now).toISOString(), expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString(),
+    };
+    const seed = ctx.box.open(account.rootSecretEnc, AAD.rootSecret(accountId));
+    const signer = createSigner(seed);
+    seed.fill(0);
+    const t0 = process.hrtime.bigint();
+    const cert = signCertificate(payload, signer);
+    ctx.metrics.signDuration.observe({ kind: 'certificate' }, Number(process.hrtime.bigint() - t0) / 1e9);
+    if (!publicKeyFromJson(payload.issuer.public_key)) throw new TypeError('stored root public key is malformed');
+    const certSha256 = certificateHash(cert);
+    const record: CertificateRecord = {
+      id: certId, requestId: req.id, accountId, connectionId: req.connectionId, agentId: agent.id, approvedScope: payload.scopes,
+      constraints, certJson: canonicalize(cert), certSha256, status: 'approved', issuedAt: now, expiresAt, revokedAt: null, revokeReason: null,
+    };
+    const ok = await ctx.store.delegations.approveRequest(req.id, record, buildEvent(ctx, {
+      type: 'delegation.approved', accountId, platformId: conn.platformId, connectionId: conn.id, now,
+      fields: {
+        request_id: req.id, connection_id: conn.id, org_id: accountId, agent_id: agent.id, approved_scope: payload.scopes,
+        cert_json: cert, delegation_key_statement: delegationKeyStatement(payload, certSha256),
+      },
+    }));
+    if (!ok) throw new ServiceError('request_not_pending', 'The request was decided concurrently.');
+    ctx.nudgeWebhooks();
+    return {
+      approved_scope: payload.scopes, cert_id: certId, expires_at: iso(expiresAt), issued_at: payload.issued_at, status: 'approved',
+      request_id: req.id, agent_id: agent.id, connection_id: conn.id, constraints, cert_sha256: certSha256,
+    };
+  });
+
+  app.post('/v1/service/delegations/requests/:request_id/deny', { schema: { params: IdParam('request_id'), tags: ['delegations'] }, config: { auth: 'session_csrf' } }, async (request) => {
+    const accountId = request.session!.accountId;
+    const req = await ownedRequest(ctx, accountId, (request.params as { request_id: string }).request_id);
+    if (req.state !== 'pending') throw new ServiceError('request_not_pending', `The request is ${req.state}.`, { state: req.state });
+    const reason = optionalReason(request.body);
+    const conn = await ctx.store.platforms.getConnection(req.connectionId);
+    const now = ctx.clock();
+    const ok = await ctx.store.delegations.denyRequest(req.id, now, buildEvent(ctx, {
+      type: 'delegation.denied', accountId, platformId: conn!.platformId, connectionId: req.connectionId, now,
+      fields: { request_id: req.id, connection_id: req.connectionId, org_id: accountId, agent_id: req.agentId, reason },
+    }));
+    if (!ok) throw new ServiceError('request_not_pending', 'The request was decided concurrently.');
+    ctx.nudgeWebhooks();
+    return { request_id: req.id, state: 'denied', decided_at: iso(now) };
+  });
+
+  app.post('/v1/service/delegations/:cert_id/revoke', { schema: { params: IdParam('cert_id'), body: RevokeBody, tags: ['delegations'] }, config: { auth: 'session_csrf' } }, async (request) => {
+    const accountId = request.session!.accountId;
+    const cert = await ownedCertificate(ctx, accountId, (request.params as { cert_id: string }).cert_id);
+    const reason = (request.body as { reason: string }).reason;
+    if (cert.status === 'revoked') return { cert_id: cert.id, status: 'revoked', already_revoked: true, revoked_at: iso(cert.revokedAt) };
+    const conn = await ctx.store.platforms.getConnection(cert.connectionId);
+    const now = ctx.clock();
+    const changed = await ctx.store.delegations.revokeCertificate(cert.id, reason, now, buildEvent(ctx, {
+      type: 'delegation.revoked', accountId, platformId: conn!.platformId, connectionId: cert.connectionId, now,
+      fields: { cert_id: cert.id, agent_id: cert.agentId, connection_id: cert.connectionId, org_id: accountId, reason },
+    }));
+    // Same process, before the call returns: later verifies see the revocation even on a cache hit.
+    ctx.caches.markRevoked(cert.id);
+    ctx.nudgeWebhooks();
+    return { cert_id: cert.id, status: 'revoked', already_revoked: !changed, revoked_at: iso(changed ? now : cert.revokedAt) };
+  });
+
+  app.get('/v1/service/delegations/requests', { schema: { tags: ['delegations'] }, config: { auth: 'session' } }, async (request) => {
+    return { requests: (await ctx.store.delegations.listRequests(request.session!.accountId)).map(requestView) };
+  });
+
+  app.get('/v1/service/delegations/requests/:request_id', { schema: { params: IdParam('request_id'), tags: ['delegations'] }, config: { auth: 'session' } }, async (request) => {
+    return requestView(await ownedRequest(ctx, request.session!.accountId, (request.params as { request_id: string }).request_id));
+  });
+
+  app.get('/v1/service/delegations', { schema: { tags: ['delegations'] }, config: { auth: 'session' } }, async (request) => {
+    return { certificates: (await ctx.store.delegations.listCertificates(request.session!.accountId)).map(certificateView) };
+  });
+
+  app.get('/v1/service/delegations/:cert_id', { schema: { params: IdParam('cert_id'), tags: ['delegations'] }, config: { auth: 'session' } }, async (request) => {
+    return certificateView(await ownedCertificate(ctx, request.session!.accountId, (request.params as { cert_id: string }).cert_id));
+  });
+
+  app.get('/v1/service/identity', { schema: { tags: ['delegations'] }, config: { auth: 'session' } }, async (request) => {
+    const a = await ctx.store.accounts.getAccount(request.session!.accountId);
+    if (!a?.rootPublicKey) throw new ServiceError('onboarding_incomplete');
+    return { account_id: a.id, root_public_key: JSON.parse(a.rootPublicKey) as unknown };
+  });
+}

@@ -1,0 +1,182 @@
+/**
+ * Platform, connection and agent routes: registration (spec endpoint 6),
+ * agent creation (endpoint 7), and the operations the spec leaves out —
+ * listing and reading, API-key rotation and connection removal.
+ */
+import crypto from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import { ServiceError } from '../../src/errors.ts';
+import { b64urlEncode } from '../../src/crypto/encoding.ts';
+import { canonicalize } from '../../src/canonical.ts';
+import { generateHybridKeyPair, publicKeyToJson } from '../../src/crypto/hybrid.ts';
+import { validateCallbackUrl } from '../webhooks/ssrf.ts';
+import { AAD } from '../secrets.ts';
+import { buildEvent } from '../events.ts';
+import { newApiKey } from '../http/auth.ts';
+import type { ServiceContext } from '../context.ts';
+import {
+  agentView, connectionView, iso, ownedConnection, ownedPlatform, platformView, requireScopes,
+} from '../http/resources.ts';
+
+/** Surface types accepted at registration (`agentic_api` is the agent-action surface). */
+export const SURFACE_TYPES = ['agentic_api', 'conversational_ai', 'meetings', 'physical_ai'] as const;
+/** Lifetime of an API key; the registration's `expires_at` is when its key expires. */
+export const API_KEY_LIFETIME_MS = 365 * 86_400_000;
+/** The only custody mode: the service generates and holds the agent's keys. */
+export const CUSTODY_MODE = 'custodial';
+
+const PlatformBody = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 200 }),
+  surface_type: Type.String({ maxLength: 64 }),
+  default_allowed_scopes: Type.Array(Type.Unknown(), { maxItems: 256 }),
+  description: Type.Optional(Type.String({ maxLength: 2000 })),
+  callback_url: Type.Optional(Type.Union([Type.String({ maxLength: 2048 }), Type.Null()])),
+}, { additionalProperties: false });
+const AgentBody = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 200 }),
+  agent_type: Type.String({ maxLength: 64 }),
+}, { additionalProperties: false });
+const IdParam = (name: string) => Type.Object({ [name]: Type.String({ maxLength: 100 }) });
+
+/** Checks a callback URL against the registration rules, or throws `invalid_callback_url`. */
+export function checkCallbackUrl(ctx: ServiceContext, url: string): void {
+  const v = validateCallbackUrl(url, ctx.config.webhookAllowInsecure);
+  if (!v.ok) throw new ServiceError('invalid_callback_url', `callback_url is not allowed: ${v.reason}.`, { field: 'body.callback_url' });
+}
+
+/** Registers platform, connection and agent routes. */
+export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+  app.post('/v1/service/platforms/personal', { schema: { body: PlatformBody, tags: ['platforms'] }, config: { auth: 'session_csrf' } }, async (request) => {
+    const b = request.body as { name: string; surface_type: string; default_allowed_scopes: unknown[]; description?: string; callback_url?: string | null };
+    const accountId = request.session!.accountId;
+    const account = await ctx.store.accounts.getAccount(accountId);
+    if (!account || account.onboardingStep !== 'complete') throw new ServiceError('onboarding_incomplete');
+    if (account.accountType !== 'individual') throw new ServiceError('account_type_not_supported', 'Personal platforms are for individual accounts.');
+    if (!(SURFACE_TYPES as readonly string[]).includes(b.surface_type)) {
+      throw new ServiceError('invalid_request', `surface_type must be one of ${SURFACE_TYPES.join(', ')}.`, { field: 'body.surface_type' });
+    }
+    const scopes = requireScopes(b.default_allowed_scopes, 'body.default_allowed_scopes');
+    const callbackUrl = b.callback_url ?? null;
+    if (callbackUrl !== null) checkCallbackUrl(ctx, callbackUrl);
+    if ((await ctx.store.platforms.countPlatforms(accountId)) >= 1) throw new ServiceError('platform_limit_reached');
+
+    const now = ctx.clock();
+    const platformId = crypto.randomUUID();
+    const connectionId = crypto.randomUUID();
+    const key = newApiKey(ctx);
+    const signingSecret = `ss_${b64urlEncode(crypto.randomBytes(32))}`;
+    const webhookSecret = `whsec_${b64urlEncode(crypto.randomBytes(32))}`;
+    const expiresAt = now + API_KEY_LIFETIME_MS;
+    const name = b.name.trim() || b.name;
+    const event = buildEvent(ctx, {
+      type: 'connection.created', accountId, platformId, connectionId, now,
+      fields: {
+        connection_id: connectionId, platform_id: platformId, org_id: accountId, org_name: name,
+        allowed_scopes: scopes, callback_url: callbackUrl, api_key: key.key, webhook_signing_secret: webhookSecret,
+      },
+    });
+    await ctx.store.platforms.createPlatform(
+      {
+        id: platformId, accountId, name, description: b.description ?? '', surfaceType: b.surface_type, publishState: 'draft',
+        defaultAllowedScopes: scopes, callbackUrl, callbackDisabledAt: null,
+        signingSecretEnc: ctx.box.seal(Buffer.from(signingSecret), AAD.signingSecret(platformId)),
+        webhookSecretEnc: ctx.box.seal(Buffer.from(webhookSecret), AAD.webhookSecret(platformId)),
+        expiresAt, createdAt: now,
+      },
+      { id: connectionId, platformId, accountId, allowedScopes: scopes, status: 'active', removedAt: null, createdAt: now },
+      { id: crypto.randomUUID(), connectionId, prefix: key.prefix, digest: key.digest, status: 'active', validUntil: expiresAt, createdAt: now },
+      event,
+    );
+    ctx.nudgeWebhooks();
+    return {
+      api_key: key.key, api_key_prefix: key.prefix, connection_id: connectionId, description: b.description ?? '',
+      expires_at: iso(expiresAt), name, platform_id: platformId, publish_state: 'draft', signing_secret: signingSecret,
+      surface_type: b.surface_type, webhook_signing_secret: webhookSecret,
+    };
+  });
+
+  app.get('/v1/service/platforms', { schema: { tags: ['platforms'] }, config: { auth: 'session' } }, async (request) => {
+    const accountId = request.session!.accountId;
+    const conns = await ctx.store.platforms.listConnections(accountId);
+    const platforms = await ctx.store.platforms.listPlatforms(accountId);
+    return { platforms: platforms.map((p) => platformView(p, conns.find((c) => c.platformId === p.id)?.id ?? null)) };
+  });
+
+  app.get('/v1/service/platforms/:platform_id', { schema: { params: IdParam('platform_id'), tags: ['platforms'] }, config: { auth: 'session' } }, async (request) => {
+    const accountId = request.session!.accountId;
+    const p = await ownedPlatform(ctx, accountId, (request.params as { platform_id: string }).platform_id);
+    const conns = await ctx.store.platforms.listConnections(accountId);
+    return platformView(p, conns.find((c) => c.platformId === p.id)?.id ?? null);
+  });
+
+  app.get('/v1/service/connections', { schema: { tags: ['connections'] }, config: { auth: 'session' } }, async (request) => {
+    return { connections: (await ctx.store.platforms.listConnections(request.session!.accountId)).map(connectionView) };
+  });
+
+  app.get('/v1/service/connections/:connection_id', { schema: { params: IdParam('connection_id'), tags: ['connections'] }, config: { auth: 'session' } }, async (request) => {
+    return connectionView(await ownedConnection(ctx, request.session!.accountId, (request.params as { connection_id: string }).connection_id));
+  });
+
+  app.post('/v1/service/connections/:connection_id/rotate-key', { schema: { params: IdParam('connection_id'), tags: ['connections'] }, config: { auth: 'session_csrf' } }, async (request) => {
+    const accountId = request.session!.accountId;
+    const conn = await ownedConnection(ctx, accountId, (request.params as { connection_id: string }).connection_id);
+    if (conn.status !== 'active') throw new ServiceError('connection_not_found', 'The connection was removed.');
+    const now = ctx.clock();
+    const key = newApiKey(ctx);
+    const graceUntil = ctx.config.apiKeyGraceSeconds > 0 ? now + ctx.config.apiKeyGraceSeconds * 1000 : null;
+    const prev = await ctx.store.platforms.rotateApiKey(conn.id,
+      { id: crypto.randomUUID(), connectionId: conn.id, prefix: key.prefix, digest: key.digest, status: 'active', validUntil: now + API_KEY_LIFETIME_MS, createdAt: now },
+      graceUntil,
+      (previousPrefix) => buildEvent(ctx, { type: 'connection.key_rotated', accountId, platformId: conn.platformId, connectionId: conn.id, now,
+        fields: { connection_id: conn.id, api_key_prefix: key.prefix, previous_prefix: previousPrefix } }));
+    if (!prev) throw new ServiceError('connection_not_found', 'The connection was removed.');
+    ctx.nudgeWebhooks();
+    return {
+      connection_id: conn.id, api_key: key.key, api_key_prefix: key.prefix, expires_at: iso(now + API_KEY_LIFETIME_MS),
+      previous_prefix: prev.prefix, previous_key_valid_until: iso(graceUntil),
+    };
+  });
+
+  app.post('/v1/service/connections/:connection_id/remove', { schema: { params: IdParam('connection_id'), tags: ['connections'] }, config: { auth: 'session_csrf' } }, async (request) => {
+    const accountId = request.session!.accountId;
+    const conn = await ownedConnection(ctx, accountId, (request.params as { connection_id: string }).connection_id);
+    if (conn.status === 'removed') return { connection_id: conn.id, status: 'removed', removed_at: iso(conn.removedAt), revoked_cert_ids: [] };
+    const now = ctx.clock();
+    const revoked = await ctx.store.platforms.removeConnection(conn.id, now, (certs) => [
+      ...certs.map((c) => buildEvent(ctx, { type: 'delegation.revoked', accountId, platformId: conn.platformId, connectionId: conn.id, now,
+        fields: { cert_id: c.certId, agent_id: c.agentId, connection_id: conn.id, org_id: accountId, reason: 'connection_removed' } })),
+      buildEvent(ctx, { type: 'connection.removed', accountId, platformId: conn.platformId, connectionId: conn.id, now,
+        fields: { connection_id: conn.id, org_id: accountId, removed_at: iso(now) } }),
+    ]);
+    for (const c of revoked ?? []) ctx.caches.markRevoked(c.certId);
+    ctx.nudgeWebhooks();
+    return { connection_id: conn.id, status: 'removed', removed_at: iso(now), revoked_cert_ids: (revoked ?? []).map((c) => c.certId) };
+  });
+
+  app.post('/v1/service/connections/:connection_id/agents', { schema: { params: IdParam('connection_id'), body: AgentBody, tags: ['agents'] }, config: { auth: 'api_key' } }, async (request) => {
+    const auth = request.apiKey!;
+    const connectionId = (request.params as { connection_id: string }).connection_id;
+    if (connectionId !== auth.connectionId) throw new ServiceError('connection_not_found', 'Agents can only be created under the API key\'s own connection.');
+    const b = request.body as { name: string; agent_type: string };
+    if (b.agent_type !== 'api_agent') throw new ServiceError('invalid_agent_type', undefined, { field: 'body.agent_type' });
+    const id = crypto.randomUUID();
+    const kp = generateHybridKeyPair();
+    await ctx.store.platforms.createAgent({
+      id, connectionId, accountId: auth.accountId, name: b.name, agentType: b.agent_type, custodyMode: CUSTODY_MODE,
+      publicKey: canonicalize(publicKeyToJson(kp.publicKey)), secretEnc: ctx.box.seal(kp.secretSeed, AAD.agentSecret(id)), createdAt: ctx.clock(),
+    });
+    kp.secretSeed.fill(0);
+    return { agent_id: id, name: b.name, agent_type: b.agent_type, custody_mode: CUSTODY_MODE, public_key_json: publicKeyToJson(kp.publicKey) };
+  });
+
+  app.get('/v1/service/connections/:connection_id/agents', { schema: { params: IdParam('connection_id'), tags: ['agents'] }, config: { auth: 'api_key' } }, async (request) => {
+    const connectionId = (request.params as { connection_id: string }).connection_id;
+    if (connectionId !== request.apiKey!.connectionId) throw new ServiceError('connection_not_found');
+    return { agents: (await ctx.store.platforms.listAgents({ connectionId })).map(agentView) };
+  });
+
+  app.get('/v1/service/agents', { schema: { tags: ['agents'] }, config: { auth: 'session' } }, async (request) => {
+    return { agents: (await ctx.store.platforms.listAgents({ accountId: request.session!.accountId })).map(agentView) };
+  });
+}

@@ -1,0 +1,80 @@
+/**
+ * Challenge and present (spec endpoints 11 and 12). Present builds a proof
+ * bundle; it authorizes nothing (only verify decides).
+ */
+import crypto from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import { ServiceError } from '../../src/errors.ts';
+import { b64urlEncode } from '../../src/crypto/encoding.ts';
+import { createSigner } from '../../src/crypto/hybrid.ts';
+import type { HybridSigner } from '../../src/crypto/hybrid.ts';
+import { PROOF_TYPE, encodeProofHeader, signProof } from '../../src/proof.ts';
+import { AAD } from '../secrets.ts';
+import type { ServiceContext } from '../context.ts';
+import type { AgentRecord } from '../store/types.ts';
+import { iso } from '../http/resources.ts';
+
+const PresentBody = Type.Object({ challenge: Type.String({ maxLength: 256 }) }, { additionalProperties: false });
+const PresentParams = Type.Object({ connection_id: Type.String({ maxLength: 100 }), agent_id: Type.String({ maxLength: 100 }) });
+
+/** SHA-256 (hex) of a challenge value: its row id (the value itself is never stored). */
+export function challengeId(challenge: string): string {
+  return crypto.createHash('sha256').update(challenge).digest('hex');
+}
+
+function signerFor(ctx: ServiceContext, agent: AgentRecord): HybridSigner {
+  let s = ctx.caches.signers.get(agent.id);
+  if (!s) {
+    const seed = ctx.box.open(agent.secretEnc, AAD.agentSecret(agent.id));
+    s = createSigner(seed);
+    seed.fill(0);
+    ctx.caches.signers.set(agent.id, s);
+  }
+  return s;
+}
+
+/** Registers challenge and present. */
+export async function registerProofRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+  app.post('/v1/service/challenge', { schema: { tags: ['proofs'] }, config: { auth: 'api_key' } }, async (request) => {
+    const auth = request.apiKey!;
+    const challenge = b64urlEncode(crypto.randomBytes(32));
+    const now = ctx.clock();
+    const expiresAt = now + ctx.config.challengeTtlSeconds * 1000;
+    await ctx.store.proofs.insertChallenge({
+      id: challengeId(challenge), audienceConnectionId: auth.connectionId, accountId: auth.accountId,
+      expiresAt, presentedAt: null, consumedAt: null, createdAt: now,
+    });
+    ctx.metrics.challenges.inc({ event: 'issued' });
+    return { challenge, expires_at: iso(expiresAt) };
+  });
+
+  app.post('/v1/service/connections/:connection_id/agents/:agent_id/present', { schema: { params: PresentParams, body: PresentBody, tags: ['proofs'] }, config: { auth: 'api_key' } }, async (request) => {
+    const started = process.hrtime.bigint();
+    const auth = request.apiKey!;
+    const params = request.params as { connection_id: string; agent_id: string };
+    if (params.connection_id !== auth.connectionId) throw new ServiceError('connection_not_found');
+    const agent = await ctx.store.platforms.getAgent(params.agent_id);
+    if (!agent || agent.connectionId !== auth.connectionId) throw new ServiceError('agent_not_found');
+    const now = ctx.clock();
+    const cert = await ctx.store.delegations.activeCertificateForAgent(agent.id);
+    if (!cert || ctx.caches.statusOf(cert.id) === 'revoked' || (cert.expiresAt !== null && cert.expiresAt <= now)) throw new ServiceError('no_active_delegation');
+    const challenge = (request.body as { challenge: string }).challenge;
+    const ch = /^[A-Za-z0-9_-]{16,128}$/.test(challenge) ? await ctx.store.proofs.getChallenge(challengeId(challenge)) : undefined;
+    if (!ch || ch.presentedAt !== null || ch.consumedAt !== null || ch.expiresAt <= now) throw new ServiceError('invalid_challenge');
+
+    const t0 = process.hrtime.bigint();
+    const bundle = signProof({
+      v: 1, typ: PROOF_TYPE, challenge, aud: ch.audienceConnectionId, agent_id: agent.id, cert_id: cert.id,
+      cert_sha256: cert.certSha256, presented_at: new Date(now).toISOString(),
+    }, signerFor(ctx, agent));
+    ctx.metrics.signDuration.observe({ kind: 'proof' }, Number(process.hrtime.bigint() - t0) / 1e9);
+    const ok = await ctx.store.proofs.presentChallenge(ch.id, now, {
+      id: crypto.randomUUID(), accountId: agent.accountId, eventType: 'proof.presented', connectionId: agent.connectionId,
+      agentId: agent.id, certId: cert.id, requiredScope: null, details: { audience_connection_id: ch.audienceConnectionId }, createdAt: now,
+    });
+    if (!ok) throw new ServiceError('invalid_challenge');
+    ctx.metrics.presentDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
+    return { proof_bundle: bundle, proof_header: encodeProofHeader(bundle), cert_id: cert.id, challenge_expires_at: iso(ch.expiresAt) };
+  });
+}

@@ -1,0 +1,55 @@
+/**
+ * `POST /v1/service/verify` (spec endpoint 13): validates the body shape and
+ * hands everything else, including API-key authentication, to the one
+ * decision pipeline (`decide()`).
+ */
+import type { FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import type { ServiceContext } from '../context.ts';
+import { API_KEY_HEADER } from '../http/auth.ts';
+import { decide } from '../decide/pipeline.ts';
+import type { VerifyInput } from '../decide/pipeline.ts';
+import { ServiceError } from '../../src/errors.ts';
+
+const Str = (max: number) => Type.String({ maxLength: max });
+const VerifyBody = Type.Object({
+  proof_bundle: Type.Unknown(),
+  required_scope: Str(200),
+  context: Type.Optional(Type.Object({
+    method: Type.Optional(Str(16)),
+    path: Type.Optional(Str(2048)),
+    client_ip: Type.Optional(Str(64)),
+    tenant: Type.Optional(Str(128)),
+    amount: Type.Optional(Str(32)),
+    currency: Type.Optional(Str(3)),
+    body_sha256: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$' })),
+  }, { additionalProperties: false })),
+}, { additionalProperties: false });
+
+/** Registers verify. */
+export async function registerVerifyRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+  app.post('/v1/service/verify', {
+    schema: { body: VerifyBody, tags: ['verify'] },
+    config: { auth: 'none' },
+    // Validation errors are handed to decide(), which authenticates first: a bad key is 401 whatever the body.
+    attachValidation: true,
+  }, async (request) => {
+    const started = process.hrtime.bigint();
+    const body = request.body as VerifyInput;
+    let invalid: ServiceError | null = null;
+    if (request.validationError || body?.proof_bundle === undefined) {
+      const v = (request.validationError as { validation?: { instancePath?: string; params?: Record<string, unknown> }[] } | undefined)?.validation?.[0];
+      const field = ['body', v?.instancePath?.replace(/^\//, '').replace(/\//g, '.'), v?.params?.missingProperty ?? v?.params?.additionalProperty]
+        .filter((x) => typeof x === 'string' && x !== '').join('.');
+      invalid = new ServiceError('invalid_request', `${field === 'body' && !v ? 'body.proof_bundle' : field} is missing or not valid.`, { field: field === 'body' && !v ? 'body.proof_bundle' : field });
+    }
+    try {
+      const result = await decide(ctx, request.headers[API_KEY_HEADER], body, invalid);
+      ctx.metrics.verifyDuration.observe({ outcome: result.decision }, Number(process.hrtime.bigint() - started) / 1e9);
+      return result;
+    } catch (err) {
+      ctx.metrics.verifyDuration.observe({ outcome: 'error' }, Number(process.hrtime.bigint() - started) / 1e9);
+      throw err;
+    }
+  });
+}

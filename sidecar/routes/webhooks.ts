@@ -1,0 +1,84 @@
+/**
+ * Webhook account operations the spec leaves out: changing a platform's
+ * callback address, listing deliveries with their attempts and last error,
+ * and asking for a redelivery (same delivery id and body).
+ */
+import type { FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import { ServiceError } from '../../src/errors.ts';
+import type { ServiceContext } from '../context.ts';
+import type { DeliveryRecord } from '../store/types.ts';
+import { iso, ownedPlatform, platformView } from '../http/resources.ts';
+import { checkCallbackUrl } from './platforms.ts';
+
+/** Delivery list page sizes. */
+export const DELIVERY_LIMITS = { default: 25, max: 200 } as const;
+const STATES = ['pending', 'delivered', 'dead', 'disabled'];
+
+const CallbackBody = Type.Object({ callback_url: Type.Union([Type.String({ maxLength: 2048 }), Type.Null()]) }, { additionalProperties: false });
+const ListQuery = Type.Object({
+  platform_id: Type.Optional(Type.String({ maxLength: 100 })),
+  state: Type.Optional(Type.String({ maxLength: 16 })),
+  limit: Type.Optional(Type.String({ maxLength: 10 })),
+  cursor: Type.Optional(Type.String({ maxLength: 32 })),
+}, { additionalProperties: false });
+const IdParam = (name: string) => Type.Object({ [name]: Type.String({ maxLength: 100 }) });
+
+function deliveryView(d: DeliveryRecord) {
+  return {
+    delivery_id: d.id, platform_id: d.platformId, connection_id: d.connectionId, event: d.eventType, state: d.state,
+    attempts: d.attempts, next_attempt_at: d.state === 'pending' ? iso(d.nextAttemptAt) : null, last_status: d.lastStatus,
+    last_error: d.lastError, delivered_at: iso(d.deliveredAt), created_at: iso(d.createdAt),
+  };
+}
+
+/** Registers the webhook account routes. */
+export async function registerWebhookRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+  app.put('/v1/service/platforms/:platform_id/callback', { schema: { params: IdParam('platform_id'), body: CallbackBody, tags: ['webhooks'] }, config: { auth: 'session_csrf' } }, async (request) => {
+    const accountId = request.session!.accountId;
+    const p = await ownedPlatform(ctx, accountId, (request.params as { platform_id: string }).platform_id);
+    const url = (request.body as { callback_url: string | null }).callback_url;
+    if (url !== null) checkCallbackUrl(ctx, url);
+    await ctx.store.platforms.setCallbackUrl(p.id, url);
+    ctx.nudgeWebhooks();
+    const conns = await ctx.store.platforms.listConnections(accountId);
+    return platformView((await ctx.store.platforms.getPlatform(p.id))!, conns.find((c) => c.platformId === p.id)?.id ?? null);
+  });
+
+  app.get('/v1/service/webhooks/deliveries', { schema: { querystring: ListQuery, tags: ['webhooks'] }, config: { auth: 'session' } }, async (request) => {
+    const q = request.query as { platform_id?: string; state?: string; limit?: string; cursor?: string };
+    let limit: number = DELIVERY_LIMITS.default;
+    if (q.limit !== undefined) {
+      if (!/^\d{1,4}$/.test(q.limit) || Number(q.limit) < 1 || Number(q.limit) > DELIVERY_LIMITS.max) throw new ServiceError('invalid_request', `limit must be an integer from 1 to ${DELIVERY_LIMITS.max}.`, { field: 'querystring.limit' });
+      limit = Number(q.limit);
+    }
+    if (q.state !== undefined && !STATES.includes(q.state)) throw new ServiceError('invalid_request', `state must be one of ${STATES.join(', ')}.`, { field: 'querystring.state' });
+    if (q.cursor !== undefined && !/^\d{1,15}$/.test(q.cursor)) throw new ServiceError('invalid_request', 'cursor is not valid.', { field: 'querystring.cursor' });
+    const rows = await ctx.store.outbox.listDeliveries({
+      accountId: request.session!.accountId, limit: limit + 1,
+      ...(q.platform_id ? { platformId: q.platform_id } : {}), ...(q.state ? { state: q.state } : {}), ...(q.cursor ? { before: Number(q.cursor) } : {}),
+    });
+    const page = rows.slice(0, limit);
+    return { deliveries: page.map(deliveryView), next_cursor: rows.length > limit ? String(page[page.length - 1]!.seq) : null };
+  });
+
+  app.get('/v1/service/webhooks/deliveries/:delivery_id', { schema: { params: IdParam('delivery_id'), tags: ['webhooks'] }, config: { auth: 'session' } }, async (request) => {
+    const d = await ctx.store.outbox.getDelivery((request.params as { delivery_id: string }).delivery_id);
+    if (!d || d.accountId !== request.session!.accountId) throw new ServiceError('delivery_not_found');
+    const attempts = await ctx.store.outbox.listAttempts(d.id);
+    return {
+      ...deliveryView(d),
+      attempt_history: attempts.map((a) => ({ attempt: a.attempt, attempted_at: iso(a.attemptedAt), status: a.status, error: a.error, duration_ms: a.durationMs })),
+    };
+  });
+
+  app.post('/v1/service/webhooks/deliveries/:delivery_id/redeliver', { schema: { params: IdParam('delivery_id'), tags: ['webhooks'] }, config: { auth: 'session_csrf' } }, async (request) => {
+    const d = await ctx.store.outbox.getDelivery((request.params as { delivery_id: string }).delivery_id);
+    if (!d || d.accountId !== request.session!.accountId) throw new ServiceError('delivery_not_found');
+    const p = await ctx.store.platforms.getPlatform(d.platformId);
+    if (!p?.callbackUrl) throw new ServiceError('callback_not_configured');
+    await ctx.store.outbox.redeliver(d.id, ctx.clock());
+    ctx.nudgeWebhooks();
+    return { delivery_id: d.id, state: 'pending', redelivery_requested_at: iso(ctx.clock()) };
+  });
+}

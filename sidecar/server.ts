@@ -1,0 +1,188 @@
+/**
+ * `buildServer(config)`: creates the sidecar (a Fastify instance with every
+ * `/v1` route, health, metrics and the webhook worker) without listening.
+ * Only `main.ts` calls `listen`.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import crypto from 'node:crypto';
+import Fastify from 'fastify';
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import cookie from '@fastify/cookie';
+import swagger from '@fastify/swagger';
+import type { SidecarConfig } from './config.ts';
+import type { Clock, ServiceContext } from './context.ts';
+import type { Store } from './store/types.ts';
+import { DB_FILE_NAME, openSqliteStore } from './store/index.ts';
+import { createSecretBox } from './secrets.ts';
+import { createLogMailer, createSmtpMailer } from './mail.ts';
+import type { Mailer } from './mail.ts';
+import { createMetrics } from './metrics.ts';
+import { DecisionCaches } from './decide/caches.ts';
+import { installErrorHandlers } from './http/errors.ts';
+import { installAuth } from './http/auth.ts';
+import { registerAuthRoutes } from './routes/auth.ts';
+import { registerOnboardingRoutes } from './routes/onboarding.ts';
+import { registerPlatformRoutes } from './routes/platforms.ts';
+import { registerDelegationRoutes } from './routes/delegations.ts';
+import { registerProofRoutes } from './routes/proofs.ts';
+import { registerVerifyRoutes } from './routes/verify.ts';
+import { registerAuditRoutes } from './routes/audit.ts';
+import { registerWebhookRoutes } from './routes/webhooks.ts';
+import { registerHealthRoutes } from './routes/health.ts';
+import { WebhookWorker } from './webhooks/worker.ts';
+import { LOG_REDACT_PATHS } from './log.ts';
+import { OPENAPI_INFO } from './openapi.ts';
+
+/** Name of the generated development master-key file in the data directory. */
+export const MASTER_KEY_FILE = 'master.key';
+
+/** Injectable parts, for tests and embedding. */
+export interface BuildOptions {
+  /** Clock in Unix ms (default `Date.now`). */
+  clock?: Clock;
+  /** Mailer (default: SMTP from config, or the development log mailer). */
+  mailer?: Mailer;
+  /** Store (default: SQLite file in the data directory). */
+  store?: Store;
+  /** Fastify logger options (default: JSON logs at the configured level, with redaction). */
+  logger?: FastifyServerOptions['logger'];
+  /** Pino destination stream (tests capture logs with it). */
+  logStream?: NodeJS.WritableStream;
+  /** Start the webhook worker and the retention job (default true). */
+  startWorkers?: boolean;
+  /** Webhook worker tuning (tests). */
+  webhook?: { timeoutMs?: number; pollIntervalMs?: number };
+}
+
+/** The sidecar instance: a Fastify server with its service context. */
+export type SidecarServer = FastifyInstance & { ctx: ServiceContext };
+
+/** Reads the master key from config, or creates/reads `<dataDir>/master.key` (mode 0600). */
+export function resolveMasterKey(config: SidecarConfig): { key: Uint8Array; generated: boolean; file: string | null } {
+  if (config.masterKey) return { key: config.masterKey, generated: false, file: null };
+  const file = path.join(config.dataDir, MASTER_KEY_FILE);
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  try {
+    const raw = Buffer.from(fs.readFileSync(file, 'utf8').trim(), 'base64');
+    if (raw.length !== 32) throw new TypeError(`${file}: not base64 of 32 bytes`);
+    return { key: new Uint8Array(raw), generated: false, file };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const key = crypto.randomBytes(32);
+  fs.writeFileSync(file, key.toString('base64') + '\n', { mode: 0o600, flag: 'wx' });
+  return { key: new Uint8Array(key), generated: true, file };
+}
+
+/** Accepts an incoming `X-Request-Id` when it is short and plain; otherwise makes one. */
+function requestId(req: { headers: Record<string, string | string[] | undefined> }): string {
+  const h = req.headers['x-request-id'];
+  return typeof h === 'string' && /^[A-Za-z0-9._:-]{1,128}$/.test(h) ? h : crypto.randomUUID();
+}
+
+/** Creates the sidecar. Call `listen` yourself (see main.ts) or use `inject` in tests. */
+export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}): Promise<SidecarServer> {
+  const clock = opts.clock ?? Date.now;
+  const logger = opts.logger ?? {
+    level: config.logLevel,
+    redact: { paths: [...LOG_REDACT_PATHS], censor: '[redacted]' },
+    ...(opts.logStream ? { stream: opts.logStream } : {}),
+  };
+  const app = Fastify({
+    logger,
+    bodyLimit: config.bodyLimitBytes,
+    trustProxy: config.trustProxy.length ? config.trustProxy : false,
+    genReqId: requestId,
+    requestIdLogLabel: 'request_id',
+    maxParamLength: 200,
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
+    return503OnClosing: true,
+  });
+
+  const metrics = createMetrics();
+  const master = resolveMasterKey(config);
+  if (master.generated) app.log.warn({ file: master.file }, 'SIDECAR_MASTER_KEY is not set: generated a development master key file. Set SIDECAR_MASTER_KEY in production.');
+  else if (master.file) app.log.warn({ file: master.file }, 'SIDECAR_MASTER_KEY is not set: using the development master key file.');
+  if (config.webhookAllowInsecure) app.log.warn('SIDECAR_WEBHOOK_ALLOW_INSECURE=1: webhooks may go to http and private addresses. FOR DEVELOPMENT AND TESTS ONLY.');
+  if (config.insecureCookies) app.log.warn('SIDECAR_INSECURE_COOKIES=1: session cookies are sent without Secure. FOR LOOPBACK DEVELOPMENT ONLY.');
+
+  const store = opts.store ?? openSqliteStore({
+    file: path.join(config.dataDir, DB_FILE_NAME),
+    onTransaction: (s, ok) => metrics.sqliteTx.observe({ result: ok ? 'commit' : 'rollback' }, s),
+  });
+  const box = createSecretBox(master.key);
+  let worker: WebhookWorker | undefined;
+  const ctx: ServiceContext = {
+    config, store, box, clock, metrics,
+    mailer: opts.mailer ?? (config.smtpUrl ? createSmtpMailer(config.smtpUrl, config.mailFrom) : createLogMailer(app.log)),
+    log: app.log,
+    caches: new DecisionCaches(),
+    keys: { csrf: box.subkey('csrf'), loginCode: box.subkey('login-code'), apiKey: box.subkey('api-key') },
+    nudgeWebhooks: () => worker?.nudge(),
+  };
+  metrics.bindSources({
+    outboxStats: () => store.outbox.stats(),
+    lowestBalances: (n) => store.accounts.lowestBalances(n),
+    clock,
+  });
+  for (const id of await store.delegations.revokedCertificateIds()) ctx.caches.markRevoked(id);
+
+  app.decorate('ctx', ctx);
+  app.addHook('onSend', async (request, reply) => { void reply.header('x-request-id', request.id); });
+  await app.register(cookie);
+  await app.register(swagger, { openapi: OPENAPI_INFO });
+  app.removeContentTypeParser('application/json');
+  const jsonParser = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    if (body === '' || body === undefined) { done(null, undefined); return; }
+    jsonParser(req, body as string, done);
+  });
+  installErrorHandlers(app, (code, url) => { if (url.startsWith('/v1/service/verify')) metrics.verifyErrors.inc({ code }); });
+  installAuth(app, ctx);
+
+  await registerHealthRoutes(app, ctx);
+  app.get('/openapi.json', { schema: { hide: true }, config: { auth: 'none' } }, async () => app.swagger());
+  await registerAuthRoutes(app, ctx);
+  await registerOnboardingRoutes(app, ctx);
+  await registerPlatformRoutes(app, ctx);
+  await registerDelegationRoutes(app, ctx);
+  await registerProofRoutes(app, ctx);
+  await registerVerifyRoutes(app, ctx);
+  await registerAuditRoutes(app, ctx);
+  await registerWebhookRoutes(app, ctx);
+
+  let retention: NodeJS.Timeout | undefined;
+  if (opts.startWorkers !== false) {
+    worker = new WebhookWorker({
+      store: store.outbox, box, clock, allowInsecure: config.webhookAllowInsecure, logger: app.log,
+      ...(opts.webhook?.timeoutMs ? { timeoutMs: opts.webhook.timeoutMs } : {}),
+      ...(opts.webhook?.pollIntervalMs ? { pollIntervalMs: opts.webhook.pollIntervalMs } : {}),
+      onResult: (result) => metrics.webhookDeliveries.inc({ result }),
+    });
+    app.addHook('onReady', async () => {
+      worker!.start();
+      retention = setInterval(() => { void runRetention(ctx).catch((err: unknown) => app.log.error({ err }, 'retention job failed')); }, 3600_000);
+      retention.unref();
+    });
+  }
+  app.addHook('onClose', async () => {
+    if (retention) clearInterval(retention);
+    await worker?.stop();
+    ctx.mailer.close();
+    await store.close();
+  });
+  return app as unknown as SidecarServer;
+}
+
+/**
+ * The retention job: purges spent or expired challenges older than
+ * `SIDECAR_CHALLENGE_RETENTION_HOURS`, and audit rows older than
+ * `SIDECAR_AUDIT_RETENTION_DAYS` when that is set (0 keeps audit forever).
+ */
+export async function runRetention(ctx: ServiceContext): Promise<{ challenges: number; audit: number }> {
+  const now = ctx.clock();
+  const challenges = await ctx.store.proofs.purgeChallenges(now - ctx.config.challengeRetentionHours * 3600_000);
+  const audit = ctx.config.auditRetentionDays > 0 ? await ctx.store.proofs.purgeAudit(now - ctx.config.auditRetentionDays * 86_400_000) : 0;
+  return { challenges, audit };
+}
