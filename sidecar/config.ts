@@ -33,6 +33,8 @@ export interface SidecarConfig {
   auditRetentionDays: number;
   challengeRetentionHours: number;
   shutdownTimeoutMs: number;
+  /** Path of a better-sqlite3 native binding built for this runtime (null = the installed one). */
+  sqliteBinding: string | null;
 }
 
 /** Defaults, as named constants. */
@@ -60,6 +62,7 @@ export const ENV_VARS = [
   'SIDECAR_CHALLENGE_TTL_SECONDS', 'SIDECAR_PROOF_FRESHNESS_SECONDS', 'SIDECAR_API_KEY_GRACE_SECONDS',
   'SIDECAR_SEND_CODE_PER_MINUTE', 'SIDECAR_LOG_LEVEL', 'SIDECAR_BODY_LIMIT_BYTES', 'SIDECAR_TRUST_PROXY',
   'SIDECAR_AUDIT_RETENTION_DAYS', 'SIDECAR_CHALLENGE_RETENTION_HOURS', 'SIDECAR_SHUTDOWN_TIMEOUT_MS',
+  'SIDECAR_SQLITE_BINDING',
 ] as const;
 
 /** Micro-dollars per dollar: money is integer micro-units, never floats. */
@@ -168,6 +171,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     auditRetentionDays: int(env, 'SIDECAR_AUDIT_RETENTION_DAYS', DEFAULTS.auditRetentionDays, 0, 36500),
     challengeRetentionHours: int(env, 'SIDECAR_CHALLENGE_RETENTION_HOURS', DEFAULTS.challengeRetentionHours, 1, 8760),
     shutdownTimeoutMs: int(env, 'SIDECAR_SHUTDOWN_TIMEOUT_MS', DEFAULTS.shutdownTimeoutMs, 100, 600_000),
+    sqliteBinding: env.SIDECAR_SQLITE_BINDING ? path.resolve(env.SIDECAR_SQLITE_BINDING) : null,
   };
 }
 

@@ -7,19 +7,11 @@ import crypto from 'node:crypto';
 import type { ServiceContext } from './context.ts';
 import type { OutboxEventInput } from './store/types.ts';
 import { AAD } from './secrets.ts';
-
-/** The six lifecycle event kinds (spec 6.2). */
-export const EVENT_TYPES = [
-  'connection.created', 'connection.key_rotated', 'connection.removed',
-  'delegation.approved', 'delegation.denied', 'delegation.revoked',
-] as const;
-
-/** An event kind. */
-export type EventType = (typeof EVENT_TYPES)[number];
+import type { WebhookEventType } from '../src/webhooks.ts';
 
 /** Builds one sealed outbox event. */
 export function buildEvent(ctx: ServiceContext, e: {
-  type: EventType; accountId: string; platformId: string; connectionId: string | null; fields: Record<string, unknown>; now: number;
+  type: WebhookEventType; accountId: string; platformId: string; connectionId: string | null; fields: Record<string, unknown>; now: number;
 }): OutboxEventInput {
   const id = crypto.randomUUID();
   const body = JSON.stringify({ event: e.type, delivery_id: id, occurred_at: new Date(e.now).toISOString(), ...e.fields });

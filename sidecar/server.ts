@@ -32,7 +32,7 @@ import { registerWebhookRoutes } from './routes/webhooks.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { WebhookWorker } from './webhooks/worker.ts';
 import { LOG_REDACT_PATHS } from './log.ts';
-import { OPENAPI_INFO } from './openapi.ts';
+import { OPENAPI_OPTIONS } from './openapi.ts';
 
 /** Name of the generated development master-key file in the data directory. */
 export const MASTER_KEY_FILE = 'master.key';
@@ -52,7 +52,7 @@ export interface BuildOptions {
   /** Start the webhook worker and the retention job (default true). */
   startWorkers?: boolean;
   /** Webhook worker tuning (tests). */
-  webhook?: { timeoutMs?: number; pollIntervalMs?: number };
+  webhook?: { timeoutMs?: number; pollIntervalMs?: number; leaseMs?: number };
 }
 
 /** The sidecar instance: a Fastify server with its service context. */
@@ -110,6 +110,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   const store = opts.store ?? openSqliteStore({
     file: path.join(config.dataDir, DB_FILE_NAME),
     onTransaction: (s, ok) => metrics.sqliteTx.observe({ result: ok ? 'commit' : 'rollback' }, s),
+    ...(config.sqliteBinding ? { nativeBinding: config.sqliteBinding } : {}),
   });
   const box = createSecretBox(master.key);
   let worker: WebhookWorker | undefined;
@@ -131,7 +132,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   app.decorate('ctx', ctx);
   app.addHook('onSend', async (request, reply) => { void reply.header('x-request-id', request.id); });
   await app.register(cookie);
-  await app.register(swagger, { openapi: OPENAPI_INFO });
+  await app.register(swagger, OPENAPI_OPTIONS);
   app.removeContentTypeParser('application/json');
   const jsonParser = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
@@ -158,6 +159,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
       store: store.outbox, box, clock, allowInsecure: config.webhookAllowInsecure, logger: app.log,
       ...(opts.webhook?.timeoutMs ? { timeoutMs: opts.webhook.timeoutMs } : {}),
       ...(opts.webhook?.pollIntervalMs ? { pollIntervalMs: opts.webhook.pollIntervalMs } : {}),
+      ...(opts.webhook?.leaseMs ? { leaseMs: opts.webhook.leaseMs } : {}),
       onResult: (result) => metrics.webhookDeliveries.inc({ result }),
     });
     app.addHook('onReady', async () => {

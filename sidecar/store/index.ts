@@ -25,6 +25,8 @@ export interface SqliteStoreOptions {
   file: string;
   /** Observer of write-transaction latency (seconds). */
   onTransaction?: (seconds: number, ok: boolean) => void;
+  /** Path of a better-sqlite3 native binding built for this runtime. */
+  nativeBinding?: string;
 }
 
 /** The SQLite {@link Store}, with a fault-injection hook for tests. */
@@ -38,7 +40,11 @@ export class SqliteStore implements Store {
 
   constructor(opts: SqliteStoreOptions) {
     if (opts.file !== ':memory:') fs.mkdirSync(path.dirname(opts.file), { recursive: true });
-    this.db = new Db(opts.onTransaction ? { file: opts.file, onTransaction: opts.onTransaction } : { file: opts.file });
+    this.db = new Db({
+      file: opts.file,
+      ...(opts.onTransaction ? { onTransaction: opts.onTransaction } : {}),
+      ...(opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : {}),
+    });
     this.db.migrate();
     this.accounts = new SqliteAccountStore(this.db);
     this.platforms = new SqlitePlatformStore(this.db);

@@ -18,6 +18,8 @@ export interface DbOptions {
   busyTimeoutMs?: number;
   /** Observer of write-transaction latency in seconds (metrics). */
   onTransaction?: (seconds: number, ok: boolean) => void;
+  /** A better-sqlite3 native binding built for this runtime (when it differs from the installed build). */
+  nativeBinding?: string;
 }
 
 /**
@@ -38,7 +40,7 @@ export class Db {
   fault: ((sql: string) => void) | undefined;
 
   constructor(opts: DbOptions) {
-    this.raw = new Database(opts.file);
+    this.raw = new Database(opts.file, opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : {});
     this.raw.pragma('journal_mode = WAL');
     this.raw.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
     this.raw.pragma(`synchronous = ${SYNCHRONOUS_LEVEL}`);

@@ -1,0 +1,382 @@
+/**
+ * The webhook delivery worker: drains the transactional outbox
+ * ({@link OutboxStore}) and POSTs each event, signed, to its platform's
+ * callback URL. See docs/webhooks.md for the rules; in short:
+ *
+ * - Claim due deliveries with a lease (`leaseMs`); a crash leaves the lease to
+ *   run out and the delivery becomes due again — same id, same body.
+ * - Open the sealed body (aad `outbox:<id>:body`) and the sealed webhook secret
+ *   (aad `platform:<id>:webhook_secret`), sign `timestamp + "." + body` with a
+ *   fresh timestamp on every attempt, and send the plaintext bytes exactly.
+ * - 2xx within `timeoutMs` → `delivered`. 410 → `disabled` (the platform's
+ *   callback is disabled; its other deliveries are held). Anything else
+ *   (including 3xx — redirects are never followed —, timeouts, network and
+ *   SSRF refusals) → retry on the schedule of `schedule.ts`, honouring
+ *   `Retry-After`; after the 10th attempt → `dead`.
+ * - Connections go only to public addresses over https unless
+ *   `allowInsecure` (see `ssrf.ts`).
+ *
+ * A delivery whose body or secret cannot be opened (wrong master key) is not
+ * attempted and keeps its lease, so it is retried after `leaseMs` without
+ * spending attempts; an error is logged each time.
+ */
+import { performance } from 'node:perf_hooks';
+import { request } from 'undici';
+import type { Agent } from 'undici';
+import type { ClaimedDelivery, DeliveryRecord, OutboxStore } from '../store/types.ts';
+import { AAD } from '../secrets.ts';
+import type { SecretBox } from '../secrets.ts';
+import { WEBHOOK_USER_AGENT, signWebhook } from '../../src/webhooks.ts';
+import { createSafeDispatcher, validateCallbackUrl } from './ssrf.ts';
+import type { Resolver } from './ssrf.ts';
+import { nextAttemptAt, parseRetryAfter } from './schedule.ts';
+
+/** Final or intermediate outcome of one attempt, for metrics. */
+export type DeliveryResult = 'delivered' | 'failed' | 'dead' | 'disabled';
+
+/** The logger methods the worker uses (a pino logger fits). */
+export interface WorkerLogger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+/** Options of {@link WebhookWorker}. */
+export interface WebhookWorkerOptions {
+  store: OutboxStore;
+  /**
+   * Called after a 410 for stores whose `recordAttempt` does not disable the
+   * platform's callback itself (the SQLite store does; pass `undefined`).
+   */
+  platforms?: { disableCallback(platformId: string, now: number): Promise<void> } | undefined;
+  box: SecretBox;
+  /** Current time in Unix milliseconds (injectable for tests). Default `Date.now`. */
+  clock?: () => number;
+  /** Lifts the https and private-address rules (SIDECAR_WEBHOOK_ALLOW_INSECURE=1; development and tests only). */
+  allowInsecure: boolean;
+  /** Per-attempt deadline for the response headers, connect included. Default 15000. */
+  timeoutMs?: number;
+  /** Idle poll interval. Default 1000. */
+  pollIntervalMs?: number;
+  /** Deliveries in flight at once. Default 4. */
+  concurrency?: number;
+  /** Lease of a claimed delivery; must exceed `timeoutMs`. Default max(60 s, 2 × timeoutMs + 10 s). */
+  leaseMs?: number;
+  /** How long `stop()` waits for in-flight deliveries before aborting them and releasing their leases. Default 5000. */
+  stopGraceMs?: number;
+  logger: WorkerLogger;
+  /** Metrics hook: outcome of each attempt and its duration in seconds. */
+  onResult?: (result: DeliveryResult, seconds: number) => void;
+  /** Jitter source in [0, 1). Default `Math.random`. */
+  random?: () => number;
+  /** DNS resolver for the connect-time SSRF check (tests). Default `dns.lookup`. */
+  resolve?: Resolver;
+}
+
+/** What one attempt produced (returned by {@link WebhookWorker.tick} for tests and logs). */
+export interface AttemptOutcome {
+  deliveryId: string;
+  attempt: number;
+  result: DeliveryResult | 'skipped' | 'released';
+  status: number | null;
+  error: string | null;
+}
+
+const STOP = Symbol('worker stopping');
+
+/** Drains the webhook outbox. Construct with the store and box; `start()` / `stop()` from the server. */
+export class WebhookWorker {
+  private readonly store: OutboxStore;
+  private readonly platforms: WebhookWorkerOptions['platforms'];
+  private readonly box: SecretBox;
+  private readonly clock: () => number;
+  private readonly allowInsecure: boolean;
+  private readonly timeoutMs: number;
+  private readonly pollIntervalMs: number;
+  private readonly concurrency: number;
+  private readonly leaseMs: number;
+  private readonly stopGraceMs: number;
+  private readonly log: WorkerLogger;
+  private readonly onResult: WebhookWorkerOptions['onResult'];
+  private readonly random: () => number;
+  private readonly dispatcher: Agent;
+
+  private running = false;
+  private closed = false;
+  private loopDone: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private nudged = false;
+  private readonly inflight = new Map<string, { done: Promise<AttemptOutcome>; abort: AbortController }>();
+
+  constructor(opts: WebhookWorkerOptions) {
+    this.store = opts.store;
+    this.platforms = opts.platforms;
+    this.box = opts.box;
+    this.clock = opts.clock ?? Date.now;
+    this.allowInsecure = opts.allowInsecure;
+    this.timeoutMs = opts.timeoutMs ?? 15_000;
+    this.pollIntervalMs = opts.pollIntervalMs ?? 1_000;
+    this.concurrency = opts.concurrency ?? 4;
+    this.leaseMs = opts.leaseMs ?? Math.max(60_000, 2 * this.timeoutMs + 10_000);
+    this.stopGraceMs = opts.stopGraceMs ?? 5_000;
+    this.log = opts.logger;
+    this.onResult = opts.onResult;
+    this.random = opts.random ?? Math.random;
+    if (!(this.timeoutMs > 0)) throw new TypeError('timeoutMs must be positive');
+    if (!(this.leaseMs > this.timeoutMs)) throw new TypeError('leaseMs must exceed timeoutMs');
+    if (!Number.isInteger(this.concurrency) || this.concurrency < 1) throw new TypeError('concurrency must be a positive integer');
+    this.dispatcher = createSafeDispatcher({
+      allowInsecure: this.allowInsecure,
+      connectTimeoutMs: this.timeoutMs,
+      ...(opts.resolve ? { resolve: opts.resolve } : {}),
+    });
+  }
+
+  /** Starts polling (idempotent). A stopped worker cannot be started again: construct a new one. */
+  start(): void {
+    if (this.closed) throw new Error('the webhook worker was stopped');
+    if (this.running) return;
+    this.running = true;
+    this.loopDone = this.loop();
+  }
+
+  /** Wakes the poller soon (call after committing a transaction that enqueued an event). */
+  nudge(): void {
+    this.nudged = true;
+    this.wake?.();
+  }
+
+  /**
+   * Stops polling; waits up to `stopGraceMs` for in-flight deliveries, then
+   * aborts the rest and releases their leases (no attempt is recorded, so
+   * they go out again after a restart). Closes the HTTP agent.
+   */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.closed = true;
+    this.wake?.();
+    await this.loopDone;
+    this.loopDone = undefined;
+    if (this.inflight.size > 0) {
+      const all = Promise.allSettled([...this.inflight.values()].map((f) => f.done));
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = await Promise.race([
+        all.then(() => false),
+        new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(true), this.stopGraceMs); }),
+      ]);
+      clearTimeout(timer);
+      if (timedOut) {
+        for (const f of this.inflight.values()) f.abort.abort(STOP);
+        await all;
+      }
+    }
+    await this.dispatcher.close().catch(() => undefined);
+  }
+
+  /**
+   * One poll: claims the due deliveries (up to the free concurrency), sends
+   * them and waits until every delivery in flight has finished. For tests
+   * with an injected clock; the running worker uses the same path.
+   */
+  async tick(): Promise<AttemptOutcome[]> {
+    if (this.closed) throw new Error('the webhook worker was stopped');
+    await this.fill();
+    const settled = await Promise.allSettled([...this.inflight.values()].map((f) => f.done));
+    return settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  }
+
+  /** Deliveries currently in flight. */
+  get inFlight(): number {
+    return this.inflight.size;
+  }
+
+  // -------------------------------------------------------------------------
+
+  private async loop(): Promise<void> {
+    let idleMs = this.pollIntervalMs;
+    while (this.running) {
+      let claimed = 0;
+      try {
+        claimed = await this.fill();
+        idleMs = this.pollIntervalMs;
+      } catch (err) {
+        this.log.error({ err }, 'webhook outbox poll failed');
+        idleMs = Math.min(idleMs * 2, 30_000);
+      }
+      if (!this.running) break;
+      // More may be due when the batch was full and a slot is free: poll again at once.
+      if (claimed > 0 && this.inflight.size < this.concurrency) continue;
+      await this.sleep(idleMs);
+    }
+  }
+
+  /** Waits for `ms`, a nudge, a finished delivery or stop. */
+  private sleep(ms: number): Promise<void> {
+    if (this.nudged) {
+      this.nudged = false;
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      timer.unref();
+      const self = this;
+      function done(): void {
+        clearTimeout(timer);
+        self.wake = undefined;
+        self.nudged = false;
+        resolve();
+      }
+      this.wake = done;
+    });
+  }
+
+  /** Claims up to the free slots and starts each delivery; returns how many were claimed. */
+  private async fill(): Promise<number> {
+    const free = this.concurrency - this.inflight.size;
+    if (free <= 0) return 0;
+    const claimed = await this.store.claimDue(this.clock(), free, this.leaseMs);
+    for (const d of claimed) {
+      if (this.inflight.has(d.id)) continue;
+      const abort = new AbortController();
+      const done = this.deliver(d, abort.signal)
+        .catch((err: unknown): AttemptOutcome => {
+          this.log.error({ err, deliveryId: d.id }, 'webhook delivery bookkeeping failed');
+          return { deliveryId: d.id, attempt: d.attempts + 1, result: 'skipped', status: null, error: String(err) };
+        })
+        .finally(() => {
+          this.inflight.delete(d.id);
+          this.wake?.();
+        });
+      this.inflight.set(d.id, { done, abort });
+    }
+    return claimed.length;
+  }
+
+  /** One attempt of one claimed delivery, recorded in the store. */
+  private async deliver(d: ClaimedDelivery, stopSignal: AbortSignal): Promise<AttemptOutcome> {
+    const attempt = d.attempts + 1;
+    const logCtx = { deliveryId: d.id, platformId: d.platformId, eventType: d.eventType, attempt };
+
+    if (d.callbackUrl === null || d.callbackDisabled) {
+      // Held: the store should not have returned it. Keep the lease (re-checked after leaseMs).
+      this.log.debug(logCtx, 'webhook delivery held: no usable callback URL');
+      return { deliveryId: d.id, attempt, result: 'skipped', status: null, error: null };
+    }
+
+    let body: Uint8Array;
+    let secret: Uint8Array;
+    try {
+      body = this.box.open(d.bodyEnc, AAD.outboxBody(d.id));
+      secret = this.box.open(d.webhookSecretEnc, AAD.webhookSecret(d.platformId));
+    } catch (err) {
+      // Wrong master key or corrupt row: not the receiver's fault; spend no attempt.
+      this.log.error({ ...logCtx, err }, 'webhook delivery cannot be opened; leaving it leased');
+      return { deliveryId: d.id, attempt, result: 'skipped', status: null, error: 'cannot open sealed body or secret' };
+    }
+
+    const attemptedAt = this.clock();
+    const t0 = performance.now();
+    let status: number | null = null;
+    let error: string | null = null;
+    let retryAfterMs: number | null = null;
+
+    const check = validateCallbackUrl(d.callbackUrl, this.allowInsecure);
+    if (!check.ok) {
+      error = `callback URL refused: ${check.reason}`;
+    } else {
+      const timestamp = Math.floor(attemptedAt / 1000);
+      const headers = {
+        'content-type': 'application/json',
+        'user-agent': WEBHOOK_USER_AGENT,
+        'x-service-delivery-id': d.id,
+        'x-service-timestamp': String(timestamp),
+        'x-service-signature': signWebhook(secret, timestamp, body),
+      };
+      const timeout = new AbortController();
+      const timer = setTimeout(() => timeout.abort(new Error(`timeout after ${this.timeoutMs} ms`)), this.timeoutMs);
+      const signal = AbortSignal.any([timeout.signal, stopSignal]);
+      try {
+        const res = await request(d.callbackUrl, {
+          method: 'POST',
+          headers,
+          body: Buffer.from(body.buffer, body.byteOffset, body.byteLength),
+          dispatcher: this.dispatcher,
+          signal,
+          headersTimeout: this.timeoutMs,
+          bodyTimeout: this.timeoutMs,
+        });
+        status = res.statusCode;
+        if (status >= 300 && status < 400) {
+          const loc = res.headers['location'];
+          error = `redirect not followed${loc ? ` (Location: ${String(loc).slice(0, 200)})` : ''}`;
+        } else if (status < 200 || status >= 300) {
+          error = `HTTP ${status}`;
+        }
+        if (status < 200 || status >= 300) {
+          retryAfterMs = parseRetryAfter(res.headers['retry-after'], this.clock());
+        }
+        // The answer body is not used; read a little of it so the connection can be reused.
+        await res.body.dump({ limit: 64 * 1024, signal }).catch(() => undefined);
+      } catch (err) {
+        if (stopSignal.aborted && stopSignal.reason === STOP) {
+          clearTimeout(timer);
+          await this.store.release(d.id);
+          this.log.info(logCtx, 'webhook delivery aborted by shutdown; lease released');
+          return { deliveryId: d.id, attempt, result: 'released', status: null, error: 'aborted by shutdown' };
+        }
+        error = describeError(timeout.signal.aborted ? timeout.signal.reason : err);
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+
+    const finishedAt = this.clock();
+    const seconds = (performance.now() - t0) / 1000;
+    const ok = status !== null && status >= 200 && status < 300;
+    let state: DeliveryRecord['state'];
+    let next = finishedAt;
+    let result: DeliveryResult;
+    if (ok) {
+      state = 'delivered';
+      result = 'delivered';
+      error = null;
+    } else if (status === 410) {
+      state = 'disabled';
+      result = 'disabled';
+      error = 'HTTP 410: callback disabled';
+    } else {
+      const at = nextAttemptAt(attempt, finishedAt, retryAfterMs, this.random);
+      if (at === null) {
+        state = 'dead';
+        result = 'dead';
+      } else {
+        state = 'pending';
+        result = 'failed';
+        next = at;
+      }
+    }
+
+    await this.store.recordAttempt(d.id, { attempt, attemptedAt, status, error, durationMs: seconds * 1000 }, { state, nextAttemptAt: next });
+    if (state === 'disabled') await this.platforms?.disableCallback(d.platformId, finishedAt);
+
+    this.onResult?.(result, seconds);
+    const line = { ...logCtx, status, error, result, nextAttemptAt: state === 'pending' ? new Date(next).toISOString() : undefined };
+    if (result === 'delivered') this.log.debug(line, 'webhook delivered');
+    else if (result === 'failed') this.log.info(line, 'webhook delivery failed; will retry');
+    else this.log.warn(line, result === 'dead' ? 'webhook delivery dead-lettered' : 'webhook endpoint answered 410; callback disabled');
+    return { deliveryId: d.id, attempt, result, status, error };
+  }
+}
+
+/** A short, secret-free description of a request failure. */
+function describeError(err: unknown): string {
+  if (err instanceof Error) {
+    const code = (err as { code?: unknown }).code;
+    const cause = (err as { cause?: unknown }).cause;
+    let s = typeof code === 'string' ? `${code}: ${err.message}` : err.message;
+    if (cause instanceof Error && !s.includes(cause.message)) s += ` (${cause.message})`;
+    return s.slice(0, 500);
+  }
+  return String(err).slice(0, 500);
+}

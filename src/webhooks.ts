@@ -1,0 +1,185 @@
+/**
+ * Webhook signing and the event payload types (spec section 6).
+ *
+ * Pure: no I/O. Used by the sidecar's delivery worker to sign and by the
+ * receiver helper (`agent-authz/receiver`) to verify. See docs/webhooks.md.
+ *
+ * Signature rule (spec 6.1):
+ *   X-Service-Signature = lowercase hex( HMAC-SHA256(
+ *       key     = UTF-8 bytes of the webhook_signing_secret string,
+ *       message = timestamp + "." + raw request body bytes ) )
+ * where timestamp is the decimal Unix-seconds value sent in X-Service-Timestamp.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+/** Header names of a delivery (as sent; HTTP header names are case-insensitive). */
+export const WEBHOOK_HEADERS = {
+  contentType: 'Content-Type',
+  signature: 'X-Service-Signature',
+  timestamp: 'X-Service-Timestamp',
+  deliveryId: 'X-Service-Delivery-ID',
+  userAgent: 'User-Agent',
+} as const;
+
+/** `User-Agent` of every delivery. */
+export const WEBHOOK_USER_AGENT = 'agent-authz-webhooks/1';
+
+/** Receivers accept a timestamp only when |now − timestamp| is under this many seconds (spec 6.1, 8). */
+export const WEBHOOK_TOLERANCE_SECONDS = 300;
+
+/** Every event kind (spec 6.2). */
+export const WEBHOOK_EVENT_TYPES = [
+  'connection.created',
+  'connection.key_rotated',
+  'connection.removed',
+  'delegation.approved',
+  'delegation.denied',
+  'delegation.revoked',
+] as const;
+
+/** One event kind. */
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** True when `s` is a known event kind. */
+export function isWebhookEventType(s: unknown): s is WebhookEventType {
+  return typeof s === 'string' && (WEBHOOK_EVENT_TYPES as readonly string[]).includes(s);
+}
+
+/** Members every body has. */
+export interface WebhookEnvelope {
+  /** The event kind. */
+  event: WebhookEventType;
+  /** Equal to the `X-Service-Delivery-ID` header; the same on every retry of the delivery. */
+  delivery_id: string;
+  /** When the change happened (ISO 8601, UTC). */
+  occurred_at: string;
+}
+
+/** `connection.created`: a connection (and its platform) was created. Contains secrets: store it like one. */
+export interface ConnectionCreatedEvent extends WebhookEnvelope {
+  event: 'connection.created';
+  connection_id: string;
+  platform_id: string;
+  org_id: string;
+  org_name: string;
+  allowed_scopes: string[];
+  /** The callback URL configured when the event was created (null when none was set yet). */
+  callback_url: string | null;
+  api_key: string;
+  webhook_signing_secret: string;
+}
+
+/** `connection.key_rotated`: the connection's API key was rotated. */
+export interface ConnectionKeyRotatedEvent extends WebhookEnvelope {
+  event: 'connection.key_rotated';
+  connection_id: string;
+  api_key_prefix: string;
+  previous_prefix: string;
+}
+
+/** `connection.removed`: the connection was removed (its keys and certificates stop working). */
+export interface ConnectionRemovedEvent extends WebhookEnvelope {
+  event: 'connection.removed';
+  connection_id: string;
+  org_id: string;
+  /** ISO 8601 timestamp. */
+  removed_at: string;
+}
+
+/** `delegation.approved`: a delegation request was approved and a certificate issued. */
+export interface DelegationApprovedEvent extends WebhookEnvelope {
+  event: 'delegation.approved';
+  request_id: string;
+  connection_id: string;
+  org_id: string;
+  agent_id: string;
+  approved_scope: string[];
+  /** The signed certificate object (canonical JSON object, the same as the API serves). */
+  cert_json: Record<string, unknown>;
+  /** The delegation key statement (a string). */
+  delegation_key_statement: string;
+}
+
+/** `delegation.denied`: a delegation request was denied. */
+export interface DelegationDeniedEvent extends WebhookEnvelope {
+  event: 'delegation.denied';
+  request_id: string;
+  connection_id: string;
+  org_id: string;
+  agent_id: string;
+  /** The reason given by the account holder, or null (an addition to spec 6.2, which leaves it open). */
+  reason: string | null;
+}
+
+/** `delegation.revoked`: a delegation certificate was revoked. */
+export interface DelegationRevokedEvent extends WebhookEnvelope {
+  event: 'delegation.revoked';
+  cert_id: string;
+  agent_id: string;
+  connection_id: string;
+  org_id: string;
+  reason: string;
+}
+
+/** Any event body. */
+export type WebhookEvent =
+  | ConnectionCreatedEvent
+  | ConnectionKeyRotatedEvent
+  | ConnectionRemovedEvent
+  | DelegationApprovedEvent
+  | DelegationDeniedEvent
+  | DelegationRevokedEvent;
+
+const toBytes = (v: string | Uint8Array): Uint8Array => (typeof v === 'string' ? Buffer.from(v, 'utf8') : v);
+
+/** The signed message: `timestamp + "." + rawBody` as bytes. */
+function hmacOf(secret: string | Uint8Array, timestampSeconds: number | string, rawBody: string | Uint8Array): Buffer {
+  return createHmac('sha256', toBytes(secret))
+    .update(`${timestampSeconds}.`, 'utf8')
+    .update(toBytes(rawBody))
+    .digest();
+}
+
+/**
+ * The `X-Service-Signature` value: lowercase hex HMAC-SHA256 over
+ * `timestamp + "." + rawBody` keyed with the UTF-8 bytes of `secret`.
+ */
+export function signWebhook(secret: string | Uint8Array, timestampSeconds: number, rawBody: string | Uint8Array): string {
+  if (!Number.isSafeInteger(timestampSeconds) || timestampSeconds < 0) throw new TypeError('timestamp must be non-negative integer seconds');
+  return hmacOf(secret, timestampSeconds, rawBody).toString('hex');
+}
+
+const HEX_SHA256 = /^[0-9a-fA-F]{64}$/;
+const TIMESTAMP = /^[0-9]{1,15}$/;
+
+/**
+ * Checks a signature header in constant time. `timestamp` is the header text
+ * exactly as received (decimal seconds); `secret` may be a list (rotation).
+ * Returns false for any malformed input. Does not check freshness: see
+ * {@link isTimestampFresh}.
+ */
+export function verifyWebhookSignature(
+  secret: string | Uint8Array | readonly (string | Uint8Array)[],
+  timestamp: string,
+  rawBody: string | Uint8Array,
+  signature: string,
+): boolean {
+  if (!TIMESTAMP.test(timestamp) || !HEX_SHA256.test(signature)) return false;
+  const given = Buffer.from(signature, 'hex');
+  const secrets = Array.isArray(secret) ? (secret as readonly (string | Uint8Array)[]) : [secret as string | Uint8Array];
+  let ok = false;
+  for (const s of secrets) {
+    // Check every secret (no early exit) so timing does not reveal which one matched.
+    if (timingSafeEqual(hmacOf(s, timestamp, rawBody), given)) ok = true;
+  }
+  return ok;
+}
+
+/**
+ * True when `timestamp` (decimal Unix seconds) is less than `toleranceSeconds`
+ * away from `nowMs`, in either direction.
+ */
+export function isTimestampFresh(timestamp: string, nowMs: number, toleranceSeconds = WEBHOOK_TOLERANCE_SECONDS): boolean {
+  if (!TIMESTAMP.test(timestamp)) return false;
+  return Math.abs(nowMs / 1000 - Number(timestamp)) < toleranceSeconds;
+}
