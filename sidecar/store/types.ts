@@ -346,6 +346,13 @@ export interface OutboxStore {
   recordAttempt(id: string, a: DeliveryAttemptRecord, next: { state: DeliveryRecord['state']; nextAttemptAt: number }): Promise<void>;
   /** Releases a lease without recording an attempt (shutdown). */
   release(id: string): Promise<void>;
+  /**
+   * Releases every lease of a pending delivery, without recording attempts;
+   * returns how many were released. Called once when the worker starts: one
+   * sidecar process owns the database, so at start nothing can be in flight
+   * and any lease left was held by a process that died (kill -9, crash).
+   */
+  releaseAllLeases(): Promise<number>;
   listDeliveries(q: { accountId: string; platformId?: string; state?: string; limit: number; before?: number }): Promise<DeliveryRecord[]>;
   getDelivery(id: string): Promise<(DeliveryRecord & { accountId: string }) | undefined>;
   listAttempts(deliveryId: string): Promise<DeliveryAttemptRecord[]>;

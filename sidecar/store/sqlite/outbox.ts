@@ -10,7 +10,8 @@
  * Delivery states (column `outbox.state`):
  * - `pending`: waiting for its next attempt (`next_attempt_at`). A claimed
  *   delivery stays `pending` with `lease_until` set; if the process dies the
- *   lease runs out and the delivery becomes due again (same id, same body).
+ *   lease runs out and the delivery becomes due again (same id, same body);
+ *   a restarted worker releases the leases at once ({@link SqliteOutboxStore.releaseAllLeases}).
  * - `delivered`: a 2xx answer was received.
  * - `dead`: the retry schedule is exhausted (dead letter).
  * - `disabled`: the receiver answered 410 Gone; the platform's callback was
@@ -120,6 +121,15 @@ export class SqliteOutboxStore implements OutboxStore {
 
   async release(id: string): Promise<void> {
     this.db.run('UPDATE outbox SET lease_until = NULL WHERE id = ?', id);
+  }
+
+  /**
+   * Clears the lease of every pending delivery (worker start). Only valid
+   * while no other process works on this database file: the deployment runs
+   * one sidecar process per database.
+   */
+  async releaseAllLeases(): Promise<number> {
+    return this.db.tx(() => this.db.run("UPDATE outbox SET lease_until = NULL WHERE state = 'pending' AND lease_until IS NOT NULL"));
   }
 
   async listDeliveries(q: { accountId: string; platformId?: string; state?: string; limit: number; before?: number }): Promise<DeliveryRecord[]> {
