@@ -1,0 +1,107 @@
+/**
+ * The request headers the upstream receives.
+ *
+ * Removed from what the client sent:
+ * - every `X-Service-*` header (the proof, and any client copy of the
+ *   decision headers below: the upstream can trust all `X-Service-*` it sees);
+ * - hop-by-hop headers (`Connection` and the headers it names, `Keep-Alive`,
+ *   `Proxy-Connection`, `Proxy-Authorization`, `TE`, `Trailer`,
+ *   `Transfer-Encoding`, `Upgrade`) and `Expect`;
+ * - `Forwarded`, `X-Real-IP`, `X-Forwarded-For`, `X-Forwarded-Host`, and
+ *   `X-Forwarded-Proto` / `X-Forwarded-Port` unless the peer is a trusted proxy;
+ * - the tenant header (when a header tenant rule is configured) unless the
+ *   peer is a trusted proxy;
+ * - `Content-Length` / `Content-Type` when no body is forwarded (GET, HEAD).
+ *
+ * Set by the gateway:
+ * - `X-Service-Decision`: `allow` (verified) or `public` (public route);
+ * - on allow: `X-Service-Scope` (the required scope), and `X-Service-Agent-Id`
+ *   / `X-Service-Cert-Id` when verify returned them;
+ * - `X-Forwarded-For`: exactly the derived client IP (absent if none);
+ * - `X-Forwarded-Host`: the Host the gateway received; `X-Forwarded-Proto`:
+ *   the gateway's protocol unless a trusted proxy sent one;
+ * - `X-Request-Id`: the gateway's request id (the same one sent to verify);
+ * - `Host`: the upstream's host (set by the proxy).
+ *
+ * Responses: hop-by-hop headers of the upstream's response are dropped; the
+ * rest is passed to the client unchanged.
+ */
+
+/** Names of the headers the gateway sets on forwarded requests (lowercase). */
+export const DECISION_HEADERS = {
+  decision: 'x-service-decision',
+  scope: 'x-service-scope',
+  agentId: 'x-service-agent-id',
+  certId: 'x-service-cert-id',
+  requestId: 'x-request-id',
+} as const;
+
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect', 'http2-settings'];
+const FORWARDING = ['forwarded', 'x-real-ip', 'x-forwarded-for', 'x-forwarded-host'];
+const FORWARDING_TRUSTED_ONLY = ['x-forwarded-proto', 'x-forwarded-port'];
+
+/** What the gateway decided for the request being forwarded. */
+export interface ForwardDecision {
+  readonly kind: 'allow' | 'public';
+  readonly scope?: string | undefined;
+  readonly agentId?: string | undefined;
+  readonly certId?: string | undefined;
+}
+
+/** Facts about the received request needed to rewrite its headers. */
+export interface ForwardFacts {
+  readonly requestId: string;
+  readonly clientIp: string | undefined;
+  readonly trustedPeer: boolean;
+  readonly host: string | undefined;
+  readonly protocol: string;
+  readonly tenantHeader: string | undefined;
+  readonly hasBody: boolean;
+  readonly hadContentType: boolean;
+}
+
+type Headers = Record<string, string | string[] | number | undefined>;
+
+/**
+ * Rewrites the headers prepared by the proxy (a copy of the client's plus
+ * `host`, `content-length`, `content-type`) into what the upstream receives.
+ */
+export function upstreamRequestHeaders(prepared: Headers, decision: ForwardDecision, facts: ForwardFacts): Headers {
+  const out: Headers = {};
+  const connection = prepared.connection;
+  const named = typeof connection === 'string' ? connection.toLowerCase().split(',').map((s) => s.trim()) : [];
+  for (const [rawName, value] of Object.entries(prepared)) {
+    const name = rawName.toLowerCase();
+    if (value === undefined || name.startsWith('x-service-') || HOP_BY_HOP.includes(name) || named.includes(name)) continue;
+    if (FORWARDING.includes(name) || name === DECISION_HEADERS.requestId) continue;
+    if (!facts.trustedPeer && (FORWARDING_TRUSTED_ONLY.includes(name) || name === facts.tenantHeader)) continue;
+    if (!facts.hasBody && (name === 'content-length' || name === 'content-type')) continue;
+    if (facts.hasBody && name === 'content-type' && !facts.hadContentType) continue;
+    out[name] = value;
+  }
+  out[DECISION_HEADERS.decision] = decision.kind;
+  if (decision.kind === 'allow') {
+    if (decision.scope !== undefined) out[DECISION_HEADERS.scope] = decision.scope;
+    if (decision.agentId !== undefined) out[DECISION_HEADERS.agentId] = decision.agentId;
+    if (decision.certId !== undefined) out[DECISION_HEADERS.certId] = decision.certId;
+  }
+  out[DECISION_HEADERS.requestId] = facts.requestId;
+  if (facts.clientIp !== undefined) out['x-forwarded-for'] = facts.clientIp;
+  if (facts.host !== undefined) out['x-forwarded-host'] = facts.host;
+  if (out['x-forwarded-proto'] === undefined) out['x-forwarded-proto'] = facts.protocol;
+  return out;
+}
+
+const RESPONSE_HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
+
+/** Drops hop-by-hop headers (and those named in `Connection`) from an upstream response. */
+export function upstreamResponseHeaders<H extends Record<string, unknown>>(headers: H): H {
+  const connection = headers.connection;
+  const named = typeof connection === 'string' ? connection.toLowerCase().split(',').map((s) => s.trim()) : [];
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    const lower = name.toLowerCase();
+    if (!RESPONSE_HOP_BY_HOP.includes(lower) && !named.includes(lower)) out[name] = value;
+  }
+  return out as H;
+}

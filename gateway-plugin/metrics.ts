@@ -1,0 +1,88 @@
+/**
+ * Prometheus metrics of one gateway instance (its own prom-client Registry,
+ * never the global default registry).
+ *
+ * - `agent_authz_gateway_requests_total{outcome,reason}`: every request the
+ *   gateway answered. `outcome` is `allowed`, `public`, or the refusal status
+ *   (`400`, `401`, `403`, `413`, `500`, `502`, `503`); `reason` is the error
+ *   code, the verify deny/reject reason (403), or the cause (503).
+ * - `agent_authz_gateway_verify_duration_seconds{result}`: verify latency;
+ *   `result` is allow, deny, rejected, indeterminate, error, timeout, network.
+ * - `agent_authz_gateway_upstream_duration_seconds{status_class}`: upstream
+ *   latency of forwarded requests (until the response is finished).
+ * - `agent_authz_gateway_fail_open_total`: tripwire, always exported, must
+ *   stay 0. Only {@link guardForward} increments it: when a request reaches the
+ *   forwarding step without a recorded allow/public decision (a bug), it is
+ *   counted here AND refused instead of forwarded. Alert on any non-zero value.
+ */
+
+import { Counter, Histogram, Registry } from 'prom-client';
+import { isErrorCode } from '../src/errors.ts';
+import { DENY_CODES } from './outcome.ts';
+
+/** Metric name prefix. */
+export const METRIC_PREFIX = 'agent_authz_gateway_';
+/** Buckets of the verify-latency histogram (seconds). */
+export const VERIFY_BUCKETS: readonly number[] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
+/** Buckets of the upstream-latency histogram (seconds). */
+export const UPSTREAM_BUCKETS: readonly number[] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+const KNOWN_CAUSES = new Set(['verify_timeout', 'verify_network', 'verify_bad_response', 'verify_unknown_decision', 'unspecified', 'authorized', 'public', 'upstream_error', 'upstream_timeout']);
+const BRAND: unique symbol = Symbol('agent-authz-gateway-metrics');
+
+/** The metrics of one gateway. Create with {@link createGatewayMetrics}. */
+export interface GatewayMetrics {
+  /** @internal brand checked by option validation. */
+  readonly [BRAND]: true;
+  /** The registry holding every gateway metric; serve `registry.metrics()`. */
+  readonly registry: Registry;
+  /** `agent_authz_gateway_requests_total`. */
+  readonly requests: Counter<'outcome' | 'reason'>;
+  /** `agent_authz_gateway_verify_duration_seconds`. */
+  readonly verifyDuration: Histogram<'result'>;
+  /** `agent_authz_gateway_upstream_duration_seconds`. */
+  readonly upstreamDuration: Histogram<'status_class'>;
+  /** `agent_authz_gateway_fail_open_total` (tripwire; see file header). */
+  readonly failOpen: Counter;
+}
+
+/** Creates the gateway metrics in `registry` (default: a new private Registry). */
+export function createGatewayMetrics(registry: Registry = new Registry()): GatewayMetrics {
+  const registers = [registry];
+  const failOpen = new Counter({ name: `${METRIC_PREFIX}fail_open_total`, help: 'Requests that reached the forwarding step without an allow decision (must stay 0; such requests are refused).', registers });
+  failOpen.inc(0);
+  return {
+    [BRAND]: true,
+    registry,
+    requests: new Counter({ name: `${METRIC_PREFIX}requests_total`, help: 'Requests answered by the gateway, by outcome and reason.', labelNames: ['outcome', 'reason'], registers }),
+    verifyDuration: new Histogram({ name: `${METRIC_PREFIX}verify_duration_seconds`, help: 'Latency of verify calls to the sidecar.', labelNames: ['result'], buckets: [...VERIFY_BUCKETS], registers }),
+    upstreamDuration: new Histogram({ name: `${METRIC_PREFIX}upstream_duration_seconds`, help: 'Latency of forwarded requests at the upstream.', labelNames: ['status_class'], buckets: [...UPSTREAM_BUCKETS], registers }),
+    failOpen,
+  };
+}
+
+/** True for a value made by {@link createGatewayMetrics}. */
+export function isGatewayMetrics(value: unknown): value is GatewayMetrics {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
+}
+
+/** Bounds a `reason` label to known values (anything else becomes `other`). */
+export function reasonLabel(reason: string): string {
+  return isErrorCode(reason) || DENY_CODES.has(reason) || KNOWN_CAUSES.has(reason) || /^verify_status_[1-5][0-9]{2}$/.test(reason) ? reason : 'other';
+}
+
+/** Counts one answered request. */
+export function countRequest(metrics: GatewayMetrics, outcome: string, reason: string): void {
+  metrics.requests.inc({ outcome, reason: reasonLabel(reason) });
+}
+
+/**
+ * The forwarding tripwire. Returns true when forwarding may proceed, i.e. the
+ * request carries an explicit allow or is on a public route. Otherwise counts
+ * `fail_open_total` and returns false; the caller must refuse the request.
+ */
+export function guardForward(metrics: GatewayMetrics, decision: 'allow' | 'public' | undefined): boolean {
+  if (decision === 'allow' || decision === 'public') return true;
+  metrics.failOpen.inc();
+  return false;
+}

@@ -1,0 +1,141 @@
+/**
+ * Options of the gateway plugin: types, defaults and validation.
+ *
+ * {@link resolveGatewayOptions} runs once at registration. Misuse throws a
+ * `TypeError` naming the path (`gateway options: routes[3].scope: ...`);
+ * unknown keys are rejected. The standalone config (`config.ts`) reuses the
+ * same validators with the label `config:`.
+ */
+
+import { TrustedProxies, validateTenantRule } from './context.ts';
+import type { TenantRule } from './context.ts';
+import { compileRoutes } from './routes.ts';
+import type { RouteEntry, RouteTable } from './routes.ts';
+import { createGatewayMetrics, isGatewayMetrics } from './metrics.ts';
+import type { GatewayMetrics } from './metrics.ts';
+import { at, checkHttpUrl, checkInt, checkJsonPointer, checkObject, checkString, fail } from './validate.ts';
+
+/** Default deadline of a verify call (ms); the spec's sample value. */
+export const DEFAULT_VERIFY_TIMEOUT_MS = 10_000;
+/** Default deadline of a challenge fetch (for the 401 answer) and of readiness probes (ms). */
+export const DEFAULT_CHALLENGE_TIMEOUT_MS = 2_000;
+/** Default deadline for the upstream's response headers and between body chunks (ms). */
+export const DEFAULT_UPSTREAM_TIMEOUT_MS = 30_000;
+/** Default largest request body accepted and hashed (bytes, 1 MiB). */
+export const DEFAULT_BODY_LIMIT_BYTES = 1_048_576;
+/** Default maximum concurrent keep-alive connections to the sidecar. */
+export const DEFAULT_SIDECAR_CONNECTIONS = 64;
+/** Node `maxHeaderSize` a gateway server needs so real proof bundles fit (32 KiB). */
+export const GATEWAY_MAX_HEADER_SIZE = 32_768;
+/** The default label of option errors. */
+export const OPTIONS_LABEL = 'gateway options:';
+
+/** Context-derivation rules (see `context.ts`). */
+export interface ContextOptions {
+  /** Tenant rule: exactly one of `hosts` (host → tenant), `suffix` (one host label), `header` (trusted proxies only). */
+  tenant?: { hosts?: Record<string, string>; suffix?: string; header?: string };
+  /** JSON pointer of the amount in the JSON body (route entries may override). */
+  amount?: string;
+  /** JSON pointer of the currency in the JSON body (route entries may override). */
+  currency?: string;
+}
+
+/** Options of the gateway plugin. */
+export interface GatewayOptions {
+  /** Upstream origin, for example `http://127.0.0.1:8080` (no path). */
+  upstream: string;
+  /** Sidecar base URL, for example `http://127.0.0.1:8081`. */
+  sidecarUrl: string;
+  /** The gateway's own sidecar API key (`X-Service-API-Key`). */
+  apiKey: string;
+  /** The route → scope table (see `routes.ts`). */
+  routes: RouteEntry[];
+  /** Verify deadline in ms (default {@link DEFAULT_VERIFY_TIMEOUT_MS}). */
+  verifyTimeoutMs?: number;
+  /** Challenge/readiness deadline in ms (default {@link DEFAULT_CHALLENGE_TIMEOUT_MS}). */
+  challengeTimeoutMs?: number;
+  /** Upstream deadline in ms (default {@link DEFAULT_UPSTREAM_TIMEOUT_MS}). */
+  upstreamTimeoutMs?: number;
+  /** Largest request body in bytes (default {@link DEFAULT_BODY_LIMIT_BYTES}); larger is 413. */
+  bodyLimit?: number;
+  /** Proxy addresses/CIDRs whose `X-Forwarded-For` (and tenant header) is honoured. */
+  trustedProxies?: string[];
+  /** Context-derivation rules. */
+  context?: ContextOptions;
+  /** Where to record metrics (default: a private registry from `createGatewayMetrics()`). */
+  metrics?: GatewayMetrics;
+  /** Maximum connections to the sidecar (default {@link DEFAULT_SIDECAR_CONNECTIONS}). */
+  sidecarConnections?: number;
+}
+
+/** Resolved context rules. */
+export interface ResolvedContext {
+  readonly tenant: TenantRule | undefined;
+  readonly amountPointer: string | undefined;
+  readonly currencyPointer: string | undefined;
+}
+
+/** Validated options with defaults applied. */
+export interface ResolvedGatewayOptions {
+  readonly upstream: string;
+  readonly sidecarUrl: URL;
+  readonly apiKey: string;
+  readonly routes: RouteTable;
+  readonly verifyTimeoutMs: number;
+  readonly challengeTimeoutMs: number;
+  readonly upstreamTimeoutMs: number;
+  readonly bodyLimit: number;
+  readonly trustedProxies: TrustedProxies;
+  readonly context: ResolvedContext;
+  readonly metrics: GatewayMetrics;
+  readonly sidecarConnections: number;
+}
+
+const OPTION_KEYS = ['upstream', 'sidecarUrl', 'apiKey', 'routes', 'verifyTimeoutMs', 'challengeTimeoutMs', 'upstreamTimeoutMs', 'bodyLimit', 'trustedProxies', 'context', 'metrics', 'sidecarConnections'] as const;
+
+/** Validates an API key value (visible ASCII, as it goes into a header). */
+export function checkApiKey(value: unknown, path: string): string {
+  const key = checkString(value, path);
+  if (!/^[\x21-\x7e]{8,512}$/.test(key)) fail(path, 'must be 8 to 512 visible ASCII characters');
+  return key;
+}
+
+/** Validates the `context` rules. */
+export function resolveContext(value: unknown, path: string, trusted: TrustedProxies): ResolvedContext {
+  if (value === undefined) return { tenant: undefined, amountPointer: undefined, currencyPointer: undefined };
+  const ctx = checkObject(value, path, ['tenant', 'amount', 'currency']);
+  return {
+    tenant: ctx.tenant === undefined ? undefined : validateTenantRule(ctx.tenant, at(path, 'tenant'), trusted.size > 0),
+    amountPointer: ctx.amount === undefined ? undefined : checkJsonPointer(ctx.amount, at(path, 'amount')),
+    currencyPointer: ctx.currency === undefined ? undefined : checkJsonPointer(ctx.currency, at(path, 'currency')),
+  };
+}
+
+/** Validates plugin options and applies defaults. Throws a path-named `TypeError`. */
+export function resolveGatewayOptions(raw: unknown, label: string = OPTIONS_LABEL): ResolvedGatewayOptions {
+  const o = checkObject(raw, label, OPTION_KEYS);
+  for (const key of ['upstream', 'sidecarUrl', 'apiKey', 'routes'] as const) {
+    if (o[key] === undefined) fail(at(label, key), 'is required');
+  }
+  const upstream = checkHttpUrl(o.upstream, at(label, 'upstream'), true).origin;
+  const sidecarUrl = checkHttpUrl(o.sidecarUrl, at(label, 'sidecarUrl'), false);
+  const apiKey = checkApiKey(o.apiKey, at(label, 'apiKey'));
+  const trustedProxies = new TrustedProxies(o.trustedProxies, at(label, 'trustedProxies'));
+  const context = resolveContext(o.context, at(label, 'context'), trustedProxies);
+  const routes = compileRoutes(o.routes, at(label, 'routes'), context);
+  if (o.metrics !== undefined && !isGatewayMetrics(o.metrics)) fail(at(label, 'metrics'), 'must come from createGatewayMetrics()');
+  return {
+    upstream,
+    sidecarUrl,
+    apiKey,
+    routes,
+    verifyTimeoutMs: checkInt(o.verifyTimeoutMs, at(label, 'verifyTimeoutMs'), 1, 120_000, DEFAULT_VERIFY_TIMEOUT_MS),
+    challengeTimeoutMs: checkInt(o.challengeTimeoutMs, at(label, 'challengeTimeoutMs'), 1, 60_000, DEFAULT_CHALLENGE_TIMEOUT_MS),
+    upstreamTimeoutMs: checkInt(o.upstreamTimeoutMs, at(label, 'upstreamTimeoutMs'), 1, 3_600_000, DEFAULT_UPSTREAM_TIMEOUT_MS),
+    bodyLimit: checkInt(o.bodyLimit, at(label, 'bodyLimit'), 0, 1_073_741_824, DEFAULT_BODY_LIMIT_BYTES),
+    trustedProxies,
+    context,
+    metrics: o.metrics ?? createGatewayMetrics(),
+    sidecarConnections: checkInt(o.sidecarConnections, at(label, 'sidecarConnections'), 1, 4096, DEFAULT_SIDECAR_CONNECTIONS),
+  };
+}

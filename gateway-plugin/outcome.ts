@@ -1,0 +1,106 @@
+/**
+ * The outcome mapper: verify result → what the gateway does (spec 4.15 table).
+ *
+ * | verify result                                        | gateway answer                                   |
+ * |------------------------------------------------------|--------------------------------------------------|
+ * | 200 `allow` (scope, if echoed, equals the required)  | forward to the upstream                          |
+ * | 200 `deny`, reason not_delegated / delegation_revoked / delegation_expired / constraint_denied | 403 with that code (+ `constraint`) |
+ * | 200 `deny`, any other reason                          | 403 `proof_rejected`, `reason` = the deny reason |
+ * | 200 `indeterminate`                                   | 503 `decision_indeterminate`                     |
+ * | 200 unknown decision                                  | 503 `verify_unavailable`, cause `verify_unknown_decision` |
+ * | 200 non-JSON type, empty, unparseable, not an object, oversized, or scope mismatch | 503 `verify_unavailable`, cause `verify_bad_response` |
+ * | 400                                                   | 403 `proof_rejected`, `reason` = verify's error.code |
+ * | 401, 402, 429, 5xx, any other status                  | 503 `verify_unavailable`, cause `verify_status_<n>` |
+ * | timeout (incl. a hung body) / network failure         | 503 `verify_unavailable`, cause `verify_timeout` / `verify_network` |
+ *
+ * Only the first row reaches the upstream. Values copied from the sidecar into
+ * responses are restricted to short lowercase identifiers.
+ */
+
+import { ServiceError } from '../src/errors.ts';
+import type { ErrorCode } from '../src/errors.ts';
+import type { VerifyResult } from './verify-client.ts';
+
+/** Deny reasons that become the 403 `error.code` themselves. */
+export const DENY_CODES: ReadonlySet<string> = new Set(['not_delegated', 'delegation_revoked', 'delegation_expired', 'constraint_denied']);
+
+/** Shape of identifiers passed on from the sidecar (reason, constraint, code). */
+export const IDENTIFIER_PATTERN = /^[a-z][a-z0-9_]{0,63}$/;
+/** Shape of agent/cert/scope values copied into upstream headers. */
+const HEADER_VALUE = /^[\x21-\x7e]{1,256}$/;
+
+/** What the gateway does with a verified request. */
+export type Outcome =
+  | { readonly kind: 'allow'; readonly scope: string; readonly agentId: string | undefined; readonly certId: string | undefined }
+  | { readonly kind: 'refuse'; readonly error: ServiceError };
+
+/** Label of the verify-latency histogram for an outcome. */
+export function verifyResultLabel(result: VerifyResult, outcome: Outcome): string {
+  if (result.kind !== 'response') return result.kind;
+  if (outcome.kind === 'allow') return 'allow';
+  const code = outcome.error.code;
+  if (DENY_CODES.has(code) || (code === 'proof_rejected' && result.status === 200)) return 'deny';
+  if (code === 'decision_indeterminate') return 'indeterminate';
+  return code === 'proof_rejected' ? 'rejected' : 'error';
+}
+
+function identifier(value: unknown): string | undefined {
+  return typeof value === 'string' && IDENTIFIER_PATTERN.test(value) ? value : undefined;
+}
+
+function headerValue(value: unknown): string | undefined {
+  return typeof value === 'string' && HEADER_VALUE.test(value) ? value : undefined;
+}
+
+function refuse(code: ErrorCode, extra: Record<string, unknown>): Outcome {
+  return { kind: 'refuse', error: new ServiceError(code, undefined, extra) };
+}
+
+function unavailable(cause: string): Outcome {
+  return refuse('verify_unavailable', { cause });
+}
+
+function parseObject(result: Extract<VerifyResult, { kind: 'response' }>, needJsonType: boolean): Record<string, unknown> | undefined {
+  const type = (result.contentType ?? '').split(';')[0]?.trim().toLowerCase();
+  if (result.tooLarge || (needJsonType && type !== 'application/json') || result.body.trim() === '') return undefined;
+  try {
+    const parsed = JSON.parse(result.body) as unknown;
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Maps one verify result to the gateway's outcome for `requiredScope`. */
+export function mapVerifyResult(result: VerifyResult, requiredScope: string): Outcome {
+  if (result.kind === 'timeout') return unavailable('verify_timeout');
+  if (result.kind === 'network') return unavailable('verify_network');
+  if (result.status === 400) {
+    const body = parseObject(result, false);
+    const err = body?.error as Record<string, unknown> | undefined;
+    const reason = identifier(err !== null && typeof err === 'object' ? err.code : undefined) ?? 'unspecified';
+    return refuse('proof_rejected', { reason });
+  }
+  if (result.status !== 200) return unavailable(`verify_status_${result.status}`);
+  const body = parseObject(result, true);
+  if (body === undefined) return unavailable('verify_bad_response');
+  switch (body.decision) {
+    case 'allow': {
+      if (body.scope !== undefined && body.scope !== requiredScope) return unavailable('verify_bad_response');
+      return { kind: 'allow', scope: requiredScope, agentId: headerValue(body.agent_id), certId: headerValue(body.cert_id) };
+    }
+    case 'deny': {
+      const reason = identifier(body.decision_reason);
+      const constraint = identifier(body.constraint);
+      const extra: Record<string, unknown> = constraint === undefined ? {} : { constraint };
+      if (reason !== undefined && DENY_CODES.has(reason)) return refuse(reason as ErrorCode, extra);
+      return refuse('proof_rejected', { ...extra, reason: reason ?? 'unspecified' });
+    }
+    case 'indeterminate': {
+      const reason = identifier(body.decision_reason);
+      return refuse('decision_indeterminate', reason === undefined ? {} : { reason });
+    }
+    default:
+      return unavailable('verify_unknown_decision');
+  }
+}

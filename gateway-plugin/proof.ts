@@ -1,0 +1,66 @@
+/**
+ * Reading the proof bundle from the single `X-Service-Proof` header (spec 2.6).
+ *
+ * - no header, or only whitespace: missing (401 `proof_required`);
+ * - the header more than once, or a comma-joined value: 400
+ *   `duplicate_proof_header` (base64 never contains a comma);
+ * - longer than {@link MAX_PROOF_HEADER_LENGTH}, not base64/base64url, not
+ *   UTF-8, not JSON, or not a JSON object: 403 `proof_rejected` with
+ *   `reason: "invalid_proof"` before verify is called (no authority shown).
+ *
+ * The bundle itself is opaque: any plain JSON object is passed to verify.
+ */
+
+import type { IncomingMessage } from 'node:http';
+import { ServiceError } from '../src/errors.ts';
+import { isPlainObject } from './validate.ts';
+
+/** The header carrying the proof bundle (lowercase). */
+export const PROOF_HEADER = 'x-service-proof';
+/** Longest accepted `X-Service-Proof` value, in characters (16 KiB). */
+export const MAX_PROOF_HEADER_LENGTH = 16_384;
+
+/** What the request carries in `X-Service-Proof`. */
+export type ProofHeader = { kind: 'missing' } | { kind: 'duplicate' } | { kind: 'present'; value: string };
+
+/** Classifies the request's `X-Service-Proof` header(s) using the raw header list. */
+export function readProofHeader(raw: IncomingMessage): ProofHeader {
+  const values: string[] = [];
+  const list = raw.rawHeaders;
+  for (let i = 0; i + 1 < list.length; i += 2) {
+    if ((list[i] as string).toLowerCase() === PROOF_HEADER) values.push((list[i + 1] as string).trim());
+  }
+  const present = values.filter((v) => v !== '');
+  if (values.length > 1) return present.length === 0 ? { kind: 'missing' } : { kind: 'duplicate' };
+  const value = present[0];
+  if (value === undefined) return { kind: 'missing' };
+  if (value.includes(',')) return { kind: 'duplicate' };
+  return { kind: 'present', value };
+}
+
+function rejected(message: string): never {
+  throw new ServiceError('proof_rejected', message, { reason: 'invalid_proof' });
+}
+
+/**
+ * Decodes a header value (standard base64 or base64url, padding optional)
+ * into the bundle object. Throws 403 `proof_rejected` when malformed.
+ */
+export function decodeProof(value: string): Record<string, unknown> {
+  if (value.length > MAX_PROOF_HEADER_LENGTH) rejected('The X-Service-Proof header is too large.');
+  const standard = /^[A-Za-z0-9+/]+={0,2}$/.test(value);
+  const urlSafe = /^[A-Za-z0-9_-]+={0,2}$/.test(value);
+  const body = value.replace(/=+$/, '');
+  if ((!standard && !urlSafe) || body.length % 4 === 1 || (value.length !== body.length && value.length % 4 !== 0)) {
+    rejected('The X-Service-Proof header is not base64.');
+  }
+  const bytes = Buffer.from(body, standard ? 'base64' : 'base64url');
+  let bundle: unknown;
+  try {
+    bundle = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+  } catch {
+    rejected('The X-Service-Proof header is not base64 of a JSON object.');
+  }
+  if (!isPlainObject(bundle)) rejected('The X-Service-Proof header is not base64 of a JSON object.');
+  return bundle;
+}

@@ -1,0 +1,215 @@
+/**
+ * The compiled route → scope table of the gateway.
+ *
+ * An entry maps HTTP methods plus a path pattern to exactly one required
+ * scope, or marks the route `public: true` (passes without a proof). Patterns
+ * are absolute, in normalized form (see `path.ts`), and made of segments:
+ *
+ * - a literal segment matches itself exactly (case-sensitive);
+ * - `:name` matches exactly one non-empty segment;
+ * - `*` (only as the last segment) matches the rest of the path, possibly empty.
+ *
+ * When several entries match, the most specific wins: segment by segment,
+ * literal beats `:param` beats `*`; then an explicit method beats `'*'`.
+ * Two entries with the same method and path shape are a startup error.
+ * Any request that matches no entry is refused (403 `route_not_mapped`).
+ */
+
+import { at, checkJsonPointer, checkObject, checkString, fail, isPlainObject, item } from './validate.ts';
+import { isNormalizedPath } from './path.ts';
+
+/** Methods the gateway proxies (a route's `method` must be one of these or `'*'`). */
+export const SUPPORTED_METHODS = ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT'] as const;
+
+/**
+ * Accepted scope shapes (spec 2.9): `<area>:<action>` or
+ * `custom:<name>[:<name>...]`. The sidecar checks the vocabulary itself.
+ */
+export const SCOPE_PATTERN = /^(?:[a-z][a-z0-9_-]*:[a-z][a-z0-9_-]*|custom:[a-z0-9][a-z0-9_.-]*(?::[a-z0-9][a-z0-9_.-]*)*)$/;
+
+/** One entry of the route table as written in options or the config file. */
+export interface RouteEntry {
+  /** An HTTP method, a list of them, or `'*'` for all {@link SUPPORTED_METHODS}. HEAD is not implied by GET. */
+  method: string | readonly string[];
+  /** Path pattern such as `/v1/items/:id` or `/files/*`. */
+  path: string;
+  /** The one scope the route requires (omit only with `public: true`). */
+  scope?: string;
+  /** `true`: the route passes without a proof (and without verify). */
+  public?: boolean;
+  /** Per-route JSON pointers overriding the global `context.amount` / `context.currency`. */
+  context?: { amount?: string; currency?: string };
+}
+
+/** The result of a successful lookup. */
+export interface RouteMatch {
+  /** Index of the entry in the configured table. */
+  readonly index: number;
+  /** The entry's path pattern. */
+  readonly pattern: string;
+  /** Required scope; `undefined` for a public route. */
+  readonly scope: string | undefined;
+  /** JSON pointer of the amount in the body, if any. */
+  readonly amountPointer: string | undefined;
+  /** JSON pointer of the currency in the body, if any. */
+  readonly currencyPointer: string | undefined;
+}
+
+/** Global context pointers that route entries inherit. */
+export interface RouteDefaults {
+  amountPointer?: string | undefined;
+  currencyPointer?: string | undefined;
+}
+
+type Segment = { kind: 0; text: string } | { kind: 1 } | { kind: 2 };
+
+interface CompiledRoute extends RouteMatch {
+  readonly methods: ReadonlySet<string> | 'any';
+  readonly segments: readonly Segment[];
+  readonly shape: string;
+}
+
+const ROUTE_KEYS = ['method', 'path', 'scope', 'public', 'context'] as const;
+
+function compileMethods(value: unknown, path: string): ReadonlySet<string> | 'any' {
+  if (value === '*') return 'any';
+  const list = typeof value === 'string' ? [value] : value;
+  if (!Array.isArray(list) || list.length === 0) fail(path, `must be a method, a non-empty list of methods, or "*"`);
+  const set = new Set<string>();
+  list.forEach((method: unknown, i) => {
+    const where = typeof value === 'string' ? path : item(path, i);
+    if (typeof method !== 'string' || !(SUPPORTED_METHODS as readonly string[]).includes(method)) {
+      fail(where, `must be one of ${SUPPORTED_METHODS.join(', ')} (uppercase) or "*"`);
+    }
+    if (set.has(method)) fail(where, `duplicate method ${method}`);
+    set.add(method);
+  });
+  return set;
+}
+
+function compilePattern(value: unknown, path: string): Segment[] {
+  const text = checkString(value, path);
+  if (!text.startsWith('/')) fail(path, 'must start with "/"');
+  const parts = text.slice(1).split('/');
+  const names = new Set<string>();
+  const segments = parts.map((part, i): Segment => {
+    if (part === '*') {
+      if (i !== parts.length - 1) fail(path, '"*" is only allowed as the last segment');
+      return { kind: 2 };
+    }
+    if (part.startsWith(':')) {
+      const name = part.slice(1);
+      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) fail(path, `bad parameter name in segment "${part}"`);
+      if (names.has(name)) fail(path, `duplicate parameter name "${name}"`);
+      names.add(name);
+      return { kind: 1 };
+    }
+    if (part.includes('*')) fail(path, '"*" must be a whole segment');
+    if (part === '' && i !== parts.length - 1) fail(path, 'must not contain empty segments ("//")');
+    return { kind: 0, text: part };
+  });
+  const probe = '/' + segments.map((s) => (s.kind === 0 ? s.text : 'x')).join('/');
+  if (!isNormalizedPath(probe)) {
+    fail(path, 'is not in normalized form (no dot segments, ";", "%2F", controls; decode unreserved %XX; uppercase hex)');
+  }
+  return segments;
+}
+
+function compileEntry(value: unknown, path: string, index: number, defaults: RouteDefaults): CompiledRoute {
+  const entry = checkObject(value, path, ROUTE_KEYS);
+  if (entry.method === undefined) fail(at(path, 'method'), 'is required');
+  const methods = compileMethods(entry.method, at(path, 'method'));
+  const segments = compilePattern(entry.path, at(path, 'path'));
+  const isPublic = entry.public;
+  if (isPublic !== undefined && isPublic !== true) fail(at(path, 'public'), 'must be true when present');
+  let scope: string | undefined;
+  if (isPublic === true) {
+    if (entry.scope !== undefined) fail(path, 'a public route must not have a scope');
+  } else {
+    if (entry.scope === undefined) fail(at(path, 'scope'), 'is required (or set public: true)');
+    scope = checkString(entry.scope, at(path, 'scope'));
+    if (!SCOPE_PATTERN.test(scope)) fail(at(path, 'scope'), 'must be a scope such as "data:read" or "custom:name"');
+  }
+  let amountPointer = defaults.amountPointer;
+  let currencyPointer = defaults.currencyPointer;
+  if (entry.context !== undefined) {
+    const ctx = checkObject(entry.context, at(path, 'context'), ['amount', 'currency']);
+    if (ctx.amount !== undefined) amountPointer = checkJsonPointer(ctx.amount, at(at(path, 'context'), 'amount'));
+    if (ctx.currency !== undefined) currencyPointer = checkJsonPointer(ctx.currency, at(at(path, 'context'), 'currency'));
+  }
+  const shape = segments.map((s) => (s.kind === 0 ? `=${s.text}` : s.kind === 1 ? ':' : '*')).join('/');
+  return { index, pattern: entry.path as string, scope, amountPointer, currencyPointer, methods, segments, shape };
+}
+
+function compareRoutes(a: CompiledRoute, b: CompiledRoute): number {
+  const n = Math.min(a.segments.length, b.segments.length);
+  for (let i = 0; i < n; i += 1) {
+    const d = (a.segments[i] as Segment).kind - (b.segments[i] as Segment).kind;
+    if (d !== 0) return d;
+  }
+  const methodRank = (r: CompiledRoute): number => (r.methods === 'any' ? 1 : 0);
+  return methodRank(a) - methodRank(b) || a.index - b.index;
+}
+
+function matches(route: CompiledRoute, parts: readonly string[]): boolean {
+  const segs = route.segments;
+  for (let i = 0; i < segs.length; i += 1) {
+    const seg = segs[i] as Segment;
+    if (seg.kind === 2) return parts.length >= segs.length; // "*" takes the rest
+    const part = parts[i];
+    if (part === undefined) return false;
+    if (seg.kind === 0 ? part !== seg.text : part === '') return false;
+  }
+  return parts.length === segs.length;
+}
+
+/** A compiled, immutable route table. Build it with {@link compileRoutes}. */
+export class RouteTable {
+  readonly #routes: readonly CompiledRoute[];
+
+  /** @internal use {@link compileRoutes}. */
+  constructor(routes: readonly CompiledRoute[]) {
+    this.#routes = [...routes].sort(compareRoutes);
+  }
+
+  /** Number of entries. */
+  get size(): number {
+    return this.#routes.length;
+  }
+
+  /** The most specific entry for `method` and a NORMALIZED `path`, or `undefined`. */
+  lookup(method: string, path: string): RouteMatch | undefined {
+    const parts = path.slice(1).split('/');
+    for (const route of this.#routes) {
+      if (route.methods !== 'any' && !route.methods.has(method)) continue;
+      if (route.methods === 'any' && !(SUPPORTED_METHODS as readonly string[]).includes(method)) continue;
+      if (matches(route, parts)) {
+        const { index, pattern, scope, amountPointer, currencyPointer } = route;
+        return { index, pattern, scope, amountPointer, currencyPointer };
+      }
+    }
+    return undefined;
+  }
+}
+
+/**
+ * Validates and compiles a route table. Throws a path-named `TypeError`
+ * (for example `gateway options: routes[3].scope: ...`) on any bad entry.
+ */
+export function compileRoutes(value: unknown, path: string, defaults: RouteDefaults = {}): RouteTable {
+  if (!Array.isArray(value) || value.length === 0) fail(path, 'must be a non-empty list of routes');
+  const compiled = value.map((entry: unknown, i) => {
+    if (!isPlainObject(entry)) fail(item(path, i), 'must be an object');
+    return compileEntry(entry, item(path, i), i, defaults);
+  });
+  for (const b of compiled) {
+    for (const a of compiled) {
+      if (a.index >= b.index || a.shape !== b.shape) continue;
+      const overlap = a.methods === 'any' || b.methods === 'any'
+        ? a.methods === b.methods
+        : [...a.methods].some((m) => (b.methods as ReadonlySet<string>).has(m));
+      if (overlap) fail(item(path, b.index), `has the same method and path shape as ${item(path, a.index).replace(/^.*?: /, '')}`);
+    }
+  }
+  return new RouteTable(compiled);
+}

@@ -1,0 +1,118 @@
+/**
+ * Builds the standalone gateway server from a config object, without
+ * listening (tests use {@link buildGateway} directly; only main.ts listens).
+ *
+ * The main listener serves liveness (always 200 while up), readiness (200 only
+ * while the sidecar's `GET /readyz` answers 200, else 503
+ * `verify_unavailable`), and everything else through the gateway plugin.
+ * Metrics are served on a separate listener (default 127.0.0.1:9464/metrics).
+ */
+
+import { randomUUID } from 'node:crypto';
+import Fastify from 'fastify';
+import type { FastifyInstance } from 'fastify';
+import { collectDefaultMetrics } from 'prom-client';
+import { errorBody, ERRORS } from '../src/errors.ts';
+import { agentAuthzGateway, GATEWAY_MAX_HEADER_SIZE, createGatewayMetrics, resolveGatewayOptions, DEFAULT_CHALLENGE_TIMEOUT_MS } from './index.ts';
+import type { GatewayMetrics } from './index.ts';
+import { gatewayClientErrorHandler, gatewayFrameworkErrors } from './framework-errors.ts';
+import { resolveConfig } from './config.ts';
+import type { GatewayConfig } from './config.ts';
+import { countRequest } from './metrics.ts';
+import { SidecarClient } from './verify-client.ts';
+import { fail } from './validate.ts';
+
+/** A built, not yet listening, standalone gateway. */
+export interface GatewayServer {
+  /** The gateway's Fastify server (use `app.inject()` or `listen()`). */
+  readonly app: FastifyInstance;
+  /** The metrics server, or `undefined` when metrics are disabled. */
+  readonly metricsApp: FastifyInstance | undefined;
+  /** The gateway's metrics. */
+  readonly metrics: GatewayMetrics;
+  /** The validated configuration. */
+  readonly config: GatewayConfig;
+  /** Starts both listeners; resolves to their base URLs. */
+  listen(): Promise<{ url: string; metricsUrl: string | undefined }>;
+  /** Stops both listeners and closes sidecar/upstream connections. */
+  close(): Promise<void>;
+}
+
+function baseUrl(app: FastifyInstance): string {
+  const address = app.server.address();
+  if (address === null || typeof address === 'string') return String(address);
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${host}:${address.port}`;
+}
+
+/**
+ * Validates `rawConfig` (as parsed from the config file) and builds the
+ * gateway. `env` supplies the API key variable. Throws a path-named
+ * `TypeError` on bad config.
+ */
+export async function buildGateway(rawConfig: unknown, env: NodeJS.ProcessEnv = process.env): Promise<GatewayServer> {
+  const config = resolveConfig(rawConfig, env);
+  const metrics = createGatewayMetrics();
+  const pluginOptions = { ...config.plugin, metrics };
+  const resolved = resolveGatewayOptions(pluginOptions, 'config:');
+  for (const [key, path] of [['liveness_path', config.health.livenessPath], ['readiness_path', config.health.readinessPath]] as const) {
+    const hit = resolved.routes.lookup('GET', path);
+    if (hit !== undefined) fail(`config: health.${key}`, `${path} collides with routes[${hit.index}]`);
+  }
+
+  const app = Fastify({
+    logger: config.logLevel === 'silent' ? false : { level: config.logLevel },
+    http: { maxHeaderSize: GATEWAY_MAX_HEADER_SIZE },
+    requestIdHeader: false,
+    genReqId: () => randomUUID(),
+    bodyLimit: resolved.bodyLimit,
+    frameworkErrors: gatewayFrameworkErrors(metrics),
+    clientErrorHandler: gatewayClientErrorHandler,
+  });
+  const readiness = new SidecarClient({
+    url: resolved.sidecarUrl,
+    apiKey: resolved.apiKey,
+    verifyTimeoutMs: resolved.verifyTimeoutMs,
+    challengeTimeoutMs: config.plugin.challengeTimeoutMs ?? DEFAULT_CHALLENGE_TIMEOUT_MS,
+    connections: 2,
+  });
+  app.addHook('onClose', async () => readiness.close());
+  app.get(config.health.livenessPath, async () => ({ status: 'ok' }));
+  app.get(config.health.readinessPath, async (request, reply) => {
+    if (await readiness.ready(request.id)) return { status: 'ready' };
+    return reply.code(503).header('cache-control', 'no-store').send(errorBody('verify_unavailable', 'The sidecar is not ready.', { cause: 'sidecar_not_ready' }));
+  });
+  app.setNotFoundHandler((request, reply) => {
+    countRequest(metrics, '403', 'route_not_mapped');
+    void reply.code(ERRORS.route_not_mapped.status).header('x-request-id', request.id).send(errorBody('route_not_mapped'));
+  });
+  await app.register(agentAuthzGateway, pluginOptions);
+
+  let metricsApp: FastifyInstance | undefined;
+  if (config.metrics !== false) {
+    collectDefaultMetrics({ register: metrics.registry, prefix: 'agent_authz_gateway_' });
+    const m = Fastify({ logger: false });
+    const path = config.metrics.path;
+    m.get(path, async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+    metricsApp = m;
+  }
+
+  return {
+    app,
+    metricsApp,
+    metrics,
+    config,
+    async listen() {
+      await app.listen({ host: config.listen.host, port: config.listen.port });
+      let metricsUrl: string | undefined;
+      if (metricsApp !== undefined && config.metrics !== false) {
+        await metricsApp.listen({ host: config.metrics.host, port: config.metrics.port });
+        metricsUrl = baseUrl(metricsApp) + config.metrics.path;
+      }
+      return { url: baseUrl(app), metricsUrl };
+    },
+    async close() {
+      await Promise.allSettled([app.close(), metricsApp?.close()]);
+    },
+  };
+}

@@ -1,0 +1,128 @@
+/**
+ * The gateway's HTTP client for the sidecar: verify, challenge and readiness.
+ *
+ * One undici keep-alive {@link Pool} per gateway. Every call has a hard
+ * deadline that covers connecting, the response headers AND the response
+ * body (a sidecar that sends headers and then hangs is a timeout). Calls never
+ * throw: they return a {@link VerifyResult} that `outcome.ts` maps to the
+ * response, so every failure mode ends in a refusal, never in the upstream.
+ */
+
+import { Pool } from 'undici';
+import type { VerifyContext } from './context.ts';
+
+/** Longest sidecar response body read (bytes); longer is a bad response. */
+export const MAX_SIDECAR_RESPONSE_BYTES = 65_536;
+
+/** What one verify call produced. */
+export type VerifyResult =
+  | { readonly kind: 'response'; readonly status: number; readonly contentType: string | undefined; readonly body: string; readonly tooLarge: boolean }
+  | { readonly kind: 'timeout' }
+  | { readonly kind: 'network' };
+
+/** Settings of a {@link SidecarClient}. */
+export interface SidecarClientOptions {
+  /** Sidecar base URL (`http(s)://host:port[/base]`). */
+  readonly url: URL;
+  /** The gateway's API key, sent as `X-Service-API-Key`. */
+  readonly apiKey: string;
+  /** Deadline of a verify call in ms. */
+  readonly verifyTimeoutMs: number;
+  /** Deadline of a challenge or readiness call in ms. */
+  readonly challengeTimeoutMs: number;
+  /** Maximum concurrent connections to the sidecar. */
+  readonly connections: number;
+}
+
+/** The body sent to `POST /v1/service/verify`. */
+export interface VerifyRequest {
+  readonly proof_bundle: Record<string, unknown>;
+  readonly required_scope: string;
+  readonly context: VerifyContext;
+}
+
+type Raw = { status: number; contentType: string | undefined; body: string; tooLarge: boolean };
+
+/** Keep-alive client for the sidecar's verify, challenge and readiness APIs. */
+export class SidecarClient {
+  readonly #pool: Pool;
+  readonly #base: string;
+  readonly #options: SidecarClientOptions;
+
+  constructor(options: SidecarClientOptions) {
+    this.#options = options;
+    this.#base = options.url.pathname.replace(/\/+$/, '');
+    const slack = Math.max(options.verifyTimeoutMs, options.challengeTimeoutMs) + 1000;
+    this.#pool = new Pool(options.url.origin, {
+      connections: options.connections,
+      keepAliveTimeout: 30_000,
+      headersTimeout: slack,
+      bodyTimeout: slack,
+      connect: { timeout: Math.min(slack, 10_000) },
+    });
+  }
+
+  async #call(method: 'GET' | 'POST', path: string, timeoutMs: number, requestId: string, json: string | undefined, withKey = true): Promise<Raw | 'timeout' | 'network'> {
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, timeoutMs);
+    try {
+      const headers: Record<string, string> = { 'x-request-id': requestId, accept: 'application/json' };
+      if (withKey) headers['x-service-api-key'] = this.#options.apiKey;
+      if (json !== undefined) headers['content-type'] = 'application/json';
+      const res = await this.#pool.request({ method, path: this.#base + path, headers, body: json ?? null, signal: controller.signal });
+      const chunks: Buffer[] = [];
+      let size = 0;
+      let tooLarge = false;
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        if (size > MAX_SIDECAR_RESPONSE_BYTES) {
+          tooLarge = true;
+          res.body.destroy();
+          break;
+        }
+        chunks.push(chunk);
+      }
+      const ct = res.headers['content-type'];
+      return { status: res.statusCode, contentType: Array.isArray(ct) ? ct[0] : ct, body: tooLarge ? '' : Buffer.concat(chunks).toString('utf8'), tooLarge };
+    } catch {
+      return timedOut ? 'timeout' : 'network';
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Calls verify. Never throws. */
+  async verify(request: VerifyRequest, requestId: string): Promise<VerifyResult> {
+    const r = await this.#call('POST', '/v1/service/verify', this.#options.verifyTimeoutMs, requestId, JSON.stringify(request));
+    if (r === 'timeout' || r === 'network') return { kind: r };
+    return { kind: 'response', ...r };
+  }
+
+  /** Fetches a fresh challenge, or `undefined` on any failure. Never throws. */
+  async challenge(requestId: string): Promise<string | undefined> {
+    const r = await this.#call('POST', '/v1/service/challenge', this.#options.challengeTimeoutMs, requestId, undefined);
+    if (typeof r === 'string' || r.status !== 200) return undefined;
+    try {
+      const value = (JSON.parse(r.body) as { challenge?: unknown }).challenge;
+      // Must fit in a quoted-string of WWW-Authenticate: visible ASCII without " and \.
+      return typeof value === 'string' && /^[\x21\x23-\x5b\x5d-\x7e]{1,1024}$/.test(value) ? value : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** True when `GET {sidecar}/readyz` answers 200 in time. Never throws. */
+  async ready(requestId: string): Promise<boolean> {
+    const r = await this.#call('GET', '/readyz', this.#options.challengeTimeoutMs, requestId, undefined, false);
+    return typeof r !== 'string' && r.status === 200;
+  }
+
+  /** Closes the pool (in-flight calls are aborted). */
+  async close(): Promise<void> {
+    await this.#pool.destroy().catch(() => undefined);
+  }
+}

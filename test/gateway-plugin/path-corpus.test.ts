@@ -1,0 +1,151 @@
+/**
+ * Path safety over real HTTP:
+ * - a corpus of >= 300 hostile spellings (dot segments raw/encoded, encoded
+ *   slashes and backslashes, `;` parameters, doubled slashes, bad/overlong
+ *   percent-encoding, NUL/controls, double encoding, confusables, ...) against
+ *   protected routes, with a sidecar that denies everything and with no proof
+ *   at all: the upstream must receive nothing;
+ * - a differential test with a sidecar that allows: for many valid spellings
+ *   the path verify saw equals byte-for-byte the path the upstream received,
+ *   equals the expected normalized path, and the query is passed unchanged.
+ */
+
+import t from 'tap';
+import { isNormalizedPath } from '../../gateway-plugin/path.ts';
+import { allowAll, denyAll, gatewayConfig, proofHeader, rawRequest, startFakeSidecar, startGateway, startUpstream } from './helpers.ts';
+
+t.setTimeout(40_000);
+
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let x = Math.imul(a ^ (a >>> 15), 1 | a);
+    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const HOSTILE_PIECES = [
+  '/./', '/../', '/.', '/..', '/%2e/', '/%2e%2e/', '/%2E%2E/', '/.%2e/', '/%2e./', '/..%2f', '/%2e%2e%2f', '%2f', '%2F', '%5c', '%5C', '\\',
+  '\\..\\', ';', ';jsessionid=1', '%3b', '%3B', '//', '///', '%00', '%01', '%0a', '%0d', '%09', '%1f', '%7f', '%c0%af', '%c0%ae', '%e0%80%af',
+  '%c1%9c', '%f0%80%80%af', '%ff', '%80', '%zz', '%g0', '%4', '%', '%252e', '%252f', '%255c', '%25%32%65', '%ef%bc%8f', '%ef%bc%8e', '%e2%80%a8',
+  '%c2%85', '%ef%bc%bc', '#', '#frag', '/..;/', '/;/', '/.;/', '%2e%2e;/', '..', '...', '/...', '/a..', '/..a',
+];
+const PROTECTED = ['/admin', '/v1/items/1', '/files/x', '/v1/payments'];
+
+function corpus(): string[] {
+  const out = new Set<string>([
+    '/public/status/../../admin', '/public/status/..%2f..%2fadmin', '/public/status%2f..%2f..%2fadmin', '/public/status;/../../admin',
+    '/public/status/%2e%2e/%2e%2e/admin', '/public//status', '//public/status', '/public/status/.', 'admin', '*', 'http://127.0.0.1/admin',
+    '/%2e%2e/admin', '/admin%00', '/admin%2500', '/ad%00min', '/admin\\', '/admin/..', '/admin/.', '/./admin', '//admin', '/admin;', '/admin;x=1',
+    '/v1/items/1/..', '/v1/items/..%2f..%2fadmin', '/v1/items/%2e%2e%5cadmin', '/files/..', '/files/%2e%2e', '/files/a/../../admin',
+  ]);
+  const rand = prng(42);
+  for (let i = 0; out.size < 420 && i < 5000; i += 1) {
+    const base = PROTECTED[Math.floor(rand() * PROTECTED.length)] as string;
+    const piece = HOSTILE_PIECES[Math.floor(rand() * HOSTILE_PIECES.length)] as string;
+    const at = 1 + Math.floor(rand() * (base.length - 1));
+    const mode = Math.floor(rand() * 3);
+    out.add(mode === 0 ? base.slice(0, at) + piece + base.slice(at) : mode === 1 ? base + piece : piece + base.slice(1));
+  }
+  return [...out];
+}
+
+const up = await startUpstream();
+const sidecar = await startFakeSidecar(denyAll);
+const gw = await startGateway(gatewayConfig(up.url, sidecar.url));
+t.teardown(async () => {
+  await gw.close();
+  await up.close();
+  await sidecar.close();
+});
+
+await t.test('hostile corpus never reaches the upstream', async (t) => {
+  const paths = corpus();
+  t.ok(paths.length >= 300, `corpus has ${paths.length} variants`);
+  const statuses = new Map<number, number>();
+  const deadline = Date.now() + 25_000;
+  for (const path of paths) {
+    if (Date.now() > deadline) break;
+    for (const withProof of [true, false]) {
+      const headers = withProof ? [`X-Service-Proof: ${proofHeader({ v: 1 })}`] : [];
+      const res = await rawRequest(gw.port, `GET ${path} HTTP/1.1`, headers);
+      statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+      if (![400, 401, 403].includes(res.status)) t.fail(`unexpected status ${res.status} for ${JSON.stringify(path)}`);
+    }
+  }
+  t.equal(up.received.length, 0, 'upstream received nothing');
+  const odd = sidecar.verifyCalls.map((c) => c.body.context.path ?? '').filter((p) => !isNormalizedPath(p));
+  t.same(odd, [], 'verify only ever saw normalized paths');
+  t.comment(`statuses: ${JSON.stringify([...statuses])}`);
+});
+
+function randomSpelling(normalized: string, rand: () => number): string {
+  let out = '';
+  for (let i = 0; i < normalized.length; i += 1) {
+    const ch = normalized[i] as string;
+    if (ch === '%') {
+      const triplet = normalized.slice(i, i + 3);
+      out += rand() < 0.5 ? triplet.toLowerCase() : triplet;
+      i += 2;
+    } else if (/[A-Za-z0-9\-._~]/.test(ch) && rand() < 0.35) {
+      const hex = ch.charCodeAt(0).toString(16).padStart(2, '0');
+      out += `%${rand() < 0.5 ? hex : hex.toUpperCase()}`;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+await t.test('differential: verify path == upstream path == normalized path', async (t) => {
+  sidecar.behaviour = allowAll;
+  const cases: Array<[string, string]> = [
+    ['/admin', 'custom:admin'],
+    ['/v1/items/abc-1._~', 'data:read'],
+    ['/v1/items/%C3%A9t%C3%A9', 'data:read'],
+    ['/v1/items/a%20b%3Fc%23d', 'data:read'],
+    ['/v1/items/%3A@!$&\'()*+,=', 'data:read'],
+    ['/files/a/b/c.txt', 'data:read'],
+    ['/files/', 'data:read'],
+    ['/files/%22quoted%22/%7Bx%7D', 'data:read'],
+    ['/files/x.y/z~w', 'data:read'],
+  ];
+  const rand = prng(7);
+  let checked = 0;
+  const deadline = Date.now() + 15_000;
+  for (let round = 0; round < 30 && Date.now() < deadline; round += 1) {
+    for (const [normalized, scope] of cases) {
+      const spelling = round === 0 ? normalized : randomSpelling(normalized, rand);
+      const query = round % 3 === 0 ? '' : `?q=%7a%2F&x=1+2&y=${round}`;
+      const before = up.received.length;
+      const res = await rawRequest(gw.port, `GET ${spelling}${query} HTTP/1.1`, [`X-Service-Proof: ${proofHeader({ v: 1 })}`]);
+      if (res.status !== 200) {
+        t.fail(`status ${res.status} for ${spelling}: ${res.text}`);
+        continue;
+      }
+      const seen = sidecar.verifyCalls.at(-1)?.body;
+      const got = up.received[before];
+      const upstreamPath = got?.url.split('?')[0];
+      if (up.received.length !== before + 1 || seen?.context.path !== normalized || upstreamPath !== normalized || seen.required_scope !== scope) {
+        t.fail(`mismatch for ${spelling}: verify ${seen?.context.path} (${seen?.required_scope}) upstream ${got?.url}`);
+      }
+      if ((got?.url.slice(upstreamPath?.length ?? 0) ?? '') !== query) t.fail(`query changed for ${spelling}${query}: ${got?.url}`);
+      checked += 1;
+    }
+  }
+  t.ok(checked >= 200, `checked ${checked} spellings`);
+});
+
+await t.test('/%61dmin hits the /admin route', async (t) => {
+  const before = up.received.length;
+  const res = await rawRequest(gw.port, 'GET /%61dmin HTTP/1.1', [`X-Service-Proof: ${proofHeader({ v: 1 })}`]);
+  t.equal(res.status, 200);
+  t.equal(sidecar.verifyCalls.at(-1)?.body.required_scope, 'custom:admin');
+  t.equal(sidecar.verifyCalls.at(-1)?.body.context.path, '/admin');
+  t.equal(up.received[before]?.url, '/admin');
+  const missing = await rawRequest(gw.port, 'GET /%61%64%6D%69%6E HTTP/1.1');
+  t.equal(missing.status, 401);
+  t.equal(missing.json?.error?.required_scope, 'custom:admin');
+});
