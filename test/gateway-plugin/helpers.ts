@@ -253,3 +253,41 @@ export async function metricValue(metricsUrl: string, series: string): Promise<n
   const line = text.split('\n').find((l) => l.startsWith(`${series} `));
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }
+
+/** Builds and starts a gateway from a config object with a real API key (in {@link TEST_API_KEY_ENV}). */
+export async function startGatewayWithKey(config: Record<string, unknown>, apiKey: string): Promise<StartedGateway> {
+  const server = await buildGateway(config, { [TEST_API_KEY_ENV]: apiKey });
+  const { url, metricsUrl } = await server.listen();
+  return { server, url, port: Number(new URL(url).port), metricsUrl, close: () => server.close() };
+}
+
+/**
+ * Fetches a Prometheus text page and sums the samples of metric `name` whose
+ * labels include every pair of `labels` (label order does not matter).
+ * Returns 0 when no sample matches.
+ */
+export async function metricSum(metricsUrl: string, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const res = await undiciRequest(metricsUrl);
+  const text = await res.body.text();
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)/.exec(line);
+    if (m === null || m[1] !== name) continue;
+    const have = new Map<string, string>();
+    for (const pair of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) have.set(pair[1] as string, pair[2] as string);
+    if (Object.entries(labels).every(([k, v]) => have.get(k) === v)) sum += Number(m[3]);
+  }
+  return sum;
+}
+
+/** A TCP port that was free a moment ago on 127.0.0.1 (for child processes that need a fixed port). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}

@@ -204,3 +204,45 @@ export async function present(f: Flow, audience: Client = f.platform): Promise<a
   if (pr.status !== 200) throw new Error(`present: ${pr.status} ${pr.text}`);
   return pr.body.proof_bundle;
 }
+
+/**
+ * Adapts a sidecar reached only by URL (a child process) plus its mail sink
+ * to the `TestSidecar` shape that {@link login}, {@link onboard} and
+ * {@link specFlow} take: they use only `url` and `mail`. Every other member
+ * throws when read (there is no in-process server, clock or config).
+ */
+export function remoteSidecar(url: string, mail: MailSink): TestSidecar {
+  const absent = (name: string): never => { throw new Error(`remoteSidecar(${url}): ${name} is not available for a sidecar reached by URL`); };
+  return {
+    url, mail,
+    get app(): SidecarServer { return absent('app'); },
+    get clock(): TestClock { return absent('clock'); },
+    get dataDir(): string { return absent('dataDir'); },
+    get config(): SidecarConfig { return absent('config'); },
+    async close() { /* the caller owns the process and the mail sink */ },
+  };
+}
+
+/**
+ * Adds another agent to the flow's connection and approves a delegation for
+ * it (self-request with `agent_id`). Returns a Flow for the new agent (same
+ * user, platform and connection), usable with {@link present}.
+ */
+export async function delegateAgent(f: Flow, name: string, o: { approve: string[]; constraints?: unknown; expiresAt?: string }): Promise<Flow> {
+  const agent = await f.platform.post(`/v1/service/connections/${f.reg.connection_id}/agents`, { name, agent_type: 'api_agent' });
+  if (agent.status !== 200) throw new Error(`agent: ${agent.status} ${agent.text}`);
+  const sr = await f.user.post('/v1/service/delegations/self-request', { connection_id: f.reg.connection_id, agent_id: agent.body.agent_id });
+  if (sr.status !== 200) throw new Error(`self-request: ${sr.status} ${sr.text}`);
+  const ap = await f.user.post(`/v1/service/delegations/requests/${sr.body.request_id}/approve`, {
+    approved_scope: o.approve,
+    ...(o.constraints !== undefined ? { constraints: o.constraints } : {}),
+    ...(o.expiresAt !== undefined ? { expires_at: o.expiresAt } : {}),
+  });
+  if (ap.status !== 200) throw new Error(`approve: ${ap.status} ${ap.text}`);
+  return { ...f, agentId: agent.body.agent_id, requestId: sr.body.request_id, certId: ap.body.cert_id };
+}
+
+/** Present for the flow's agent on a given challenge (e.g. one a gateway handed out); returns the raw response. */
+export function presentChallenge(f: Flow, challenge: string): Promise<Res> {
+  return f.platform.post(`/v1/service/connections/${f.reg.connection_id}/agents/${f.agentId}/present`, { challenge });
+}
