@@ -27,7 +27,10 @@ export interface Constraints {
   max_amount?: { amount: string; currency: string };
   /** Allowed HTTP methods (uppercase). */
   methods?: string[];
-  /** Allowed path prefixes (segment boundary: `/a` allows `/a` and `/a/b`, not `/ab`). */
+  /**
+   * Allowed path prefixes (segment boundary: `/a` allows `/a` and `/a/b`, not `/ab`). A context path
+   * with dot segments or encoded slashes (`/a/../b`, `/a/%2e%2e/b`, `/a%2fb`) matches no prefix.
+   */
   path_prefixes?: string[];
   /** Allowed client IPs, as CIDRs or single addresses (IPv4 or IPv6). */
   client_ips?: string[];
@@ -57,6 +60,14 @@ const CURRENCY_RE = /^[A-Z]{3}$/;
 const METHOD_RE = /^[A-Z]{1,16}$/;
 const HHMM_RE = /^([01][0-9]|2[0-3]):[0-5][0-9]$/;
 const TENANT_RE = /^[A-Za-z0-9._:-]{1,128}$/;
+/** A request method in the context (compared case-insensitively, ASCII only). */
+const REQUEST_METHOD_RE = /^[A-Za-z]{1,16}$/;
+/**
+ * A context path that may resolve outside its apparent prefix: a `.` or `..`
+ * segment (also percent-encoded, or followed by `;` params), an encoded slash
+ * or backslash, or a backslash. Such a path matches no prefix.
+ */
+const AMBIGUOUS_PATH_RE = /(?:^|\/)(?:\.|%2e){1,2}(?:[/;?#]|$)|%2f|%5c|\\/i;
 
 /** Amount in micro-units as a bigint. */
 export function amountMicros(a: string): bigint {
@@ -150,11 +161,13 @@ export function evaluateConstraints(c: Constraints | null | undefined, ctx: Cons
   }
   if (c.methods) {
     if (x.method === undefined) return deny('methods', true);
-    if (!c.methods.includes(x.method.toUpperCase())) return deny('methods', false);
+    // ASCII only: toUpperCase() maps some non-ASCII letters onto ASCII ('ſ' → 'S').
+    if (!REQUEST_METHOD_RE.test(x.method) || !c.methods.includes(x.method.toUpperCase())) return deny('methods', false);
   }
   if (c.path_prefixes) {
     if (x.path === undefined) return deny('path_prefixes', true);
     const p = x.path;
+    if (AMBIGUOUS_PATH_RE.test(p)) return deny('path_prefixes', false);
     if (!c.path_prefixes.some((pre) => p === pre || p.startsWith(pre.endsWith('/') ? pre : pre + '/'))) return deny('path_prefixes', false);
   }
   if (c.client_ips) {

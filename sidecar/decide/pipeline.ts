@@ -144,7 +144,8 @@ async function run(ctx: ServiceContext, apiKey: unknown, body: VerifyInput, inva
       decision = { decision: 'deny', reason: 'delegation_revoked' };
       continue;
     }
-    if (r === 'invalid_challenge') throw new ServiceError('invalid_challenge');
+    // Spent by a concurrent verify since stage 4: the same 400 as stage 4 gives, metered like it.
+    if (r === 'invalid_challenge') return reject(new ServiceError('invalid_challenge'));
     if (r === 'credits_exhausted') throw new ServiceError('credits_exhausted');
     ctx.metrics.challenges.inc({ event: 'consumed' });
     ctx.metrics.verifyDecisions.inc({ decision: decision.decision, reason: decision.reason });

@@ -26,8 +26,29 @@ const VerifyBody = Type.Object({
   }, { additionalProperties: false })),
 }, { additionalProperties: false });
 
+/**
+ * Stands in for a body that is not valid JSON: it fails the schema like any
+ * bad body, so decide() authenticates first (a bad key is 401 even then).
+ */
+const INVALID_JSON_BODY: Readonly<Record<string, never>> = Object.freeze({});
+
 /** Registers verify. */
 export async function registerVerifyRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+  await app.register(async (scope) => registerVerify(scope, ctx));
+}
+
+async function registerVerify(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+  // In this encapsulated scope only: a JSON syntax error is handed to the handler instead of
+  // answering 400 before the API key was looked at. Same parser (proto poisoning refused) otherwise.
+  const jsonParser = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    if (body === '' || body === undefined) { done(null, undefined); return; }
+    jsonParser(req, body as string, (err, value) => {
+      if (err && (err as { statusCode?: number }).statusCode === 400) done(null, INVALID_JSON_BODY);
+      else done(err, value);
+    });
+  });
   app.post('/v1/service/verify', {
     schema: { body: VerifyBody, tags: ['verify'] },
     config: { auth: 'none' },
@@ -37,7 +58,9 @@ export async function registerVerifyRoutes(app: FastifyInstance, ctx: ServiceCon
     const started = process.hrtime.bigint();
     const body = request.body as VerifyInput;
     let invalid: ServiceError | null = null;
-    if (request.validationError || body?.proof_bundle === undefined) {
+    if ((body as unknown) === INVALID_JSON_BODY) {
+      invalid = new ServiceError('invalid_request', 'The request body is not valid JSON.', { field: 'body' });
+    } else if (request.validationError || body?.proof_bundle === undefined) {
       const v = (request.validationError as { validation?: { instancePath?: string; params?: Record<string, unknown> }[] } | undefined)?.validation?.[0];
       const field = ['body', v?.instancePath?.replace(/^\//, '').replace(/\//g, '.'), v?.params?.missingProperty ?? v?.params?.additionalProperty]
         .filter((x) => typeof x === 'string' && x !== '').join('.');
