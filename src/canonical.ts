@@ -21,7 +21,12 @@ function enc(v: unknown, depth: number): string {
       if (!Number.isSafeInteger(v) || Object.is(v, -0)) throw new TypeError('canonical: only safe integers are allowed');
       return String(v);
     case 'object': {
-      if (Array.isArray(v)) return '[' + v.map((x) => enc(x, depth + 1)).join(',') + ']';
+      if (Array.isArray(v)) {
+        // Index loop, not map(): map skips holes, which would give `[1,,3]` (not JSON). A hole is undefined and refused.
+        const items: string[] = [];
+        for (let i = 0; i < v.length; i++) items.push(enc(v[i], depth + 1));
+        return '[' + items.join(',') + ']';
+      }
       const proto = Object.getPrototypeOf(v);
       if (proto !== Object.prototype && proto !== null) throw new TypeError('canonical: only plain objects are allowed');
       const keys = Object.keys(v as object).sort();

@@ -63,6 +63,30 @@ export function certificateView(c: CertificateRecord) {
   };
 }
 
+/** The last instant with a 4-digit year in ISO 8601 (`9999-12-31T23:59:59.999Z`). */
+const MAX_TIMESTAMP = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+const TIMESTAMP_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:Z|[+-](\d{2}):(\d{2}))$/;
+
+/**
+ * Parses a strict ISO 8601 date-time with an explicit offset (`Z` or `±hh:mm`)
+ * into Unix ms, or null. The calendar date and the time must exist (no
+ * `2030-02-30` rolled over into March) and a time without an offset is
+ * refused (it would be read in the server's local zone).
+ */
+export function parseTimestamp(s: string): number | null {
+  const m = TIMESTAMP_RE.exec(s);
+  if (!m) return null;
+  const [y, mo, d, h, mi, sec] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const day = new Date(0);
+  day.setUTCFullYear(y, mo - 1, d);
+  if (day.getUTCFullYear() !== y || day.getUTCMonth() !== mo - 1 || day.getUTCDate() !== d) return null;
+  if (h > 23 || mi > 59 || sec > 59) return null;
+  if (m[7] !== undefined && (Number(m[7]) > 23 || Number(m[8]) > 59)) return null;
+  const t = Date.parse(s);
+  // Past year 9999 (reachable through a negative offset) the ISO form needs a 6-digit year, which certificates do not allow.
+  return Number.isFinite(t) && t <= MAX_TIMESTAMP ? t : null;
+}
+
 /** The `delegation_key_statement` of `delegation.approved`: a one-line, human-readable summary of what the certificate binds. */
 export function delegationKeyStatement(p: CertificatePayload, certSha256: string): string {
   return `agent-authz/v1 delegation ${p.cert_id} (sha256 ${certSha256}): account ${p.issuer.account_id} delegates [${p.scopes.join(' ')}] `
@@ -107,8 +131,8 @@ export async function registerDelegationRoutes(app: FastifyInstance, ctx: Servic
     const now = ctx.clock();
     let expiresAt: number | null = null;
     if (b.expires_at !== undefined && b.expires_at !== null) {
-      const t = Date.parse(b.expires_at);
-      if (!/^\d{4}-\d{2}-\d{2}T/.test(b.expires_at) || !Number.isFinite(t) || t <= now) throw new ServiceError('invalid_expiry', undefined, { field: 'body.expires_at' });
+      const t = parseTimestamp(b.expires_at);
+      if (t === null || t <= now) throw new ServiceError('invalid_expiry', undefined, { field: 'body.expires_at' });
       expiresAt = t;
     }
     let constraints: Constraints | null = null;

@@ -44,7 +44,7 @@ export class SqliteDelegationStore implements DelegationStore {
   }
 
   async listRequests(accountId: string): Promise<DelegationRequestRecord[]> {
-    return this.db.all<RequestRow>('SELECT * FROM delegation_requests WHERE account_id = ? ORDER BY created_at DESC, id', accountId).map(requestFromRow);
+    return this.db.all<RequestRow>('SELECT * FROM delegation_requests WHERE account_id = ? ORDER BY created_at DESC, rowid DESC', accountId).map(requestFromRow);
   }
 
   async approveRequest(requestId: string, c: CertificateRecord, event: OutboxEventInput | null): Promise<boolean> {
@@ -74,7 +74,7 @@ export class SqliteDelegationStore implements DelegationStore {
   }
 
   async listCertificates(accountId: string): Promise<CertificateRecord[]> {
-    return this.db.all<CertRow>('SELECT * FROM certificates WHERE account_id = ? ORDER BY issued_at DESC, id', accountId).map(certFromRow);
+    return this.db.all<CertRow>('SELECT * FROM certificates WHERE account_id = ? ORDER BY issued_at DESC, rowid DESC', accountId).map(certFromRow);
   }
 
   async activeCertificateForAgent(agentId: string): Promise<CertificateRecord | undefined> {
