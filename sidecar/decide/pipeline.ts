@@ -84,9 +84,13 @@ async function run(ctx: ServiceContext, apiKey: unknown, body: VerifyInput, inva
   if ((await read(ctx.store.proofs.creditsOf(auth.accountId))) < VERIFY_PRICE_MICROS) throw new ServiceError('credits_exhausted');
   const now = ctx.clock();
   const reject = async (err: ServiceError, challengeId: string | null = null): Promise<never> => {
-    // 400s are metered; a valid challenge is burned with them. No audit row.
+    // A 400 writes no audit row. It is billed only when it spends one of the caller's own live
+    // challenges (stages 5-6): a request that never got that far costs nothing, so a stranger
+    // who sends garbage through a gateway cannot drain the gateway owner's credits.
+    if (challengeId === null) throw err;
     const r = await ctx.store.proofs.consumeAndDebit(challengeId, auth.connectionId, now, auth.accountId, VERIFY_PRICE_MICROS).catch(() => 'committed' as const);
     if (r === 'credits_exhausted') throw new ServiceError('credits_exhausted');
+    if (r === 'invalid_challenge') throw new ServiceError('invalid_challenge');
     throw err;
   };
 
@@ -114,9 +118,13 @@ async function run(ctx: ServiceContext, apiKey: unknown, body: VerifyInput, inva
     return reject(new ServiceError('proof_stale', `The proof was presented outside the ${ctx.config.proofFreshnessSeconds} s freshness window.`), challengeId);
   }
 
-  // 6. signatures
+  // 6. certificate and signatures. The certificate must delegate to an agent of the verifying
+  // connection: a certificate another account issued to its own agent authorizes nothing here.
   const cert = await read(loadVerifiedCertificate(ctx, p.cert_id, p.cert_sha256, p.agent_id));
   if ('error' in cert) return reject(new ServiceError(cert.error), challengeId);
+  if (cert.value.payload.connection_id !== auth.connectionId) {
+    return reject(new ServiceError('invalid_proof', 'The certificate was not issued for this connection.'), challengeId);
+  }
   if (!verifyProofSignature(ctx, cert.value, proof)) return reject(new ServiceError('invalid_signature'), challengeId);
 
   // 7–10. status, expiry, scope, constraints
@@ -144,8 +152,8 @@ async function run(ctx: ServiceContext, apiKey: unknown, body: VerifyInput, inva
       decision = { decision: 'deny', reason: 'delegation_revoked' };
       continue;
     }
-    // Spent by a concurrent verify since stage 4: the same 400 as stage 4 gives, metered like it.
-    if (r === 'invalid_challenge') return reject(new ServiceError('invalid_challenge'));
+    // Spent by a concurrent verify since stage 4: the same 400 as stage 4 gives, unbilled like it.
+    if (r === 'invalid_challenge') throw new ServiceError('invalid_challenge');
     if (r === 'credits_exhausted') throw new ServiceError('credits_exhausted');
     ctx.metrics.challenges.inc({ event: 'consumed' });
     ctx.metrics.verifyDecisions.inc({ decision: decision.decision, reason: decision.reason });

@@ -61,7 +61,11 @@ export async function registerProofRoutes(app: FastifyInstance, ctx: ServiceCont
     if (!cert || ctx.caches.statusOf(cert.id) === 'revoked' || (cert.expiresAt !== null && cert.expiresAt <= now)) throw new ServiceError('no_active_delegation');
     const challenge = (request.body as { challenge: string }).challenge;
     const ch = /^[A-Za-z0-9_-]{16,128}$/.test(challenge) ? await ctx.store.proofs.getChallenge(challengeId(challenge)) : undefined;
-    if (!ch || ch.presentedAt !== null || ch.consumedAt !== null || ch.expiresAt <= now) throw new ServiceError('invalid_challenge');
+    // The challenge must have been issued to the agent's own connection: that connection is the
+    // only audience whose verify can accept a proof from this agent's certificate.
+    if (!ch || ch.presentedAt !== null || ch.consumedAt !== null || ch.expiresAt <= now || ch.audienceConnectionId !== agent.connectionId) {
+      throw new ServiceError('invalid_challenge');
+    }
 
     const t0 = process.hrtime.bigint();
     const bundle = signProof({

@@ -65,7 +65,8 @@ const cases: Case[] = [
   { name: 'cert_id: B\'s certificate', code: 'invalid_proof', mutate: (x) => ({ ...x, cert_id: b.certId }) },
   { name: 'cert_id: without prefix', code: 'invalid_proof', mutate: (x) => ({ ...x, cert_id: String(x.cert_id).slice(5) }) },
   {
-    name: 'agent_id, cert_id, cert_sha256 all B\'s', code: 'invalid_signature',
+    // B's certificate was issued for B's connection: refused before any signature work.
+    name: 'agent_id, cert_id, cert_sha256 all B\'s', code: 'invalid_proof',
     mutate: (x, _o, f) => ({ ...x, agent_id: f.agent_id, cert_id: f.cert_id, cert_sha256: f.cert_sha256 }),
   },
   { name: 'cert_sha256: one hex digit changed', code: 'invalid_proof', mutate: (x) => ({ ...x, cert_sha256: (x.cert_sha256[0] === '0' ? '1' : '0') + x.cert_sha256.slice(1) }) },
@@ -106,7 +107,7 @@ const cases: Case[] = [
 ];
 
 t.test('every tampering is refused with its exact code, never allowed', async (t) => {
-  const foreign = await bundleFor(b, a.platform); // B's agent, audience A: a real bundle of another agent
+  const foreign = await bundleFor(b); // B's agent and audience: a real bundle of another agent
   for (const c of cases) {
     const x = await bundleFor(a);
     const other = await bundleFor(a);

@@ -133,8 +133,8 @@ t.test('usage read', async (t) => {
   t.equal(r.status, 200);
   const u = r.body;
   t.equal(u.price_per_verify_micros, 2000);
-  t.same([u.verify_calls, u.allows, u.denies], [6, 3, 2], 'calls include the metered 400');
-  t.equal(u.balance_micros, sc.config.alphaCreditsMicros - 6 * 2000);
+  t.same([u.verify_calls, u.allows, u.denies], [5, 3, 2], 'the invalid_scopes 400 spent no challenge and is not billed');
+  t.equal(u.balance_micros, sc.config.alphaCreditsMicros - 5 * 2000);
   t.equal(u.balance_dollars, (u.balance_micros / 1e6).toFixed(6));
   t.equal(u.remaining_verify_calls, Math.floor(u.balance_micros / 2000));
 });

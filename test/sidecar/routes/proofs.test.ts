@@ -84,12 +84,12 @@ t.test('present refusals', async (t) => {
   t.equal(ok.status, 200, 'the challenge is still presentable');
 });
 
-t.test('present for another platform\'s challenge (cross-platform model)', async (t) => {
+t.test('present refuses a challenge issued to another connection', async (t) => {
   const c = await challenge(g.platform);
   const r = await presentRaw(f, c);
-  t.equal(r.status, 200, r.text);
-  t.equal(r.body.proof_bundle.aud, g.reg.connection_id, 'audience is the challenge issuer');
-  expectDecision(t, await verify(g.platform, r.body.proof_bundle, 'data:read'), 'allow', 'authorized');
-  const gEvents = await auditAll(g.user, 'event_type=proof.presented');
-  t.equal(gEvents.length, 0, 'the presented event belongs to the agent\'s account');
+  expectError(t, r, 400, 'invalid_challenge', 'another connection\'s challenge');
+  const fEvents = await auditAll(f.user, 'event_type=proof.presented');
+  t.notOk(fEvents.some((e) => e.details.audience_connection_id === g.reg.connection_id), 'nothing presented for the foreign audience');
+  const own = await presentRaw(f, await challenge(f.platform));
+  t.equal(own.status, 200, 'the agent\'s own connection\'s challenge still works');
 });

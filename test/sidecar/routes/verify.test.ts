@@ -7,7 +7,7 @@
 import t from 'tap';
 import { Client, specFlow, startSidecar } from '../../helpers/sidecar.ts';
 import type { Flow, TestSidecar } from '../../helpers/sidecar.ts';
-import { auditAll, bundleFor, expectDecision, expectError, usage, verify, VERIFY } from '../decide/helpers.ts';
+import { auditAll, bundleFor, expectDecision, expectError, flipB64, usage, verify, VERIFY } from '../decide/helpers.ts';
 
 let sc: TestSidecar;
 let f: Flow;
@@ -132,19 +132,22 @@ t.test('credits: N verifies succeed, the next is 402, usage is consistent', asyn
 
   const bundles = [];
   for (let i = 0; i < N + 2; i++) bundles.push(await bundleFor(g));
-  // N calls: 3 allows, 1 deny, 1 metered 400.
+  // N billed calls: 3 allows, 1 deny, 1 400 that spent a live challenge. Replays and garbage are free.
   expectDecision(t, await verify(g.platform, bundles[0], 'data:read'), 'allow', 'authorized');
   expectDecision(t, await verify(g.platform, bundles[1], 'data:write'), 'deny', 'not_delegated');
-  expectError(t, await verify(g.platform, bundles[1], 'data:read'), 400, 'invalid_challenge', 'spent');
-  expectDecision(t, await verify(g.platform, bundles[2], 'data:read'), 'allow', 'authorized');
+  expectError(t, await verify(g.platform, bundles[1], 'data:read'), 400, 'invalid_challenge', 'spent (not billed)');
+  expectError(t, await verify(g.platform, 'garbage', 'data:read'), 400, 'invalid_proof', 'garbage (not billed)');
+  const bad = { ...bundles[2], sig: { ...bundles[2].sig, ed25519: flipB64(bundles[2].sig.ed25519) } };
+  expectError(t, await verify(g.platform, bad, 'data:read'), 400, 'invalid_signature', 'billed: it spent a live challenge');
+  expectDecision(t, await verify(g.platform, bundles[3], 'data:read'), 'allow', 'authorized');
   const mid = await usage(g.user);
   t.same([mid.verify_calls, mid.allows, mid.denies, mid.balance_micros, mid.remaining_verify_calls], [4, 2, 1, (N - 4) * 2000, N - 4]);
-  expectDecision(t, await verify(g.platform, bundles[3], 'data:read'), 'allow', 'authorized', undefined, 'the last credit');
+  expectDecision(t, await verify(g.platform, bundles[4], 'data:read'), 'allow', 'authorized', undefined, 'the last credit');
 
-  const r = await verify(g.platform, bundles[4], 'data:read');
+  const r = await verify(g.platform, bundles[5], 'data:read');
   expectError(t, r, 402, 'credits_exhausted', 'one past the balance');
   expectError(t, await verify(g.platform, 'garbage', 'data:read'), 402, 'credits_exhausted', 'a garbage call too');
-  expectError(t, await verify(g.platform, bundles[5], 'data:read', undefined, { apiKey: 'nope' }), 401, 'invalid_api_key', 'auth still comes first');
+  expectError(t, await verify(g.platform, bundles[6], 'data:read', undefined, { apiKey: 'nope' }), 401, 'invalid_api_key', 'auth still comes first');
 
   const end = await usage(g.user);
   t.same(
