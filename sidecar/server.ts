@@ -94,10 +94,12 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     bodyLimit: config.bodyLimitBytes,
     trustProxy: config.trustProxy.length ? config.trustProxy : false,
     genReqId: requestId,
-    requestIdLogLabel: 'request_id',
-    maxParamLength: 200,
+    logController: new Fastify.LogController({ requestIdLogLabel: 'request_id' }),
+    routerOptions: { maxParamLength: 200 },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
-    return503OnClosing: true,
+    // During a graceful shutdown, requests already on a connection are answered normally (with
+    // `Connection: close`) instead of a bare 503; /readyz reports the shutdown (routes/health.ts).
+    return503OnClosing: false,
   });
 
   const metrics = createMetrics();

@@ -1,27 +1,58 @@
 /**
- * Liveness, readiness and metrics endpoints of the sidecar:
- * `GET /healthz` (the process serves), `GET /readyz` (the store answers and
- * every migration is applied) and `GET /metrics` (Prometheus text format).
+ * Liveness, readiness and metrics endpoints of the sidecar (no auth, served
+ * on the main port, logged only at warn and above):
+ *
+ * - `GET /healthz`: 200 `{status:"ok"}` while the process serves requests;
+ * - `GET /readyz`: 200 `{status:"ready",schema_version}` when the store
+ *   answers and every migration is applied; otherwise 503
+ *   `{status:"not_ready",reason}` with reason `store_unavailable`,
+ *   `migrations_pending` or `shutting_down` (from the first moment of a
+ *   graceful shutdown, so load balancers stop sending traffic);
+ * - `GET /metrics`: Prometheus text format (docs/operations.md lists every
+ *   metric family).
+ *
+ * Health answers carry `Cache-Control: no-store`.
  */
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../context.ts';
 
+/** Paths of the operational endpoints. */
+export const HEALTH_PATHS = { liveness: '/healthz', readiness: '/readyz', metrics: '/metrics' } as const;
+
 /** Registers the health and metrics routes. */
 export async function registerHealthRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
-  app.get('/healthz', { schema: { tags: ['operations'] }, config: { auth: 'none' }, logLevel: 'warn' }, async () => ({ status: 'ok' }));
+  let shuttingDown = false;
+  app.addHook('preClose', async () => { shuttingDown = true; });
 
-  app.get('/readyz', { schema: { tags: ['operations'] }, config: { auth: 'none' }, logLevel: 'warn' }, async (_request, reply) => {
+  app.get(HEALTH_PATHS.liveness, {
+    schema: { tags: ['operations'], summary: 'Liveness: the process serves requests.' },
+    config: { auth: 'none' }, logLevel: 'warn',
+  }, async (_request, reply) => {
+    void reply.header('cache-control', 'no-store');
+    return { status: 'ok' };
+  });
+
+  app.get(HEALTH_PATHS.readiness, {
+    schema: { tags: ['operations'], summary: 'Readiness: the store answers and every migration is applied.' },
+    config: { auth: 'none' }, logLevel: 'warn',
+  }, async (request, reply) => {
+    void reply.header('cache-control', 'no-store');
+    if (shuttingDown) return reply.code(503).send({ status: 'not_ready', reason: 'shutting_down' });
     try {
       const p = await ctx.store.ping();
       if (!p.ok) return reply.code(503).send({ status: 'not_ready', reason: 'migrations_pending', schema_version: p.schemaVersion, expected_version: p.expectedVersion });
       return { status: 'ready', schema_version: p.schemaVersion };
-    } catch {
+    } catch (err) {
+      request.log.warn({ err: { message: (err as Error).message } }, 'readiness: the store does not answer');
       return reply.code(503).send({ status: 'not_ready', reason: 'store_unavailable' });
     }
   });
 
-  app.get('/metrics', { schema: { tags: ['operations'], hide: true }, config: { auth: 'none' }, logLevel: 'warn' }, async (_request, reply) => {
+  app.get(HEALTH_PATHS.metrics, {
+    schema: { tags: ['operations'], hide: true },
+    config: { auth: 'none' }, logLevel: 'warn',
+  }, async (_request, reply) => {
     const body = await ctx.metrics.registry.metrics();
-    return reply.type(ctx.metrics.registry.contentType).send(body);
+    return reply.type(ctx.metrics.registry.contentType).header('cache-control', 'no-store').send(body);
   });
 }
