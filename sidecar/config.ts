@@ -92,6 +92,12 @@ function flag(env: NodeJS.ProcessEnv, name: string): boolean {
   throw new ConfigError(`${name}: expected 1/true or 0/false, got ${JSON.stringify(raw)}`);
 }
 
+function webhookAllowInsecure(env: NodeJS.ProcessEnv, production: boolean): boolean {
+  const on = flag(env, 'SIDECAR_WEBHOOK_ALLOW_INSECURE');
+  if (on && production) throw new ConfigError('SIDECAR_WEBHOOK_ALLOW_INSECURE: not allowed when NODE_ENV=production (it disables the SSRF guard)');
+  return on;
+}
+
 /** Parses a dollar amount with at most 6 decimals into micro-dollars. */
 export function dollarsToMicros(raw: string): number | null {
   const m = /^(\d{1,9})(?:\.(\d{1,6}))?$/.exec(raw);
@@ -159,7 +165,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     masterKey,
     production,
     insecureCookies,
-    webhookAllowInsecure: flag(env, 'SIDECAR_WEBHOOK_ALLOW_INSECURE'),
+    webhookAllowInsecure: webhookAllowInsecure(env, production),
     alphaCreditsMicros,
     challengeTtlSeconds: int(env, 'SIDECAR_CHALLENGE_TTL_SECONDS', DEFAULTS.challengeTtlSeconds, 10, 3600),
     proofFreshnessSeconds: int(env, 'SIDECAR_PROOF_FRESHNESS_SECONDS', DEFAULTS.proofFreshnessSeconds, 5, 3600),

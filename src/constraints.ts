@@ -7,6 +7,7 @@
  * docs/constraints.md documents the schema.
  */
 import net from 'node:net';
+import { describeValue } from './scopes.ts';
 
 /** Days for {@link TimeWindow}. */
 export const DAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] as const;
@@ -96,7 +97,7 @@ export function validateConstraints(c: unknown): string | null {
     const v = o[k];
     if (v === undefined) return null;
     if (!Array.isArray(v) || v.length === 0 || v.length > 64) return `constraints.${k} must be a non-empty array of at most 64 entries`;
-    for (const x of v) if (typeof x !== 'string' || !ok(x)) return `constraints.${k} has an invalid entry ${JSON.stringify(x)}`;
+    for (const x of v) if (typeof x !== 'string' || !ok(x)) return `constraints.${k} has an invalid entry ${typeof x === 'string' ? JSON.stringify(x.slice(0, 140)) : describeValue(x)}`;
     return null;
   };
   if (o.max_amount !== undefined) {

@@ -64,7 +64,16 @@ export function isSensitiveScope(s: string): boolean {
   return isCanonicalScope(s) && CANONICAL_SCOPES[s].sensitive;
 }
 
-/** The entries of `list` that are not scopes of the vocabulary (non-strings shown as JSON). */
+/** How an untrusted non-string value is named in an error: by its type, never serialized (it may be deeply nested). */
+export function describeValue(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return '(array)';
+  if (typeof v === 'object') return '(object)';
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  return `(${typeof v})`;
+}
+
+/** The entries of `list` that are not scopes of the vocabulary (strings cut to 140 characters, other values by type). */
 export function invalidScopes(list: readonly unknown[]): string[] {
-  return list.filter((s) => !isValidScope(s)).map((s) => (typeof s === 'string' ? s : JSON.stringify(s)));
+  return list.filter((s) => !isValidScope(s)).map((s) => (typeof s === 'string' ? s.slice(0, 140) : describeValue(s)));
 }

@@ -47,16 +47,44 @@ async function startSession(ctx: ServiceContext, reply: import('fastify').Fastif
   return expiresAt;
 }
 
+/**
+ * Rate limits derived from `SIDECAR_SEND_CODE_PER_MINUTE` (N, default 5): send-code N per minute
+ * per client IP (IPv6 counted per /64) and 2N per hour per e-mail address; verify-code 6N per
+ * minute per client IP. With a code's 5 tries, that bounds guesses to 10N codes × 5 per hour
+ * per address, however many addresses the caller has.
+ */
+export const RATE_POLICY = { sendsPerEmailPerHourFactor: 2, verifiesPerIpFactor: 6 } as const;
+
+/** The rate-limit key of a client address: IPv4 as is, IPv6 by its /64 prefix. */
+export function clientKey(ip: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (mapped) return mapped[1]!;
+  if (!ip.includes(':')) return ip;
+  const [head = '', tail] = ip.toLowerCase().split('::');
+  const h = head ? head.split(':') : [];
+  const t = tail === undefined ? [] : tail ? tail.split(':') : [];
+  const groups = tail === undefined ? h : [...h, ...Array(Math.max(0, 8 - h.length - t.length)).fill('0'), ...t];
+  return groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':') + '::/64';
+}
+
+function limit(l: RateLimiter, key: string, what: string): void {
+  const rate = l.hit(key);
+  if (!rate.allowed) {
+    throw new ServiceError('rate_limited', `${what}; retry in ${rate.retryAfterSeconds} s.`, { retry_after: rate.retryAfterSeconds }, { 'retry-after': String(rate.retryAfterSeconds) });
+  }
+}
+
 /** Registers the login and session routes. */
 export async function registerAuthRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
-  const limiter = new RateLimiter(ctx.config.sendCodePerMinute, 60_000, ctx.clock);
+  const perMinute = ctx.config.sendCodePerMinute;
+  const sendPerIp = new RateLimiter(perMinute, 60_000, ctx.clock);
+  const sendPerEmail = new RateLimiter(perMinute * RATE_POLICY.sendsPerEmailPerHourFactor, 3600_000, ctx.clock);
+  const verifyPerIp = new RateLimiter(perMinute * RATE_POLICY.verifiesPerIpFactor, 60_000, ctx.clock);
 
   app.post('/v1/auth/email/send-code', { schema: { body: EmailBody, tags: ['auth'] }, config: { auth: 'none' } }, async (request) => {
-    const rate = limiter.hit(request.ip);
-    if (!rate.allowed) {
-      throw new ServiceError('rate_limited', `Too many codes requested; retry in ${rate.retryAfterSeconds} s.`, { retry_after: rate.retryAfterSeconds }, { 'retry-after': String(rate.retryAfterSeconds) });
-    }
+    limit(sendPerIp, clientKey(request.ip), 'Too many codes requested');
     const email = normalizeEmail((request.body as { email: string }).email);
+    limit(sendPerEmail, email, 'Too many codes requested for this address');
     const now = ctx.clock();
     const prev = await ctx.store.accounts.latestLoginCode(email);
     const resent = !!prev && prev.usedAt === null && prev.expiresAt > now;
@@ -75,6 +103,7 @@ export async function registerAuthRoutes(app: FastifyInstance, ctx: ServiceConte
   });
 
   app.post('/v1/auth/email/verify-code', { schema: { body: VerifyBody, tags: ['auth'] }, config: { auth: 'none' } }, async (request, reply) => {
+    limit(verifyPerIp, clientKey(request.ip), 'Too many sign-in attempts');
     const body = request.body as { email: string; code: string };
     const email = normalizeEmail(body.email);
     const now = ctx.clock();

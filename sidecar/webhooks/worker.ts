@@ -342,7 +342,11 @@ export class WebhookWorker {
           this.log.info(logCtx, 'webhook delivery aborted by shutdown; lease released');
           return { deliveryId: d.id, attempt, result: 'released', status: null, error: 'aborted by shutdown' };
         }
-        error = describeError(timeout.signal.aborted ? timeout.signal.reason : err);
+        const failure = timeout.signal.aborted ? timeout.signal.reason : err;
+        error = describeError(failure);
+        // The stored error is shown to the account holder: never reveal what a name resolves to
+        // inside the network. Operators get the detail in the log.
+        if (isSsrfBlock(failure)) this.log.warn({ ...logCtx, detail: String((failure as Error).message ?? failure).slice(0, 500) }, 'webhook target refused by the SSRF guard');
       } finally {
         clearTimeout(timer);
       }
@@ -386,8 +390,15 @@ export class WebhookWorker {
   }
 }
 
-/** A short, secret-free description of a request failure. */
+/** True when the failure (or its cause) is a refusal of the SSRF guard. */
+function isSsrfBlock(err: unknown): boolean {
+  const code = (e: unknown): unknown => (e as { code?: unknown } | null)?.code;
+  return code(err) === 'SSRF_BLOCKED' || code((err as { cause?: unknown } | null)?.cause) === 'SSRF_BLOCKED';
+}
+
+/** A short, secret-free description of a request failure (SSRF refusals without the address). */
 function describeError(err: unknown): string {
+  if (isSsrfBlock(err)) return 'SSRF_BLOCKED: refused: the callback host is not a public address';
   if (err instanceof Error) {
     const code = (err as { code?: unknown }).code;
     const cause = (err as { cause?: unknown }).cause;

@@ -65,7 +65,11 @@ t.test('no wildcards, no non-strings', async (t) => {
 
 t.test('invalidScopes lists the offending entries in order', async (t) => {
   t.same(invalidScopes(['data:read', 'custom:x']), []);
-  t.same(invalidScopes(['data:*', 'data:read', '*', 5, null, { a: 1 }, '']), ['data:*', '*', '5', 'null', '{"a":1}', '']);
+  t.same(invalidScopes(['data:*', 'data:read', '*', 5, null, { a: 1 }, '']), ['data:*', '*', '5', 'null', '(object)', '']);
+  // Non-strings are named by type, never serialized: a 20 000-deep array must not overflow the stack.
+  let deep: unknown = [];
+  for (let i = 0; i < 20_000; i++) deep = [deep];
+  t.same(invalidScopes([deep, 'x'.repeat(500)]), ['(array)', 'x'.repeat(140)]);
   t.same(invalidScopes([]), []);
   t.equal(MAX_SCOPES_PER_LIST, 64);
 });

@@ -396,6 +396,30 @@ t.test('send-code rate limit: 429 rate_limited with Retry-After', async (t) => {
   t.equal((await c.post('/v1/auth/email/send-code', { email: 'r1@example.com' })).status, 200, 'a new window');
 });
 
+t.test('per-address and verify-code limits: many IPs cannot brute-force one address', async (t) => {
+  // N = 2: send-code 2/min per IP and 4/hour per address; verify-code 12/min per IP.
+  const sc = await startSidecar({ sendCodePerMinute: 2, trustProxy: ['127.0.0.1'] });
+  t.teardown(() => sc.close());
+  const c = new Client(sc.url);
+  const from = (ip: string) => ({ headers: { 'x-forwarded-for': ip } });
+  for (let i = 0; i < 4; i++) {
+    t.equal((await c.post('/v1/auth/email/send-code', { email: 'victim@example.com' }, from(`198.51.100.${i}`))).status, 200, `send ${i + 1} from its own IP`);
+  }
+  expectError(t, await c.post('/v1/auth/email/send-code', { email: 'victim@example.com' }, from('198.51.100.99')), 429, 'rate_limited', 'the 5th code for the address in the hour, from a fresh IP');
+  t.equal((await c.post('/v1/auth/email/send-code', { email: 'other@example.com' }, from('198.51.100.99'))).status, 200, 'other addresses are not affected');
+  sc.clock.advance(3600_000);
+  t.equal((await c.post('/v1/auth/email/send-code', { email: 'victim@example.com' }, from('198.51.100.98'))).status, 200, 'a new hour');
+
+  for (let i = 0; i < 12; i++) {
+    expectError(t, await c.post('/v1/auth/email/verify-code', { email: `nobody${i}@example.com`, code: '000000' }, from('203.0.113.5')), 400, 'invalid_code', `guess ${i + 1}`);
+  }
+  expectError(t, await c.post('/v1/auth/email/verify-code', { email: 'nobody@example.com', code: '000000' }, from('203.0.113.5')), 429, 'rate_limited', 'the 13th verify-code in the minute');
+  // IPv6 addresses count per /64.
+  for (let i = 0; i < 2; i++) t.equal((await c.post('/v1/auth/email/send-code', { email: `v6-${i}@example.com` }, from(`2001:db8:1:2::${i + 1}`))).status, 200);
+  expectError(t, await c.post('/v1/auth/email/send-code', { email: 'v6-x@example.com' }, from('2001:db8:1:2:ffff::9')), 429, 'rate_limited', 'same /64');
+  t.equal((await c.post('/v1/auth/email/send-code', { email: 'v6-y@example.com' }, from('2001:db8:1:3::1'))).status, 200, 'another /64');
+});
+
 t.test('cookies are Secure unless insecureCookies', async (t) => {
   const sc = await startSidecar({ insecureCookies: false });
   t.teardown(() => sc.close());

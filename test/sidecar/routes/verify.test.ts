@@ -137,7 +137,8 @@ t.test('credits: N verifies succeed, the next is 402, usage is consistent', asyn
   expectDecision(t, await verify(g.platform, bundles[1], 'data:write'), 'deny', 'not_delegated');
   expectError(t, await verify(g.platform, bundles[1], 'data:read'), 400, 'invalid_challenge', 'spent (not billed)');
   expectError(t, await verify(g.platform, 'garbage', 'data:read'), 400, 'invalid_proof', 'garbage (not billed)');
-  const bad = { ...bundles[2], sig: { ...bundles[2].sig, ed25519: flipB64(bundles[2].sig.ed25519) } };
+  const b2 = bundles[2]!;
+  const bad = { ...b2, sig: { ...b2.sig, ed25519: flipB64(b2.sig.ed25519) } };
   expectError(t, await verify(g.platform, bad, 'data:read'), 400, 'invalid_signature', 'billed: it spent a live challenge');
   expectDecision(t, await verify(g.platform, bundles[3], 'data:read'), 'allow', 'authorized');
   const mid = await usage(g.user);
