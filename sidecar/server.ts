@@ -135,7 +135,8 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   app.addHook('onSend', async (request, reply) => { void reply.header('x-request-id', request.id); });
   await app.register(cookie);
   await app.register(swagger, OPENAPI_OPTIONS);
-  app.removeContentTypeParser('application/json');
+  // Only JSON bodies: without Fastify's text/plain parser, any other type is 415 unsupported_media_type.
+  app.removeContentTypeParser(['application/json', 'text/plain']);
   const jsonParser = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     if (body === '' || body === undefined) { done(null, undefined); return; }

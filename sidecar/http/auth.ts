@@ -128,6 +128,13 @@ export async function authenticateApiKey(ctx: ServiceContext, key: unknown): Pro
 export function installAuth(app: FastifyInstance, ctx: ServiceContext): void {
   app.decorateRequest('session', undefined);
   app.decorateRequest('apiKey', undefined);
+  // A route that forgets to say how it authenticates must not silently become public.
+  app.addHook('onRoute', (route) => {
+    const mode = (route.config as { auth?: unknown } | undefined)?.auth;
+    if (mode !== 'none' && mode !== 'session' && mode !== 'session_csrf' && mode !== 'api_key') {
+      throw new TypeError(`route ${String(route.method)} ${route.url}: config.auth must be none, session, session_csrf or api_key`);
+    }
+  });
   app.addHook('onRequest', async (request) => {
     const mode = request.routeOptions.config.auth ?? 'none';
     if (mode === 'none') return;

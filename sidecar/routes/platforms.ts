@@ -23,6 +23,8 @@ import {
 export const SURFACE_TYPES = ['agentic_api', 'conversational_ai', 'meetings', 'physical_ai'] as const;
 /** Lifetime of an API key; the registration's `expires_at` is when its key expires. */
 export const API_KEY_LIFETIME_MS = 365 * 86_400_000;
+/** A personal account may register one draft platform. */
+export const PERSONAL_PLATFORM_LIMIT = 1;
 /** The only custody mode: the service generates and holds the agent's keys. */
 export const CUSTODY_MODE = 'custodial';
 
@@ -59,7 +61,7 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
     const scopes = requireScopes(b.default_allowed_scopes, 'body.default_allowed_scopes');
     const callbackUrl = b.callback_url ?? null;
     if (callbackUrl !== null) checkCallbackUrl(ctx, callbackUrl);
-    if ((await ctx.store.platforms.countPlatforms(accountId)) >= 1) throw new ServiceError('platform_limit_reached');
+    if ((await ctx.store.platforms.countPlatforms(accountId)) >= PERSONAL_PLATFORM_LIMIT) throw new ServiceError('platform_limit_reached');
 
     const now = ctx.clock();
     const platformId = crypto.randomUUID();
@@ -76,7 +78,7 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
         allowed_scopes: scopes, callback_url: callbackUrl, api_key: key.key, webhook_signing_secret: webhookSecret,
       },
     });
-    await ctx.store.platforms.createPlatform(
+    const created = await ctx.store.platforms.createPlatform(
       {
         id: platformId, accountId, name, description: b.description ?? '', surfaceType: b.surface_type, publishState: 'draft',
         defaultAllowedScopes: scopes, callbackUrl, callbackDisabledAt: null,
@@ -87,7 +89,10 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
       { id: connectionId, platformId, accountId, allowedScopes: scopes, status: 'active', removedAt: null, createdAt: now },
       { id: crypto.randomUUID(), connectionId, prefix: key.prefix, digest: key.digest, status: 'active', validUntil: expiresAt, createdAt: now },
       event,
+      PERSONAL_PLATFORM_LIMIT,
     );
+    // Re-checked inside the transaction: concurrent registrations cannot both pass.
+    if (!created) throw new ServiceError('platform_limit_reached');
     ctx.nudgeWebhooks();
     return {
       api_key: key.key, api_key_prefix: key.prefix, connection_id: connectionId, description: b.description ?? '',

@@ -146,8 +146,12 @@ export interface RevokedCert { certId: string; agentId: string }
 /** Platforms, connections, API keys and agents. */
 export interface PlatformStore {
   countPlatforms(accountId: string): Promise<number>;
-  /** Creates platform + connection + API key + `connection.created` outbox event atomically. */
-  createPlatform(p: PlatformRecord, c: ConnectionRecord, k: ApiKeyRecord, event: OutboxEventInput | null): Promise<void>;
+  /**
+   * Creates platform + connection + API key + `connection.created` outbox event atomically,
+   * unless the account already has `maxPlatforms` platforms (checked in the same transaction);
+   * returns false then.
+   */
+  createPlatform(p: PlatformRecord, c: ConnectionRecord, k: ApiKeyRecord, event: OutboxEventInput | null, maxPlatforms: number): Promise<boolean>;
   getPlatform(id: string): Promise<PlatformRecord | undefined>;
   listPlatforms(accountId: string): Promise<PlatformRecord[]>;
   setCallbackUrl(platformId: string, url: string | null): Promise<void>;

@@ -53,8 +53,9 @@ export class SqlitePlatformStore implements PlatformStore {
     return this.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM platforms WHERE account_id = ?', accountId)!.n;
   }
 
-  async createPlatform(p: PlatformRecord, c: ConnectionRecord, k: ApiKeyRecord, event: OutboxEventInput | null): Promise<void> {
-    this.db.tx(() => {
+  async createPlatform(p: PlatformRecord, c: ConnectionRecord, k: ApiKeyRecord, event: OutboxEventInput | null, maxPlatforms: number): Promise<boolean> {
+    return this.db.tx(() => {
+      if (this.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM platforms WHERE account_id = ?', p.accountId)!.n >= maxPlatforms) return false;
       this.db.run(`INSERT INTO platforms (id, account_id, name, description, surface_type, publish_state, default_allowed_scopes,
         callback_url, callback_disabled_at, signing_secret_enc, webhook_secret_enc, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       p.id, p.accountId, p.name, p.description, p.surfaceType, p.publishState, JSON.stringify(p.defaultAllowedScopes),
@@ -63,6 +64,7 @@ export class SqlitePlatformStore implements PlatformStore {
         c.id, c.platformId, c.accountId, JSON.stringify(c.allowedScopes), c.status, c.removedAt, c.createdAt);
       this.insertKey(k);
       if (event) insertOutboxEvent(this.db, event);
+      return true;
     });
   }
 

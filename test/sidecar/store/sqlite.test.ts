@@ -48,7 +48,9 @@ async function seed(s: SqliteStore, now = 1_000) {
   };
   const c: ConnectionRecord = { id: randomUUID(), platformId: p.id, accountId: acct.id, allowedScopes: p.defaultAllowedScopes, status: 'active', removedAt: null, createdAt: now };
   const k: ApiKeyRecord = { id: randomUUID(), connectionId: c.id, prefix: `aak_${randomUUID().replace(/-/g, '').slice(0, 12)}`, digest: 'd1', status: 'active', validUntil: now + 1e9, createdAt: now };
-  await s.platforms.createPlatform(p, c, k, ev(acct.id, p.id, c.id, 'connection.created', now));
+  t.equal(await s.platforms.createPlatform(p, c, k, ev(acct.id, p.id, c.id, 'connection.created', now), 1), true);
+  t.equal(await s.platforms.createPlatform({ ...p, id: randomUUID() }, { ...c, id: randomUUID() }, { ...k, id: randomUUID(), prefix: 'aak_111111111111' }, null, 1), false,
+    'the platform limit is enforced inside the transaction');
   const agentId = randomUUID();
   await s.platforms.createAgent({ id: agentId, connectionId: c.id, accountId: acct.id, name: 'a', agentType: 'api_agent', custodyMode: 'custodial', publicKey: '{}', secretEnc: new Uint8Array([7]), createdAt: now });
   return { acct, p, c, k, agentId };
@@ -138,7 +140,7 @@ t.test('platforms: create is atomic with its event; rotate keeps grace only for 
   t.same((await s.outbox.listDeliveries({ accountId: acct.id, limit: 10 })).map((d) => d.eventType), ['connection.created']);
   // A failing create (duplicate platform id) leaves no connection, key or event behind.
   const c2 = { ...c, id: randomUUID() };
-  await t.rejects(s.platforms.createPlatform(p, c2, { ...k, id: randomUUID(), prefix: 'aak_000000000000', connectionId: c2.id }, ev(acct.id, p.id, c2.id, 'connection.created')));
+  await t.rejects(s.platforms.createPlatform(p, c2, { ...k, id: randomUUID(), prefix: 'aak_000000000000', connectionId: c2.id }, ev(acct.id, p.id, c2.id, 'connection.created'), 2));
   t.equal(await s.platforms.getConnection(c2.id), undefined);
   t.equal(await s.platforms.getApiKeyByPrefix('aak_000000000000'), undefined);
   t.equal((await s.outbox.listDeliveries({ accountId: acct.id, limit: 10 })).length, 1);
