@@ -23,8 +23,16 @@
  * - `X-Request-Id`: the gateway's request id (the same one sent to verify);
  * - `Host`: the upstream's host (set by the proxy).
  *
- * Responses: hop-by-hop headers of the upstream's response are dropped; the
- * rest is passed to the client unchanged.
+ * Names are checked as CGI/WSGI-style servers read them (lower-cased, `_` as
+ * `-`, see {@link canonicalHeaderName}): `X_Service_Decision`,
+ * `X_Forwarded_For`, `Transfer_Encoding` and the like are removed like their
+ * dash spelling. Underscore spellings of `X-Forwarded-*` (any), of
+ * `X-Forwarded-Proto` / `-Port` and the tenant header (even from a trusted
+ * proxy), of `Host`, `Content-Length` and `Content-Type` are always removed.
+ *
+ * Responses: hop-by-hop headers of the upstream's response are dropped, and
+ * `X-Request-Id` is set to the gateway's request id (an upstream value is
+ * replaced); the rest is passed to the client unchanged.
  */
 
 /** Names of the headers the gateway sets on forwarded requests (lowercase). */
@@ -39,6 +47,8 @@ export const DECISION_HEADERS = {
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect', 'http2-settings'];
 const FORWARDING = ['forwarded', 'x-real-ip', 'x-forwarded-for', 'x-forwarded-host'];
 const FORWARDING_TRUSTED_ONLY = ['x-forwarded-proto', 'x-forwarded-port'];
+/** Names whose underscore spelling is dropped (on top of the lists above, `x-forwarded-*` and the tenant header). */
+const UNDERSCORE_DROPPED = ['host', 'content-length', 'content-type'];
 
 /** What the gateway decided for the request being forwarded. */
 export interface ForwardDecision {
@@ -63,21 +73,36 @@ export interface ForwardFacts {
 type Headers = Record<string, string | string[] | number | undefined>;
 
 /**
+ * A header name as CGI/WSGI-style servers (and many frameworks behind them)
+ * see it: lower-cased, with `_` read as `-` (`X_Service_Scope` and
+ * `X-Service-Scope` both become `HTTP_X_SERVICE_SCOPE`).
+ */
+export function canonicalHeaderName(name: string): string {
+  return name.toLowerCase().replace(/_/g, '-');
+}
+
+/**
  * Rewrites the headers prepared by the proxy (a copy of the client's plus
  * `host`, `content-length`, `content-type`) into what the upstream receives.
  */
 export function upstreamRequestHeaders(prepared: Headers, decision: ForwardDecision, facts: ForwardFacts): Headers {
   const out: Headers = {};
   const connection = prepared.connection;
-  const named = typeof connection === 'string' ? connection.toLowerCase().split(',').map((s) => s.trim()) : [];
+  const named = typeof connection === 'string' ? connection.split(',').map((s) => canonicalHeaderName(s.trim())) : [];
   for (const [rawName, value] of Object.entries(prepared)) {
-    const name = rawName.toLowerCase();
+    const lower = rawName.toLowerCase();
+    // Every check runs on the CGI reading of the name, so `X_Service_Decision` is stripped like `X-Service-Decision`.
+    const name = canonicalHeaderName(rawName);
     if (value === undefined || name.startsWith('x-service-') || HOP_BY_HOP.includes(name) || named.includes(name)) continue;
     if (FORWARDING.includes(name) || name === DECISION_HEADERS.requestId) continue;
+    if (name !== lower) {
+      // An underscore spelling of a header the gateway sets or vets is never passed on, even from a trusted proxy.
+      if (name.startsWith('x-forwarded-') || FORWARDING_TRUSTED_ONLY.includes(name) || name === facts.tenantHeader || UNDERSCORE_DROPPED.includes(name)) continue;
+    }
     if (!facts.trustedPeer && (FORWARDING_TRUSTED_ONLY.includes(name) || name === facts.tenantHeader)) continue;
     if (!facts.hasBody && (name === 'content-length' || name === 'content-type')) continue;
     if (facts.hasBody && name === 'content-type' && !facts.hadContentType) continue;
-    out[name] = value;
+    out[lower] = value;
   }
   out[DECISION_HEADERS.decision] = decision.kind;
   if (decision.kind === 'allow') {
@@ -94,14 +119,20 @@ export function upstreamRequestHeaders(prepared: Headers, decision: ForwardDecis
 
 const RESPONSE_HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
 
-/** Drops hop-by-hop headers (and those named in `Connection`) from an upstream response. */
-export function upstreamResponseHeaders<H extends Record<string, unknown>>(headers: H): H {
+/**
+ * Rewrites an upstream response's headers for the client: drops hop-by-hop
+ * headers (and those named in `Connection`), also in their underscore
+ * spelling, and any `X-Request-Id` the upstream sent; with `requestId`, sets
+ * `X-Request-Id` to the gateway's request id (the one verify saw).
+ */
+export function upstreamResponseHeaders<H extends Record<string, unknown>>(headers: H, requestId?: string): H {
   const connection = headers.connection;
-  const named = typeof connection === 'string' ? connection.toLowerCase().split(',').map((s) => s.trim()) : [];
+  const named = typeof connection === 'string' ? connection.split(',').map((s) => canonicalHeaderName(s.trim())) : [];
   const out: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    const lower = name.toLowerCase();
-    if (!RESPONSE_HOP_BY_HOP.includes(lower) && !named.includes(lower)) out[name] = value;
+  for (const [rawName, value] of Object.entries(headers)) {
+    const name = canonicalHeaderName(rawName);
+    if (!RESPONSE_HOP_BY_HOP.includes(name) && !named.includes(name) && name !== DECISION_HEADERS.requestId) out[rawName] = value;
   }
+  if (requestId !== undefined) out[DECISION_HEADERS.requestId] = requestId;
   return out as H;
 }

@@ -4,14 +4,18 @@
  * `allow` from the sidecar (spec 4.15). See docs/gateway.md.
  *
  * Per request, in an encapsulated context around the proxy routes:
- * 1. onRequest: normalize the path (400 `ambiguous_path`), look the route up
- *    (403 `route_not_mapped`), read the proof header (400
- *    `duplicate_proof_header`, 401 `proof_required` with a challenge, 403
- *    `proof_rejected`); public routes skip the proof.
+ * 1. onRequest: normalize the path (400 `ambiguous_path`; 400
+ *    `invalid_request` over `MAX_PATH_LENGTH`), look the route up (400
+ *    `ambiguous_path` when the path without a trailing slash or ignoring case
+ *    is routed differently, 403 `route_not_mapped`), read the proof header
+ *    (403 `duplicate_proof_header`, 401 `proof_required` with a challenge, 403
+ *    `proof_rejected` for a bundle that fails the strict structural parse,
+ *    without calling verify); public routes skip the proof.
  * 2. body: kept as the raw Buffer (413 `body_too_large` over the limit).
  * 3. preHandler: derive the context, call verify, map the outcome.
  * 4. handler: forward exactly the normalized path + original query + raw body
- *    with rewritten headers, behind the fail-open tripwire.
+ *    with rewritten headers, behind the fail-open tripwire; the response gets
+ *    the gateway's `X-Request-Id`.
  */
 
 import fp from 'fastify-plugin';
@@ -37,8 +41,8 @@ export * from './options.ts';
 export { createGatewayMetrics, METRIC_PREFIX, VERIFY_BUCKETS, UPSTREAM_BUCKETS } from './metrics.ts';
 export type { GatewayMetrics } from './metrics.ts';
 export { SUPPORTED_METHODS, SCOPE_PATTERN, compileRoutes, RouteTable } from './routes.ts';
-export type { RouteEntry, RouteMatch } from './routes.ts';
-export { normalizePath, normalizeRequestTarget } from './path.ts';
+export type { RouteEntry, RouteMatch, RouteResolution } from './routes.ts';
+export { normalizePath, normalizeRequestTarget, MAX_PATH_LENGTH } from './path.ts';
 export { PROOF_HEADER, MAX_PROOF_HEADER_LENGTH } from './proof.ts';
 export { DECISION_HEADERS } from './headers.ts';
 export { gatewayFrameworkErrors, gatewayClientErrorHandler } from './framework-errors.ts';
@@ -96,8 +100,14 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     const state = stateOf(request);
     const target = normalizeRequestTarget(request.raw.url ?? '');
     state.target = target;
-    const route = routes.lookup(request.method, target.path);
-    if (route === undefined) throw new ServiceError('route_not_mapped');
+    const resolution = routes.resolve(request.method, target.path);
+    if (resolution.kind === 'ambiguous') {
+      throw new ServiceError('ambiguous_path', resolution.spelling === 'trailing_slash'
+        ? 'The request path ends with "/" and the path without it is routed differently.'
+        : 'The request path is routed differently when letter case is ignored.');
+    }
+    if (resolution.kind === 'none') throw new ServiceError('route_not_mapped');
+    const route = resolution.route;
     state.route = route;
     if (route.scope === undefined) return; // public route
     const header = readProofHeader(request.raw);
@@ -178,7 +188,7 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
       httpMethods: [...SUPPORTED_METHODS],
       disableRequestLogging: true,
       destroyAgent: true,
-      replyOptions: { rewriteHeaders: (headers) => upstreamResponseHeaders(headers) },
+      replyOptions: { rewriteHeaders: (headers, request) => upstreamResponseHeaders(headers, request?.id) },
       undici: { connections: 128, pipelining: 1, keepAliveTimeout: 30_000, headersTimeout: opts.upstreamTimeoutMs, bodyTimeout: opts.upstreamTimeoutMs },
       handler: (request, reply, _dest, options) => {
         const state = stateOf(request);

@@ -18,14 +18,24 @@
  * (`%25` followed by two hex digits), NUL and other control characters, raw
  * non-ASCII, a raw `#`, and a target that does not start with `/`.
  *
+ * A normalized path longer than {@link MAX_PATH_LENGTH} (the sidecar's verify
+ * limit on `context.path`) is refused with 400 `invalid_request`.
+ *
  * The query string is not normalized: it is forwarded byte-for-byte, but it
  * must consist of printable ASCII without `#` (else 400 `invalid_request`).
  */
 
 import { ServiceError } from '../src/errors.ts';
 
-/** Longest accepted path (characters, before normalization). */
-export const MAX_PATH_LENGTH = 8192;
+/**
+ * Longest accepted NORMALIZED path, in characters. Equals the limit of the
+ * sidecar's verify on `context.path` (2048): a longer path could never be
+ * verified, so it is refused (400 `invalid_request`) before verify is called,
+ * on every route (public ones too, so the limit is the same everywhere).
+ */
+export const MAX_PATH_LENGTH = 2048;
+/** Longest raw path examined at all: every normalized character comes from at most 3 raw ones. */
+const MAX_RAW_PATH_LENGTH = 3 * MAX_PATH_LENGTH;
 
 /** A normalized request target. */
 export interface RequestTarget {
@@ -49,6 +59,10 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 function ambiguous(): never {
   throw new ServiceError('ambiguous_path');
+}
+
+function tooLong(): never {
+  throw new ServiceError('invalid_request', `The request path is longer than ${MAX_PATH_LENGTH} characters.`);
 }
 
 function hexValue(text: string, index: number): number {
@@ -87,10 +101,12 @@ function takeNonAsciiRun(raw: string, start: number, out: string[]): number {
 
 /**
  * Normalizes a request path (no query string). Throws a {@link ServiceError}
- * `ambiguous_path` for anything listed in the file header.
+ * `ambiguous_path` for anything listed in the file header, `invalid_request`
+ * for a path longer than {@link MAX_PATH_LENGTH} once normalized.
  */
 export function normalizePath(raw: string): string {
-  if (raw.length === 0 || raw[0] !== '/' || raw.length > MAX_PATH_LENGTH) ambiguous();
+  if (raw.length === 0 || raw[0] !== '/') ambiguous();
+  if (raw.length > MAX_RAW_PATH_LENGTH) tooLong();
   const out: string[] = [];
   let i = 0;
   while (i < raw.length) {
@@ -118,6 +134,7 @@ export function normalizePath(raw: string): string {
     i += 1;
   }
   const path = out.join('');
+  if (path.length > MAX_PATH_LENGTH) tooLong();
   // Double encoding such as %252e, also when produced by decoding (%25%32%65).
   if (/%25[0-9A-Fa-f]{2}/.test(path)) ambiguous();
   const segments = path.split('/');

@@ -2,17 +2,24 @@
  * Reading the proof bundle from the single `X-Service-Proof` header (spec 2.6).
  *
  * - no header, or only whitespace: missing (401 `proof_required`);
- * - the header more than once, or a comma-joined value: 400
- *   `duplicate_proof_header` (base64 never contains a comma);
+ * - the header more than once, or a comma-joined value: 403
+ *   `duplicate_proof_header` (base64 never contains a comma; an ambiguous
+ *   proof demonstrates no authority, spec 4.15);
  * - longer than {@link MAX_PROOF_HEADER_LENGTH}, not base64/base64url, not
- *   UTF-8, not JSON, or not a JSON object: 403 `proof_rejected` with
- *   `reason: "invalid_proof"` before verify is called (no authority shown).
+ *   UTF-8, not JSON, not a JSON object, or not a structurally valid bundle
+ *   (`parseProofBundle` of src/proof.ts: exact members, types, lengths, size
+ *   limit, decodable signature): 403 `proof_rejected` with
+ *   `reason: "invalid_proof"` before verify is called. Garbage therefore never
+ *   costs a (billed) verify call, and only small, flat, bounded objects are
+ *   ever serialized into the verify request.
  *
- * The bundle itself is opaque: any plain JSON object is passed to verify.
+ * The bundle that passed the parse is sent to verify as decoded (the same
+ * object, not a rebuilt one); the signatures are checked only by verify.
  */
 
 import type { IncomingMessage } from 'node:http';
 import { ServiceError } from '../src/errors.ts';
+import { parseProofBundle } from '../src/proof.ts';
 import { isPlainObject } from './validate.ts';
 
 /** The header carrying the proof bundle (lowercase). */
@@ -44,7 +51,8 @@ function rejected(message: string): never {
 
 /**
  * Decodes a header value (standard base64 or base64url, padding optional)
- * into the bundle object. Throws 403 `proof_rejected` when malformed.
+ * into the bundle object and checks its structure with `parseProofBundle`.
+ * Returns the decoded object itself. Throws 403 `proof_rejected` when malformed.
  */
 export function decodeProof(value: string): Record<string, unknown> {
   if (value.length > MAX_PROOF_HEADER_LENGTH) rejected('The X-Service-Proof header is too large.');
@@ -62,5 +70,7 @@ export function decodeProof(value: string): Record<string, unknown> {
     rejected('The X-Service-Proof header is not base64 of a JSON object.');
   }
   if (!isPlainObject(bundle)) rejected('The X-Service-Proof header is not base64 of a JSON object.');
+  // Never throws (a deeply nested member is refused by its exact-members and depth checks).
+  if (parseProofBundle(bundle) === null) rejected('The X-Service-Proof header is not a well-formed proof bundle.');
   return bundle;
 }

@@ -13,10 +13,19 @@
  * literal beats `:param` beats `*`; then an explicit method beats `'*'`.
  * Two entries with the same method and path shape are a startup error.
  * Any request that matches no entry is refused (403 `route_not_mapped`).
+ *
+ * Many upstreams (Express by default, IIS, case-insensitive file systems) read
+ * `/app/admin/` and `/app/Admin` as `/app/admin`. {@link RouteTable.resolve}
+ * therefore also looks up the spellings such an upstream could mean: without
+ * the trailing slash, and case-folded (ASCII letters of the path AND of the
+ * pattern literals compared lower-cased), and both. When one of them leads to
+ * a different authorization (another scope, public vs protected, other
+ * amount/currency pointers, or matched vs unmatched), the path is ambiguous
+ * (400 `ambiguous_path`); the gateway never guesses which one the upstream uses.
  */
 
 import { at, checkJsonPointer, checkObject, checkString, fail, isPlainObject, item } from './validate.ts';
-import { isNormalizedPath } from './path.ts';
+import { MAX_PATH_LENGTH, isNormalizedPath } from './path.ts';
 
 /** Methods the gateway proxies (a route's `method` must be one of these or `'*'`). */
 export const SUPPORTED_METHODS = ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT'] as const;
@@ -61,12 +70,13 @@ export interface RouteDefaults {
   currencyPointer?: string | undefined;
 }
 
-type Segment = { kind: 0; text: string } | { kind: 1 } | { kind: 2 };
+type Segment = { kind: 0; text: string; folded: string } | { kind: 1 } | { kind: 2 };
 
 interface CompiledRoute extends RouteMatch {
   readonly methods: ReadonlySet<string> | 'any';
   readonly segments: readonly Segment[];
   readonly shape: string;
+  readonly foldedShape: string;
 }
 
 const ROUTE_KEYS = ['method', 'path', 'scope', 'public', 'context'] as const;
@@ -90,6 +100,7 @@ function compileMethods(value: unknown, path: string): ReadonlySet<string> | 'an
 function compilePattern(value: unknown, path: string): Segment[] {
   const text = checkString(value, path);
   if (!text.startsWith('/')) fail(path, 'must start with "/"');
+  if (text.length > MAX_PATH_LENGTH) fail(path, `must be at most ${MAX_PATH_LENGTH} characters (longer request paths are refused)`);
   const parts = text.slice(1).split('/');
   const names = new Set<string>();
   const segments = parts.map((part, i): Segment => {
@@ -106,7 +117,7 @@ function compilePattern(value: unknown, path: string): Segment[] {
     }
     if (part.includes('*')) fail(path, '"*" must be a whole segment');
     if (part === '' && i !== parts.length - 1) fail(path, 'must not contain empty segments ("//")');
-    return { kind: 0, text: part };
+    return { kind: 0, text: part, folded: foldCase(part) };
   });
   const probe = '/' + segments.map((s) => (s.kind === 0 ? s.text : 'x')).join('/');
   if (!isNormalizedPath(probe)) {
@@ -138,7 +149,7 @@ function compileEntry(value: unknown, path: string, index: number, defaults: Rou
     if (ctx.currency !== undefined) currencyPointer = checkJsonPointer(ctx.currency, at(at(path, 'context'), 'currency'));
   }
   const shape = segments.map((s) => (s.kind === 0 ? `=${s.text}` : s.kind === 1 ? ':' : '*')).join('/');
-  return { index, pattern: entry.path as string, scope, amountPointer, currencyPointer, methods, segments, shape };
+  return { index, pattern: entry.path as string, scope, amountPointer, currencyPointer, methods, segments, shape, foldedShape: foldCase(shape) };
 }
 
 function compareRoutes(a: CompiledRoute, b: CompiledRoute): number {
@@ -151,25 +162,53 @@ function compareRoutes(a: CompiledRoute, b: CompiledRoute): number {
   return methodRank(a) - methodRank(b) || a.index - b.index;
 }
 
-function matches(route: CompiledRoute, parts: readonly string[]): boolean {
+/** ASCII lower-casing (normalized paths and pattern literals are ASCII; `%XX` folds the same on both sides). */
+function foldCase(text: string): string {
+  return text.toLowerCase();
+}
+
+/** Matches `parts` (already case-folded when `folded`) against a route. */
+function matches(route: CompiledRoute, parts: readonly string[], folded: boolean): boolean {
   const segs = route.segments;
   for (let i = 0; i < segs.length; i += 1) {
     const seg = segs[i] as Segment;
     if (seg.kind === 2) return parts.length >= segs.length; // "*" takes the rest
     const part = parts[i];
     if (part === undefined) return false;
-    if (seg.kind === 0 ? part !== seg.text : part === '') return false;
+    if (seg.kind === 0 ? part !== (folded ? seg.folded : seg.text) : part === '') return false;
   }
   return parts.length === segs.length;
 }
 
+/** True when two lookups lead to the same authorization (both none, or same scope/public and pointers). */
+function sameAuthorization(a: CompiledRoute | undefined, b: CompiledRoute | undefined): boolean {
+  if (a === b) return true;
+  if (a === undefined || b === undefined) return false;
+  return a.scope === b.scope && a.amountPointer === b.amountPointer && a.currencyPointer === b.currencyPointer;
+}
+
+function toMatch(route: CompiledRoute): RouteMatch {
+  const { index, pattern, scope, amountPointer, currencyPointer } = route;
+  return { index, pattern, scope, amountPointer, currencyPointer };
+}
+
+/** What {@link RouteTable.resolve} found for a request. */
+export type RouteResolution =
+  | { readonly kind: 'match'; readonly route: RouteMatch }
+  | { readonly kind: 'none' }
+  /** Another spelling an upstream may treat as the same path is authorized differently. */
+  | { readonly kind: 'ambiguous'; readonly spelling: 'trailing_slash' | 'case' };
+
 /** A compiled, immutable route table. Build it with {@link compileRoutes}. */
 export class RouteTable {
   readonly #routes: readonly CompiledRoute[];
+  /** True when some pattern literal has an uppercase letter (then every path needs the folded lookup). */
+  readonly #upperLiterals: boolean;
 
   /** @internal use {@link compileRoutes}. */
   constructor(routes: readonly CompiledRoute[]) {
     this.#routes = [...routes].sort(compareRoutes);
+    this.#upperLiterals = routes.some((r) => r.segments.some((s) => s.kind === 0 && s.folded !== s.text));
   }
 
   /** Number of entries. */
@@ -177,18 +216,47 @@ export class RouteTable {
     return this.#routes.length;
   }
 
-  /** The most specific entry for `method` and a NORMALIZED `path`, or `undefined`. */
-  lookup(method: string, path: string): RouteMatch | undefined {
-    const parts = path.slice(1).split('/');
+  #find(method: string, path: string, folded: boolean): CompiledRoute | undefined {
+    const parts = (folded ? foldCase(path) : path).slice(1).split('/');
     for (const route of this.#routes) {
       if (route.methods !== 'any' && !route.methods.has(method)) continue;
       if (route.methods === 'any' && !(SUPPORTED_METHODS as readonly string[]).includes(method)) continue;
-      if (matches(route, parts)) {
-        const { index, pattern, scope, amountPointer, currencyPointer } = route;
-        return { index, pattern, scope, amountPointer, currencyPointer };
-      }
+      if (matches(route, parts, folded)) return route;
     }
     return undefined;
+  }
+
+  /**
+   * The most specific entry for `method` and a NORMALIZED `path` (exact,
+   * case-sensitive match), or `undefined`. Requests use {@link resolve}.
+   */
+  lookup(method: string, path: string): RouteMatch | undefined {
+    const route = this.#find(method, path, false);
+    return route === undefined ? undefined : toMatch(route);
+  }
+
+  /**
+   * Looks up `method` + a NORMALIZED `path` like {@link lookup}, and also the
+   * spellings an upstream may treat as the same path: without a trailing `/`
+   * (paths other than `/`), case-folded, and both. If any of them is
+   * authorized differently from the exact spelling (a different scope, public
+   * vs protected, different amount/currency pointers, or matched vs not
+   * matched), the result is `ambiguous`. Entries that differ only in the
+   * pattern's index but authorize identically (for example `/files` and
+   * `/files/*` with the same scope) are not ambiguous.
+   */
+  resolve(method: string, path: string): RouteResolution {
+    const exact = this.#find(method, path, false);
+    const slash = path.length > 1 && path.endsWith('/');
+    const trimmed = slash ? path.slice(0, -1) : undefined;
+    if (trimmed !== undefined && !sameAuthorization(exact, this.#find(method, trimmed, false))) {
+      return { kind: 'ambiguous', spelling: 'trailing_slash' };
+    }
+    if (this.#upperLiterals || foldCase(path) !== path) {
+      if (!sameAuthorization(exact, this.#find(method, path, true))) return { kind: 'ambiguous', spelling: 'case' };
+      if (trimmed !== undefined && !sameAuthorization(exact, this.#find(method, trimmed, true))) return { kind: 'ambiguous', spelling: 'case' };
+    }
+    return exact === undefined ? { kind: 'none' } : { kind: 'match', route: toMatch(exact) };
   }
 }
 
@@ -204,11 +272,15 @@ export function compileRoutes(value: unknown, path: string, defaults: RouteDefau
   });
   for (const b of compiled) {
     for (const a of compiled) {
-      if (a.index >= b.index || a.shape !== b.shape) continue;
+      if (a.index >= b.index || a.foldedShape !== b.foldedShape) continue;
       const overlap = a.methods === 'any' || b.methods === 'any'
         ? a.methods === b.methods
         : [...a.methods].some((m) => (b.methods as ReadonlySet<string>).has(m));
-      if (overlap) fail(item(path, b.index), `has the same method and path shape as ${item(path, a.index).replace(/^.*?: /, '')}`);
+      if (!overlap) continue;
+      const other = item(path, a.index).replace(/^.*?: /, '');
+      if (a.shape === b.shape) fail(item(path, b.index), `has the same method and path shape as ${other}`);
+      // Patterns differing only in letter case: every request to one of them would be refused as ambiguous.
+      if (!sameAuthorization(a, b)) fail(item(path, b.index), `differs only in letter case from ${other} but is authorized differently`);
     }
   }
   return new RouteTable(compiled);

@@ -77,7 +77,7 @@ export const ERRORS = {
 
   // gateway plugin (sent by the gateway to the agent)
   proof_required: { status: 401, message: 'An X-Service-Proof header is required.' },
-  duplicate_proof_header: { status: 400, message: 'Send exactly one X-Service-Proof header.' },
+  duplicate_proof_header: { status: 403, message: 'Send exactly one X-Service-Proof header.' },
   route_not_mapped: { status: 403, message: 'This route is not mapped to a scope.' },
   ambiguous_path: { status: 400, message: 'The request path is ambiguous.' },
   not_delegated: { status: 403, message: 'The scope was never delegated to this agent.' },

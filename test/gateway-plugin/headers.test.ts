@@ -1,13 +1,17 @@
 /**
  * Header handling over real HTTP: the proof header (missing → 401 with a
- * challenge, duplicate → 400, malformed → 403 before verify, base64url), the
- * decision headers (client copies never reach the upstream as sent), the
- * request id, hop-by-hop stripping, public and unmapped routes.
+ * challenge, duplicate → 403, malformed or structurally invalid → 403 before
+ * verify — no verify call, never a 500 —, base64url), the decision headers
+ * (client copies, also in underscore spelling, never reach the upstream as
+ * sent), the request id (to the upstream and back on proxied responses),
+ * hop-by-hop stripping, public and unmapped routes.
  */
 
 import t from 'tap';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { MAX_PROOF_HEADER_LENGTH } from '../../gateway-plugin/proof.ts';
-import { TEST_API_KEY, allowAll, gatewayConfig, proofHeader, rawRequest, reply, send, startFakeSidecar, startGateway, startUpstream } from './helpers.ts';
+import { TEST_API_KEY, allowAll, fakeBundle, gatewayConfig, proofHeader, rawRequest, reply, send, startFakeSidecar, startGateway, startUpstream } from './helpers.ts';
 
 t.setTimeout(30_000);
 
@@ -47,17 +51,19 @@ await t.test('a challenge unsafe for a quoted-string is left out', async (t) => 
   t.equal(res.headers['www-authenticate'], 'ServiceProof realm="agent-authz", scope="custom:admin"');
 });
 
-await t.test('two proof headers or a comma-joined value: 400 duplicate_proof_header', async (t) => {
+await t.test('two proof headers or a comma-joined value: 403 duplicate_proof_header (spec 4.15: invalid proof is 403)', async (t) => {
   const verifies = sidecar.verifyCalls.length;
   const p = proofHeader();
   const two = await rawRequest(gw.port, 'GET /v1/items/1 HTTP/1.1', [`X-Service-Proof: ${p}`, `x-service-proof: ${p}`]);
-  t.equal(two.status, 400);
+  t.equal(two.status, 403);
   t.equal(two.json.error.code, 'duplicate_proof_header');
+  t.equal(two.json.error.status, 403, 'body status matches');
   const joined = await send(gw.url, '/v1/items/1', { headers: { 'x-service-proof': `${p}, ${p}` } });
-  t.equal(joined.status, 400);
+  t.equal(joined.status, 403);
   t.equal(joined.json.error.code, 'duplicate_proof_header');
   const oneEmpty = await rawRequest(gw.port, 'GET /v1/items/1 HTTP/1.1', [`X-Service-Proof: ${p}`, 'X-Service-Proof: ']);
-  t.equal(oneEmpty.status, 400, 'a second, empty header is still a duplicate');
+  t.equal(oneEmpty.status, 403, 'a second, empty header is still a duplicate');
+  t.equal(oneEmpty.json.error.code, 'duplicate_proof_header');
   t.equal(sidecar.verifyCalls.length, verifies, 'verify not called');
   t.equal(up.received.length, 0);
 });
@@ -74,6 +80,12 @@ await t.test('malformed proofs are refused with 403 proof_rejected before verify
     'bad length': 'eyJ2IjoxfQ=a',
     'mixed alphabets': 'ab+_cd==',
     oversized: proofHeader({ pad: 'x'.repeat(MAX_PROOF_HEADER_LENGTH) }),
+    'object that is not a bundle': proofHeader({ v: 1 }),
+    'bundle with an extra member': proofHeader(fakeBundle({ extra: true })),
+    'bundle without sig': proofHeader(fakeBundle({ sig: undefined })),
+    'bundle with a short signature': proofHeader(fakeBundle({ sig: { ed25519: 'AAAA', ml_dsa_65: 'AAAA' } })),
+    'bundle with a bad challenge': proofHeader(fakeBundle({ challenge: 'short' })),
+    'bundle with a nested sig': proofHeader(fakeBundle({ sig: JSON.parse('['.repeat(2000) + ']'.repeat(2000)) })),
   };
   for (const [name, value] of Object.entries(cases)) {
     const res = await send(gw.url, '/v1/items/1', { headers: { 'x-service-proof': value } });
@@ -85,18 +97,39 @@ await t.test('malformed proofs are refused with 403 proof_rejected before verify
   t.equal(up.received.length, 0, 'upstream never called');
 });
 
-await t.test('base64url and unpadded bundles decode to the same object', async (t) => {
-  const bundle = { v: 1, data: '\u00ff\u00fe>>>???', n: 12 };
+await t.test('a 16 KiB proof nesting 6000 levels: 403 invalid_proof, never 500, no verify call', async (t) => {
+  const verifies = sidecar.verifyCalls.length;
+  for (const json of [`{"a":${'['.repeat(6000)}${']'.repeat(6000)}}`, `{"sig":${'{"a":'.repeat(2000)}1${'}'.repeat(2000)}}`]) {
+    const value = Buffer.from(json).toString('base64');
+    t.ok(value.length <= MAX_PROOF_HEADER_LENGTH, `header is ${value.length} chars`);
+    const res = await send(gw.url, '/v1/items/1', { headers: { 'x-service-proof': value } });
+    t.equal(res.status, 403);
+    t.equal(res.json?.error?.code, 'proof_rejected');
+    t.equal(res.json?.error?.reason, 'invalid_proof');
+  }
+  t.equal(sidecar.verifyCalls.length, verifies, 'the fake sidecar counted no verify call');
+  t.equal(up.received.length, 0, 'upstream never called');
+});
+
+await t.test('base64url and unpadded bundles decode to the same object, sent to verify as decoded', async (t) => {
+  const bundle = fakeBundle();
   for (const value of [proofHeader(bundle, 'base64url'), proofHeader(bundle).replace(/=+$/, '')]) {
     const res = await send(gw.url, '/v1/items/1', { headers: { 'x-service-proof': value } });
     t.equal(res.status, 200);
     t.same(sidecar.verifyCalls.at(-1)?.body.proof_bundle, bundle);
   }
+  // Member order is the client's (the decoded object itself is sent, not a rebuilt one).
+  const reordered = Object.fromEntries(Object.entries(bundle).reverse());
+  t.equal((await send(gw.url, '/v1/items/1', { headers: { 'x-service-proof': proofHeader(reordered) } })).status, 200);
+  t.same(Object.keys(sidecar.verifyCalls.at(-1)?.body.proof_bundle ?? {}), Object.keys(reordered));
 });
 
 await t.test('a proof header just under the 16 KiB cap passes Node and reaches verify', async (t) => {
-  const bundle = { v: 1, pad: 'x'.repeat(12_000) };
-  const value = proofHeader(bundle);
+  const bundle = fakeBundle();
+  // A valid bundle is ~6.4 KiB of base64; JSON whitespace pads it to just under the cap.
+  const compact = JSON.stringify(bundle);
+  const json = compact.replace(',', `,${' '.repeat(12_200 - compact.length)}`);
+  const value = Buffer.from(json).toString('base64');
   t.ok(value.length > 16_000 && value.length <= MAX_PROOF_HEADER_LENGTH, `header is ${value.length} chars`);
   const res = await send(gw.url, '/v1/items/1', { headers: { 'x-service-proof': value } });
   t.equal(res.status, 200);
@@ -136,6 +169,59 @@ await t.test('decision headers sent by the client never reach the upstream as se
   t.not(h['x-forwarded-host'], 'evil.example');
   t.equal(h['x-request-id'], sidecar.verifyCalls.at(-1)?.headers['x-request-id'], 'the gateway request id');
   t.not(h['x-request-id'], 'client-chosen');
+});
+
+await t.test('underscore spellings of gateway-controlled headers never reach the upstream', async (t) => {
+  sidecar.behaviour = (call, res) => reply(res, 200, { decision: 'allow', decision_reason: 'authorized', scope: call.body.required_scope });
+  t.teardown(() => { sidecar.behaviour = allowAll; });
+  const spoofed = [
+    'X_Service_Agent_Id: evil-agent', 'X_Service_Decision: allow', 'X_Service_Scope: custom:admin', 'X_Service_Cert_Id: cert-evil', 'x-service_proof: junk',
+    'X_Forwarded_For: 198.51.100.1', 'X_Forwarded_Host: evil.example', 'X_Forwarded_Proto: https', 'X_Forwarded_Prefix: /evil', 'X_Real_IP: 198.51.100.1',
+    'X_Request_Id: client-chosen', 'Keep_Alive: timeout=99', 'Proxy_Authorization: Basic eA==', 'X_Custom: kept', 'X-Other_Name: kept',
+  ];
+  for (const [line, path, headers] of [
+    ['allow', 'GET /v1/items/1 HTTP/1.1', [`X-Service-Proof: ${proofHeader()}`, ...spoofed]],
+    ['public', 'GET /public/status HTTP/1.1', spoofed],
+  ] as const) {
+    const before = up.received.length;
+    const res = await rawRequest(gw.port, path, [...headers]);
+    t.equal(res.status, 200, `${line}: forwarded`);
+    const got = up.received[before];
+    const names = (got?.rawHeaders ?? []).filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase());
+    t.same(names.filter((n) => n.includes('_')).sort(), ['x-other_name', 'x_custom'], `${line}: only unrelated underscore headers pass`);
+    t.equal(got?.headers['x-service-decision'], line);
+    t.equal(got?.headers['x-service-agent-id'], undefined, `${line}: no agent id`);
+    t.equal(got?.headers['x-service-scope'], line === 'allow' ? 'data:read' : undefined, `${line}: scope only from the gateway`);
+    t.equal(got?.headers['x-forwarded-for'], '127.0.0.1');
+    t.not(got?.headers['x-request-id'], 'client-chosen');
+  }
+});
+
+await t.test('proxied responses carry the gateway X-Request-Id, replacing the upstream value', async (t) => {
+  const echo = http.createServer((_req, res) => {
+    res.setHeader('X-Request-Id', 'upstream-chosen');
+    res.setHeader('X_Request_Id', 'upstream-underscore');
+    res.setHeader('content-type', 'text/plain');
+    res.end('hi');
+  });
+  await new Promise<void>((resolve) => echo.listen(0, '127.0.0.1', resolve));
+  const gw2 = await startGateway(gatewayConfig(`http://127.0.0.1:${(echo.address() as AddressInfo).port}`, sidecar.url));
+  t.teardown(async () => {
+    await gw2.close();
+    await new Promise<void>((resolve) => echo.close(() => resolve()));
+  });
+  const allowed = await send(gw2.url, '/v1/items/1', { headers: { 'x-service-proof': proofHeader(), 'x-request-id': 'client-chosen' } });
+  t.equal(allowed.status, 200);
+  t.equal(allowed.text, 'hi');
+  t.match(allowed.headers['x-request-id'], /^[0-9a-f-]{36}$/, 'a gateway request id');
+  t.equal(allowed.headers['x-request-id'], sidecar.verifyCalls.at(-1)?.headers['x-request-id'], 'the id verify saw');
+  t.equal(allowed.headers.x_request_id, undefined, 'the underscore spelling from the upstream is dropped');
+  const pub = await send(gw2.url, '/public/status');
+  t.equal(pub.status, 200);
+  t.match(pub.headers['x-request-id'], /^[0-9a-f-]{36}$/, 'public routes too');
+  t.not(pub.headers['x-request-id'], allowed.headers['x-request-id'], 'one id per request');
+  const proxied = await send(gw.url, '/v1/items/1', { headers: { 'x-service-proof': proofHeader() } });
+  t.equal(proxied.headers['x-request-id'], up.received.at(-1)?.headers['x-request-id'], 'the upstream and the client see the same id');
 });
 
 await t.test('hop-by-hop headers are stripped both ways', async (t) => {

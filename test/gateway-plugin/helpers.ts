@@ -171,8 +171,34 @@ export async function startGateway(config: Record<string, unknown>): Promise<Sta
   return { server, url, port: Number(new URL(url).port), metricsUrl, close: () => server.close() };
 }
 
-/** Base64 of a bundle object (a stand-in for a real ~6 KiB proof bundle). */
-export function proofHeader(bundle: Record<string, unknown> = { v: 1, agent: 'agent-1', sig: 'A'.repeat(4800) }, encoding: 'base64' | 'base64url' = 'base64'): string {
+/**
+ * A structurally valid proof bundle (it passes `parseProofBundle`, so the
+ * gateway sends it to verify) whose signatures are filler bytes of the right
+ * lengths: a stand-in for a real ~6 KiB bundle against the fake sidecar.
+ * `overrides` replace members (a member set to `undefined` is removed).
+ */
+export function fakeBundle(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  const filler = (n: number, seed: number): string => Buffer.from(Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff)).toString('base64url');
+  const bundle: Record<string, unknown> = {
+    v: 1,
+    typ: 'agent-authz.proof',
+    challenge: 'chal-0123456789abcdef',
+    aud: '00000000-0000-4000-8000-0000000000aa',
+    agent_id: '00000000-0000-4000-8000-0000000000bb',
+    cert_id: 'cert-00000000-0000-4000-8000-000000000001',
+    cert_sha256: 'ab'.repeat(32),
+    presented_at: '2025-01-01T00:00:00.000Z',
+    sig: { ed25519: filler(64, 1), ml_dsa_65: filler(3309, 2) },
+  };
+  for (const [key, value] of Object.entries(overrides)) {
+    if (value === undefined) delete bundle[key];
+    else bundle[key] = value;
+  }
+  return bundle;
+}
+
+/** Base64 of a bundle object (default: {@link fakeBundle}). */
+export function proofHeader(bundle: Record<string, unknown> = fakeBundle(), encoding: 'base64' | 'base64url' = 'base64'): string {
   return Buffer.from(JSON.stringify(bundle), 'utf8').toString(encoding);
 }
 

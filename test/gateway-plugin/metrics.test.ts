@@ -36,7 +36,7 @@ await t.test('counters and histograms move; fail_open_total stays 0', async (t) 
   sidecar.behaviour = allowAll;
   t.equal((await rawRequest(gw.port, 'GET /v1/items/%2e%2e HTTP/1.1')).status, 400);
   t.equal((await rawRequest(gw.port, 'GET /v1/items/%zz HTTP/1.1')).status, 400, 'router-level bad URL');
-  t.equal((await rawRequest(gw.port, 'GET /v1/items/1 HTTP/1.1', [`X-Service-Proof: a`, 'X-Service-Proof: b'])).status, 400);
+  t.equal((await rawRequest(gw.port, 'GET /v1/items/1 HTTP/1.1', [`X-Service-Proof: a`, 'X-Service-Proof: b'])).status, 403, 'duplicate proof header is 403 (spec 4.15)');
   t.equal((await send(gw.url, '/files/x', { method: 'POST', headers: proof, body: Buffer.alloc(70_000) })).status, 413);
   t.equal((await send(gw.url, '/nope')).status, 403);
   t.equal((await send(gw.url, '/healthz')).status, 200, 'health is not counted');
@@ -50,7 +50,8 @@ await t.test('counters and histograms move; fail_open_total stays 0', async (t) 
   t.equal(await v(req('403', 'other')), 1, 'unknown deny reasons are bounded to "other"');
   t.equal(await v(req('503', 'verify_status_500')), 1);
   t.equal(await v(req('400', 'ambiguous_path')), 2);
-  t.equal(await v(req('400', 'duplicate_proof_header')), 1);
+  t.equal(await v(req('403', 'duplicate_proof_header')), 1);
+  t.equal(await v(req('400', 'duplicate_proof_header')), undefined, 'no longer counted as 400');
   t.equal(await v(req('413', 'body_too_large')), 1);
   t.equal(await v(req('403', 'route_not_mapped')), 1);
   t.equal(await v('agent_authz_gateway_verify_duration_seconds_count{result="allow"}'), 1);

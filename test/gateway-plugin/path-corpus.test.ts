@@ -69,7 +69,7 @@ await t.test('hostile corpus never reaches the upstream', async (t) => {
   for (const path of paths) {
     if (Date.now() > deadline) break;
     for (const withProof of [true, false]) {
-      const headers = withProof ? [`X-Service-Proof: ${proofHeader({ v: 1 })}`] : [];
+      const headers = withProof ? [`X-Service-Proof: ${proofHeader()}`] : [];
       const res = await rawRequest(gw.port, `GET ${path} HTTP/1.1`, headers);
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
       if (![400, 401, 403].includes(res.status)) t.fail(`unexpected status ${res.status} for ${JSON.stringify(path)}`);
@@ -108,7 +108,7 @@ await t.test('differential: verify path == upstream path == normalized path', as
     ['/v1/items/a%20b%3Fc%23d', 'data:read'],
     ['/v1/items/%3A@!$&\'()*+,=', 'data:read'],
     ['/files/a/b/c.txt', 'data:read'],
-    ['/files/', 'data:read'],
+    ['/files/a/', 'data:read'],
     ['/files/%22quoted%22/%7Bx%7D', 'data:read'],
     ['/files/x.y/z~w', 'data:read'],
   ];
@@ -120,7 +120,7 @@ await t.test('differential: verify path == upstream path == normalized path', as
       const spelling = round === 0 ? normalized : randomSpelling(normalized, rand);
       const query = round % 3 === 0 ? '' : `?q=%7a%2F&x=1+2&y=${round}`;
       const before = up.received.length;
-      const res = await rawRequest(gw.port, `GET ${spelling}${query} HTTP/1.1`, [`X-Service-Proof: ${proofHeader({ v: 1 })}`]);
+      const res = await rawRequest(gw.port, `GET ${spelling}${query} HTTP/1.1`, [`X-Service-Proof: ${proofHeader()}`]);
       if (res.status !== 200) {
         t.fail(`status ${res.status} for ${spelling}: ${res.text}`);
         continue;
@@ -140,7 +140,7 @@ await t.test('differential: verify path == upstream path == normalized path', as
 
 await t.test('/%61dmin hits the /admin route', async (t) => {
   const before = up.received.length;
-  const res = await rawRequest(gw.port, 'GET /%61dmin HTTP/1.1', [`X-Service-Proof: ${proofHeader({ v: 1 })}`]);
+  const res = await rawRequest(gw.port, 'GET /%61dmin HTTP/1.1', [`X-Service-Proof: ${proofHeader()}`]);
   t.equal(res.status, 200);
   t.equal(sidecar.verifyCalls.at(-1)?.body.required_scope, 'custom:admin');
   t.equal(sidecar.verifyCalls.at(-1)?.body.context.path, '/admin');

@@ -1,16 +1,21 @@
 /**
- * Unit tests of the pure parts: path normalization, the strict JSON reader,
- * amount conversion, proof decoding, client-IP derivation, the outcome mapper
- * and the fail-open tripwire.
+ * Unit tests of the pure parts: path normalization (and its length limit),
+ * the strict JSON reader, amount conversion, proof decoding and structural
+ * pre-validation, route resolution (trailing slash / letter case), header
+ * name canonicalization, client-IP derivation, the outcome mapper and the
+ * fail-open tripwire.
  */
 
 import t from 'tap';
 import fc from 'fast-check';
 import { ServiceError } from '../../src/errors.ts';
-import { isNormalizedPath, normalizePath, normalizeRequestTarget } from '../../gateway-plugin/path.ts';
+import { MAX_PATH_LENGTH, isNormalizedPath, normalizePath, normalizeRequestTarget } from '../../gateway-plugin/path.ts';
 import { JsonNumber, parseStrictJson, resolvePointer } from '../../gateway-plugin/json.ts';
 import { TrustedProxies, amountFromNumber, deriveClientIp } from '../../gateway-plugin/context.ts';
-import { decodeProof } from '../../gateway-plugin/proof.ts';
+import { MAX_PROOF_HEADER_LENGTH, decodeProof } from '../../gateway-plugin/proof.ts';
+import { compileRoutes } from '../../gateway-plugin/routes.ts';
+import { canonicalHeaderName, upstreamRequestHeaders, upstreamResponseHeaders } from '../../gateway-plugin/headers.ts';
+import { fakeBundle, proofHeader } from './helpers.ts';
 import { mapVerifyResult } from '../../gateway-plugin/outcome.ts';
 import { createGatewayMetrics, guardForward } from '../../gateway-plugin/metrics.ts';
 
@@ -34,7 +39,7 @@ t.test('normalizePath', async (t) => {
     '', 'a', '*', 'http://x/a', '//a', '/a//b', '/.', '/..', '/a/./b', '/a/../b', '/%2e', '/%2E%2e', '/.%2e', '/a/%2e%2e/', '/a%2fb', '/a%2Fb',
     '/a%5cb', '/a\\b', '/a;b', '/a%3bb', '/a%00', '/a\u0000', '/a%01', '/a%7f', '/a\u007f', '/a\n', '/%c0%af', '/%c0%ae', '/%e0%80%af', '/%ff',
     '/%80', '/%c3', '/%zz', '/%', '/%4', '/%252e', '/%25%32%65', '/%ef%bc%8f', '/%ef%bc%8e', '/%c2%85', '/%e2%80%a8', '/\u00e9', '/a#b',
-    '/..a', '/a..', '/a/...', `/${'a'.repeat(9000)}`,
+    '/..a', '/a..', '/a/...',
   ];
   for (const input of bad) t.equal(code(() => normalizePath(input)), 'ambiguous_path', JSON.stringify(input));
   t.same(normalizeRequestTarget('/a?x=%zz&y'), { path: '/a', query: 'x=%zz&y' });
@@ -82,10 +87,117 @@ t.test('amountFromNumber is exact', async (t) => {
   for (const [text, want] of cases) t.equal(amountFromNumber(text), want, text);
 });
 
-t.test('decodeProof', async (t) => {
-  t.same(decodeProof(Buffer.from('{"a":[1]}').toString('base64')), { a: [1] });
-  t.same(decodeProof(Buffer.from('{"a":"\u00ff\u00ff\u00fe"}').toString('base64url')), { a: '\u00ff\u00ff\u00fe' });
+t.test('normalizePath: length limit equals the sidecar verify context.path limit', async (t) => {
+  t.equal(MAX_PATH_LENGTH, 2048);
+  const exact = `/${'a'.repeat(MAX_PATH_LENGTH - 1)}`;
+  t.equal(normalizePath(exact), exact, 'exactly MAX_PATH_LENGTH is accepted');
+  t.equal(code(() => normalizePath(`${exact}a`)), 'invalid_request', 'one more is refused');
+  t.equal(code(() => normalizePath(`/${'a'.repeat(9000)}`)), 'invalid_request', 'very long raw path');
+  const encoded = `/${'%61'.repeat(MAX_PATH_LENGTH - 1)}`;
+  t.equal(normalizePath(encoded).length, MAX_PATH_LENGTH, 'the limit is on the normalized path (decoding shrinks)');
+  t.equal(code(() => normalizePath(`/${'"'.repeat(700)}`)), 'invalid_request', 'the limit is on the normalized path (encoding grows)');
+  t.equal(code(() => normalizeRequestTarget(`${exact}b?q=1`)), 'invalid_request');
+});
+
+t.test('decodeProof: strict structural pre-validation', async (t) => {
+  const b64 = (text: string, enc: 'base64' | 'base64url' = 'base64'): string => Buffer.from(text).toString(enc);
+  const bundle = fakeBundle();
+  t.same(decodeProof(proofHeader(bundle)), bundle);
+  t.same(decodeProof(proofHeader(bundle, 'base64url')), bundle);
+  t.same(decodeProof(b64(JSON.stringify(bundle, null, 1))), bundle, 'JSON whitespace is fine');
   for (const bad of ['!!!!', 'YQ', 'WzFd', 'bnVsbA==', 'A'.repeat(20_000)]) t.equal(code(() => decodeProof(bad)), 'proof_rejected', bad.slice(0, 20));
+  const structural: Record<string, unknown> = {
+    'plain object without bundle members': { a: [1] },
+    'old test stand-in': { v: 1, agent: 'agent-1', sig: 'A'.repeat(4800) },
+    'extra member': fakeBundle({ extra: 1 }),
+    'missing sig': fakeBundle({ sig: undefined }),
+    'wrong version': fakeBundle({ v: 2 }),
+    'wrong typ': fakeBundle({ typ: 'x' }),
+    'short ed25519 signature': fakeBundle({ sig: { ed25519: 'AAAA', ml_dsa_65: (bundle.sig as Record<string, string>).ml_dsa_65 } }),
+    'sig with extra member': fakeBundle({ sig: { ...(bundle.sig as object), x: 1 } }),
+    'impossible date': fakeBundle({ presented_at: '2025-02-30T00:00:00.000Z' }),
+    'uppercase cert hash': fakeBundle({ cert_sha256: 'AB'.repeat(32) }),
+    'deeply nested sig': fakeBundle({ sig: JSON.parse('['.repeat(3000) + ']'.repeat(3000)) }),
+  };
+  for (const [name, value] of Object.entries(structural)) {
+    t.equal(code(() => decodeProof(proofHeader(value as Record<string, unknown>))), 'proof_rejected', name);
+  }
+  const proto = `{"__proto__":{"x":1},${JSON.stringify(bundle).slice(1)}`;
+  t.equal(code(() => decodeProof(b64(proto))), 'proof_rejected', '__proto__ member');
+  const deep = b64(`{"a":${'['.repeat(6000)}${']'.repeat(6000)}}`);
+  t.ok(deep.length <= MAX_PROOF_HEADER_LENGTH, 'deep bundle fits in the header');
+  t.equal(code(() => decodeProof(deep)), 'proof_rejected', '6000 levels of nesting');
+  try {
+    decodeProof(deep);
+  } catch (err) {
+    t.same((err as ServiceError).extra, { reason: 'invalid_proof' });
+  }
+});
+
+t.test('route resolution: trailing slash and letter case', async (t) => {
+  const table = compileRoutes([
+    { method: '*', path: '/app/*', public: true },
+    { method: '*', path: '/app/admin', scope: 'admin:manage' },
+    { method: 'GET', path: '/files', scope: 'data:read' },
+    { method: 'GET', path: '/files/*', scope: 'data:read' },
+    { method: 'GET', path: '/docs/*', scope: 'data:read' },
+    { method: 'GET', path: '/Reports/:id', scope: 'custom:reports' },
+    { method: 'GET', path: '/v1/items/:id', scope: 'data:read' },
+    { method: 'GET', path: '/', public: true },
+  ], 'test:');
+  const r = (p: string, m = 'GET'): string => {
+    const res = table.resolve(m, p);
+    return res.kind === 'match' ? `match ${res.route.pattern}` : res.kind === 'ambiguous' ? `ambiguous ${res.spelling}` : 'none';
+  };
+  t.equal(r('/app/admin'), 'match /app/admin');
+  t.equal(r('/app/admin/'), 'ambiguous trailing_slash', 'public via /app/*, but /app/admin needs a scope');
+  t.equal(r('/app/Admin'), 'ambiguous case');
+  t.equal(r('/APP/ADMIN'), 'ambiguous case', 'unmatched exactly, protected when folded');
+  t.equal(r('/app/Admin/', 'POST'), 'ambiguous case', 'only the trimmed AND folded spelling is protected');
+  t.equal(r('/app/x'), 'match /app/*');
+  t.equal(r('/app/x/'), 'match /app/*', 'same entry without the slash');
+  t.equal(r('/app/X'), 'match /app/*', 'same entry when folded');
+  t.equal(r('/app/'), 'ambiguous trailing_slash', '/app is not mapped at all');
+  t.equal(r('/files/'), 'match /files/*', '/files and /files/* authorize identically');
+  t.equal(r('/docs/'), 'ambiguous trailing_slash', '/docs is not mapped');
+  t.equal(r('/docs/a/'), 'match /docs/*');
+  t.equal(r('/Reports/7'), 'match /Reports/:id', 'uppercase literal routes keep working');
+  t.equal(r('/reports/7'), 'ambiguous case', 'a lower-case spelling of an uppercase route is not unmapped');
+  t.equal(r('/v1/items/AbC'), 'match /v1/items/:id', 'case inside a parameter is irrelevant');
+  t.equal(r('/v1/items/1/'), 'ambiguous trailing_slash', 'exact spelling unmatched, trimmed matched');
+  t.equal(r('/v1/Items/1'), 'ambiguous case');
+  t.equal(r('/'), 'match /', '"/" itself is not trimmed');
+  t.equal(r('/nothing/'), 'none');
+  t.equal(r('/Nothing'), 'none');
+  t.equal(r('/v1/items/%C3%A9'), 'match /v1/items/:id', 'percent-encodings fold consistently');
+  t.equal(table.lookup('GET', '/app/admin/')?.pattern, '/app/*', 'lookup() stays the exact match');
+  t.throws(() => compileRoutes([
+    { method: 'GET', path: '/admin', public: true },
+    { method: 'GET', path: '/Admin', scope: 'custom:admin' },
+  ], 'gateway options: routes'), { name: 'TypeError', message: 'gateway options: routes[1]: differs only in letter case from routes[0] but is authorized differently' });
+  t.ok(compileRoutes([
+    { method: 'GET', path: '/admin', scope: 'custom:admin' },
+    { method: 'GET', path: '/Admin', scope: 'custom:admin' },
+  ], 'test:'), 'case variants with the same authorization are allowed');
+  t.throws(() => compileRoutes([{ method: 'GET', path: `/${'a'.repeat(MAX_PATH_LENGTH)}`, public: true }], 'test:'), { name: 'TypeError', message: /at most 2048 characters/ });
+});
+
+t.test('header names are checked as CGI servers read them', async (t) => {
+  t.equal(canonicalHeaderName('X_Service_Decision'), 'x-service-decision');
+  const facts = { requestId: 'rid', clientIp: '203.0.113.9', trustedPeer: true, host: 'gw.example', protocol: 'http', tenantHeader: 'x-tenant-id', hasBody: false, hadContentType: false };
+  const prepared = {
+    host: 'upstream', connection: 'keep-alive, X_Secret_Hop', x_secret_hop: '1', 'x-secret-hop': '1', keep_alive: '1', transfer_encoding: 'chunked', proxy_authorization: 'x',
+    x_service_agent_id: 'evil', x_service_decision: 'allow', X_Service_Scope: 'admin:manage', 'x-service-cert_id': 'evil',
+    x_forwarded_for: '1.1.1.1', x_forwarded_host: 'evil', x_forwarded_proto: 'https', x_forwarded_prefix: '/evil', x_real_ip: '1.1.1.1', x_request_id: 'client',
+    x_tenant_id: 'evil', content_length: '5', content_type: 'text/plain',
+    'x-forwarded-proto': 'https', 'x-tenant-id': 'acme', 'x-custom_header': 'kept', accept: 'a',
+  };
+  const out = upstreamRequestHeaders(prepared, { kind: 'allow', scope: 'data:read' }, facts);
+  t.same(Object.keys(out).sort(), ['accept', 'host', 'x-custom_header', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-request-id', 'x-service-decision', 'x-service-scope', 'x-tenant-id'].sort());
+  t.equal(out['x-forwarded-proto'], 'https', 'the dash spelling from a trusted proxy is still honoured');
+  t.equal(out['x-service-scope'], 'data:read');
+  const res = upstreamResponseHeaders({ 'content-type': 'a', 'x-request-id': 'upstream', x_request_id: 'upstream', transfer_encoding: 'x', 'x-other': '1' }, 'gw-id');
+  t.same(res, { 'content-type': 'a', 'x-other': '1', 'x-request-id': 'gw-id' });
 });
 
 t.test('client IP derivation', async (t) => {
