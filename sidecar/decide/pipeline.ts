@@ -17,6 +17,7 @@
  * read or written the answer is 200 `indeterminate`.
  */
 import crypto from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
 import { ServiceError } from '../../src/errors.ts';
 import { isValidScope } from '../../src/scopes.ts';
 import { parseProofBundle } from '../../src/proof.ts';
@@ -62,13 +63,13 @@ async function read<T>(p: Promise<T> | (() => Promise<T>)): Promise<T> {
 }
 
 /** Runs the decision pipeline for one verify call. */
-export async function decide(ctx: ServiceContext, apiKey: unknown, body: VerifyInput, invalidBody: ServiceError | null = null): Promise<VerifyResult> {
+export async function decide(ctx: ServiceContext, apiKey: unknown, body: VerifyInput, invalidBody: ServiceError | null = null, log: FastifyBaseLogger = ctx.log): Promise<VerifyResult> {
   try {
     return await run(ctx, apiKey, body, invalidBody);
   } catch (err) {
     if (err instanceof ServiceError) throw err;
     const reason = err instanceof StoreFault ? (err.stage === 'read' ? 'store_unavailable' : 'audit_write_failed') : 'internal_error';
-    ctx.log.error({ err: err instanceof StoreFault ? err.cause : err, reason }, 'verify failed closed: indeterminate');
+    log.error({ err: err instanceof StoreFault ? err.cause : err, reason }, 'verify failed closed: indeterminate');
     ctx.metrics.verifyDecisions.inc({ decision: 'indeterminate', reason });
     return { decision: 'indeterminate', decision_reason: reason };
   }

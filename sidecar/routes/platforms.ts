@@ -148,9 +148,11 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
     const conn = await ownedConnection(ctx, accountId, (request.params as { connection_id: string }).connection_id);
     if (conn.status === 'removed') return { connection_id: conn.id, status: 'removed', removed_at: iso(conn.removedAt), revoked_cert_ids: [] };
     const now = ctx.clock();
-    const revoked = await ctx.store.platforms.removeConnection(conn.id, now, (certs) => [
+    const revoked = await ctx.store.platforms.removeConnection(conn.id, now, (certs, denied) => [
       ...certs.map((c) => buildEvent(ctx, { type: 'delegation.revoked', accountId, platformId: conn.platformId, connectionId: conn.id, now,
         fields: { cert_id: c.certId, agent_id: c.agentId, connection_id: conn.id, org_id: accountId, reason: 'connection_removed' } })),
+      ...denied.map((r) => buildEvent(ctx, { type: 'delegation.denied', accountId, platformId: conn.platformId, connectionId: conn.id, now,
+        fields: { request_id: r.requestId, connection_id: conn.id, org_id: accountId, agent_id: r.agentId, reason: 'connection_removed' } })),
       buildEvent(ctx, { type: 'connection.removed', accountId, platformId: conn.platformId, connectionId: conn.id, now,
         fields: { connection_id: conn.id, org_id: accountId, removed_at: iso(now) } }),
     ]);

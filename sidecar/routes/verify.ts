@@ -67,7 +67,7 @@ async function registerVerify(app: FastifyInstance, ctx: ServiceContext): Promis
       invalid = new ServiceError('invalid_request', `${field === 'body' && !v ? 'body.proof_bundle' : field} is missing or not valid.`, { field: field === 'body' && !v ? 'body.proof_bundle' : field });
     }
     try {
-      const result = await decide(ctx, request.headers[API_KEY_HEADER], body, invalid);
+      const result = await decide(ctx, request.headers[API_KEY_HEADER], body, invalid, request.log);
       ctx.metrics.verifyDuration.observe({ outcome: result.decision }, Number(process.hrtime.bigint() - started) / 1e9);
       return result;
     } catch (err) {

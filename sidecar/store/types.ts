@@ -142,6 +142,8 @@ export interface OutboxEventInput {
 
 /** A certificate revoked as a side effect (connection removal). */
 export interface RevokedCert { certId: string; agentId: string }
+/** A pending request denied as a side effect (connection removal). */
+export interface DeniedRequest { requestId: string; agentId: string }
 
 /** Platforms, connections, API keys and agents. */
 export interface PlatformStore {
@@ -170,10 +172,11 @@ export interface PlatformStore {
   rotateApiKey(connectionId: string, next: ApiKeyRecord, graceUntil: number | null, event: (previousPrefix: string | null) => OutboxEventInput): Promise<ApiKeyRecord | undefined>;
   /**
    * Removes a connection: its keys stop working, its active certificates are
-   * revoked, and the events built by `events` are enqueued, all atomically.
+   * revoked, its pending requests are denied, and the events built by `events`
+   * are enqueued, all atomically.
    * Returns the revoked certificates, or undefined if it was not active.
    */
-  removeConnection(connectionId: string, now: number, events: (revoked: RevokedCert[]) => OutboxEventInput[]): Promise<RevokedCert[] | undefined>;
+  removeConnection(connectionId: string, now: number, events: (revoked: RevokedCert[], denied: DeniedRequest[]) => OutboxEventInput[]): Promise<RevokedCert[] | undefined>;
   createAgent(a: AgentRecord): Promise<void>;
   getAgent(id: string): Promise<AgentRecord | undefined>;
   listAgents(filter: { accountId?: string; connectionId?: string }): Promise<AgentRecord[]>;

@@ -6,7 +6,7 @@
 import type { Db } from './db.ts';
 import { insertOutboxEvent } from './outbox.ts';
 import type {
-  AgentRecord, ApiKeyRecord, ConnectionRecord, OutboxEventInput, PlatformRecord, PlatformStore, RevokedCert,
+  AgentRecord, ApiKeyRecord, ConnectionRecord, DeniedRequest, OutboxEventInput, PlatformRecord, PlatformStore, RevokedCert,
 } from '../types.ts';
 
 interface PlatformRow {
@@ -113,15 +113,17 @@ export class SqlitePlatformStore implements PlatformStore {
     });
   }
 
-  async removeConnection(connectionId: string, now: number, events: (revoked: RevokedCert[]) => OutboxEventInput[]): Promise<RevokedCert[] | undefined> {
+  async removeConnection(connectionId: string, now: number, events: (revoked: RevokedCert[], denied: DeniedRequest[]) => OutboxEventInput[]): Promise<RevokedCert[] | undefined> {
     return this.db.tx(() => {
       if (this.db.run("UPDATE connections SET status = 'removed', removed_at = ? WHERE id = ? AND status = 'active'", now, connectionId) !== 1) return undefined;
       this.db.run("UPDATE api_keys SET status = 'removed', valid_until = NULL WHERE connection_id = ?", connectionId);
       const revoked = this.db.all<{ id: string; agent_id: string }>("SELECT id, agent_id FROM certificates WHERE connection_id = ? AND status = 'approved'", connectionId)
         .map((r) => ({ certId: r.id, agentId: r.agent_id }));
       this.db.run("UPDATE certificates SET status = 'revoked', revoked_at = ?, revoke_reason = 'connection_removed' WHERE connection_id = ? AND status = 'approved'", now, connectionId);
+      const denied = this.db.all<{ id: string; agent_id: string }>("SELECT id, agent_id FROM delegation_requests WHERE connection_id = ? AND state = 'pending'", connectionId)
+        .map((r) => ({ requestId: r.id, agentId: r.agent_id }));
       this.db.run("UPDATE delegation_requests SET state = 'denied', decided_at = ? WHERE connection_id = ? AND state = 'pending'", now, connectionId);
-      for (const e of events(revoked)) insertOutboxEvent(this.db, e);
+      for (const e of events(revoked, denied)) insertOutboxEvent(this.db, e);
       return revoked;
     });
   }

@@ -247,6 +247,8 @@ t.test('platforms and agents', async (t) => {
     const c = f.reg.connection_id;
     const before = await f.user.get(`/v1/service/delegations/${f.certId}`);
     t.equal(before.body.status, 'approved');
+    const pending = await f.user.post('/v1/service/delegations/self-request', { connection_id: c });
+    t.equal(pending.status, 200, 'a pending request at removal time');
     expectError(t, await f.user.post(`/v1/service/connections/${c}/remove`, undefined, { csrf: false }), 403, 'csrf_required');
     const rm = await f.user.post(`/v1/service/connections/${c}/remove`);
     t.equal(rm.status, 200);
@@ -265,7 +267,8 @@ t.test('platforms and agents', async (t) => {
     t.same(again.body.revoked_cert_ids, []);
     expectError(t, await f.user.post(`/v1/service/connections/${c}/rotate-key`), 404, 'connection_not_found', 'rotate after removal');
     expectError(t, await f.user.post('/v1/service/delegations/self-request', { connection_id: c }), 404, 'connection_not_found', 'self-request after removal');
-    t.same(await eventTypes(sc, f.user), ['connection.created', 'delegation.approved', 'delegation.revoked', 'connection.removed']);
+    t.equal((await f.user.get(`/v1/service/delegations/requests/${pending.body.request_id}`)).body.state, 'denied', 'pending request denied');
+    t.same(await eventTypes(sc, f.user), ['connection.created', 'delegation.approved', 'delegation.revoked', 'delegation.denied', 'connection.removed']);
   });
 
   t.test('unknown, removed and rotated-out API keys get the same 401 body', async (t) => {
