@@ -12,6 +12,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 
+/** Statements kept reachable for the life of the process (see backupDatabase). */
+const KEEP: unknown[] = [];
+
 /** What {@link backupDatabase} wrote. */
 export interface BackupResult {
   /** Absolute path of the backup file. */
@@ -41,7 +44,7 @@ export async function backupDatabase(srcFile: string, destFile: string, opts: { 
   const src = new Database(srcFile, dbOpts);
   let pages = 0;
   try {
-    src.pragma('busy_timeout = 5000');
+    src.exec('PRAGMA busy_timeout = 5000');
     const r = await src.backup(partial);
     pages = r.totalPages;
   } catch (err) {
@@ -55,10 +58,15 @@ export async function backupDatabase(srcFile: string, destFile: string, opts: { 
   const copy = new Database(partial, dbOpts);
   try {
     // The copy keeps the source's WAL flag; a single-file rollback journal is simpler to move around.
-    copy.pragma('journal_mode = DELETE');
-    const check = copy.pragma('quick_check', { simple: true });
+    copy.exec('PRAGMA journal_mode = DELETE');
+    // Statements stay referenced until the process ends: on Node >= 24.19 a collected
+    // better-sqlite3 (< 13) Statement aborts the process (see Db.stmt()).
+    const checkStmt = copy.prepare('PRAGMA quick_check').pluck();
+    const versionStmt = copy.prepare('SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations').pluck();
+    KEEP.push(checkStmt, versionStmt);
+    const check = checkStmt.get();
     if (check !== 'ok') throw new Error(`backup copy failed quick_check: ${String(check)}`);
-    schemaVersion = (copy.prepare('SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations').get() as { v: number }).v;
+    schemaVersion = versionStmt.get() as number;
   } catch (err) {
     copy.close();
     fs.rmSync(partial, { force: true });

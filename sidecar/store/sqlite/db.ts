@@ -41,14 +41,17 @@ export class Db {
 
   constructor(opts: DbOptions) {
     this.raw = new Database(opts.file, opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : {});
-    this.raw.pragma('journal_mode = WAL');
-    this.raw.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? 5000}`);
-    this.raw.pragma(`synchronous = ${SYNCHRONOUS_LEVEL}`);
-    this.raw.pragma('foreign_keys = ON');
+    // exec() creates no Statement object; see the note on stmt().
+    this.raw.exec(`PRAGMA journal_mode = WAL; PRAGMA busy_timeout = ${opts.busyTimeoutMs ?? 5000}; PRAGMA synchronous = ${SYNCHRONOUS_LEVEL}; PRAGMA foreign_keys = ON;`);
     this.onTransaction = opts.onTransaction;
   }
 
-  /** A cached prepared statement. */
+  /**
+   * A cached prepared statement. Every statement the store uses goes through this cache and
+   * stays referenced for the life of the connection: on Node >= 24.19, a better-sqlite3 (< 13)
+   * Statement collected by the garbage collector aborts the process, so no code here may let
+   * one become garbage (use exec() for statements without results).
+   */
   stmt(sql: string): Statement {
     this.fault?.(sql);
     let s = this.stmts.get(sql);
@@ -101,13 +104,13 @@ export class Db {
   /** Applies the numbered migrations that are not yet applied. Returns the schema version. */
   migrate(): number {
     this.raw.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
-    const row = this.raw.prepare('SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations').get() as { v: number };
+    const applied = this.schemaVersion();
     for (const m of MIGRATIONS) {
-      if (m.version <= row.v) continue;
+      if (m.version <= applied) continue;
       this.raw.exec('BEGIN IMMEDIATE');
       try {
         this.raw.exec(m.sql);
-        this.raw.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString());
+        this.stmt('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString());
         this.raw.exec('COMMIT');
       } catch (err) {
         this.raw.exec('ROLLBACK');
@@ -119,13 +122,13 @@ export class Db {
 
   /** The highest applied migration version. */
   schemaVersion(): number {
-    return (this.raw.prepare('SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations').get() as { v: number }).v;
+    return (this.stmt('SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations').get() as { v: number }).v;
   }
 
   /** Closes the connection (checkpointing the WAL). */
   close(): void {
     if (!this.raw.open) return;
-    try { this.raw.pragma('wal_checkpoint(TRUNCATE)'); } catch { /* best effort */ }
+    try { this.raw.exec('PRAGMA wal_checkpoint(TRUNCATE)'); } catch { /* best effort */ }
     this.raw.close();
   }
 }
