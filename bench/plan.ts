@@ -1,0 +1,105 @@
+/**
+ * Command line and run plan of the benchmark: which parts, which backends,
+ * and how long each measured step may run (every step is bounded in count
+ * and time; the full run is sized for ≤ 8 minutes, `--smoke` for ≤ 15 s).
+ */
+
+/** Parts that `--only=` selects. */
+export const SECTIONS = ['crypto', 'present', 'verify', 'gateway', 'scaling', 'webhooks'] as const;
+export type Section = typeof SECTIONS[number];
+export type Backend = 'native' | 'noble';
+
+/** How long / how much each step runs. */
+export interface Plan {
+  smoke: boolean;
+  /** --scale: factor applied to every measured step's duration and count (1 = the full run). */
+  scale: number;
+  /** True when every section runs on the default backends (not smoke, no --only/--backends): writes docs/benchmarks-chart.svg. */
+  full: boolean;
+  sections: Set<Section>;
+  backends: Backend[];
+  /** 'auto': profile the sidecar/gateway of the primary backend when one of their targets is missed. */
+  profile: 'auto' | 'always' | 'never';
+  ceilingSeconds: number;
+  levels: number[];
+  presentSeconds: Record<number, number>;
+  verifySeconds: Record<number, number>;
+  warmupVerifies: number;
+  healthzRequests: number;
+  gateway: { rounds: number; concurrency: number; tpSeconds: number; latSeconds: number; warmupSeconds: number };
+  scaling: { small: number; big: number; certs: number; rounds: number; verifiesPerRound: number; auditReads: number };
+  webhooks: { events: number; maxSeconds: number };
+  profileSeconds: number;
+  /** Budget for making bundles ahead of one step (s): bounds the counts where signing is slow (noble). */
+  genSeconds: number;
+  /** Watchdog for the whole run (seconds). */
+  maxSeconds: number;
+  /** Upper bound on pre-generated bundles of one step. */
+  maxBundles: number;
+}
+
+const USAGE = `usage: npm run bench -- [--smoke] [--only=${SECTIONS.join(',')}] [--backends=native,noble] [--profile | --no-profile] [--scale=0.05..1]`;
+
+/** Parses the command line into a plan. Throws a TypeError with the usage on bad arguments. */
+export function parsePlan(argv: readonly string[]): Plan {
+  let smoke = false;
+  let only: Section[] | undefined;
+  let backends: Backend[] | undefined;
+  let profile: Plan['profile'] = 'auto';
+  let scale = 1;
+  for (const a of argv) {
+    if (a === '--smoke') smoke = true;
+    else if (a.startsWith('--scale=')) {
+      scale = Number(a.slice(8));
+      if (!(scale >= 0.05 && scale <= 1)) throw new TypeError(`--scale must be a number from 0.05 to 1; ${USAGE}`);
+    }
+    else if (a.startsWith('--only=')) {
+      only = a.slice(7).split(',').filter(Boolean) as Section[];
+      for (const s of only) if (!(SECTIONS as readonly string[]).includes(s)) throw new TypeError(`unknown part ${JSON.stringify(s)}; ${USAGE}`);
+    } else if (a.startsWith('--backends=')) {
+      backends = a.slice(11).split(',').filter(Boolean) as Backend[];
+      for (const b of backends) if (b !== 'native' && b !== 'noble') throw new TypeError(`unknown backend ${JSON.stringify(b)}; ${USAGE}`);
+    } else if (a === '--profile') profile = 'always';
+    else if (a === '--no-profile') profile = 'never';
+    else if (a === '--help' || a === '-h') throw new TypeError(USAGE);
+    else throw new TypeError(`unknown argument ${JSON.stringify(a)}; ${USAGE}`);
+  }
+  const sections = new Set<Section>(only ?? SECTIONS);
+  if (smoke) {
+    return {
+      smoke, scale: 1, full: false, sections, backends: backends ?? ['noble'], profile: profile === 'always' ? 'always' : 'never',
+      ceilingSeconds: 0.2,
+      levels: [1, 16, 64],
+      presentSeconds: { 1: 0.15, 16: 0.15, 64: 0.15 },
+      verifySeconds: { 1: 0.2, 16: 0.2, 64: 0.2 },
+      warmupVerifies: 8,
+      healthzRequests: 50,
+      gateway: { rounds: 1, concurrency: 50, tpSeconds: 0.2, latSeconds: 0.1, warmupSeconds: 0.05 },
+      scaling: { small: 1_000, big: 10_000, certs: 1_000, rounds: 1, verifiesPerRound: 8, auditReads: 10 },
+      webhooks: { events: 30, maxSeconds: 8 },
+      profileSeconds: 1,
+      genSeconds: 2,
+      maxSeconds: 55,
+      maxBundles: 24,
+    };
+  }
+  // --scale shortens every measured step (durations, request counts, rounds), never the table sizes.
+  const t = (seconds: number): number => Math.max(0.2, seconds * scale);
+  const k = (count: number): number => Math.max(10, Math.round(count * scale));
+  return {
+    smoke, scale, full: only === undefined && backends === undefined, sections, backends: backends ?? ['native', 'noble'], profile,
+    ceilingSeconds: t(1.5),
+    levels: [1, 16, 64],
+    presentSeconds: { 1: t(1.5), 16: t(2), 64: t(2) },
+    verifySeconds: { 1: t(2), 16: t(2), 64: t(3) },
+    warmupVerifies: k(300),
+    healthzRequests: k(1_000),
+    gateway: { rounds: Math.max(2, Math.round(3 * scale)), concurrency: 50, tpSeconds: t(2), latSeconds: t(1), warmupSeconds: t(0.5) },
+    scaling: { small: 1_000, big: 1_000_000, certs: 100_000, rounds: Math.max(2, Math.round(3 * scale)), verifiesPerRound: k(300), auditReads: k(300) },
+    webhooks: { events: k(2_000), maxSeconds: 60 },
+    profileSeconds: t(3),
+    genSeconds: t(25),
+    maxSeconds: 12 * 60,
+    maxBundles: 40_000,
+  };
+}

@@ -1,0 +1,97 @@
+/**
+ * Helper servers of the gateway comparison, one per process (child of
+ * bench/run.ts). Each listens on 127.0.0.1:0 and prints `READY <mode> <port>`.
+ *
+ *   upstream  node:http answering every request 200 with a small JSON body
+ *   plain     Fastify + @fastify/http-proxy in front of the upstream (no auth)
+ *   jose      the same proxy, verifying an EdDSA JWT (Authorization: Bearer)
+ *             with `jose` before proxying, and checking its `scope` claim
+ *   all       the three in one process (smoke runs only: they share a thread)
+ *
+ *   node --import tsx bench/servers.ts upstream
+ *   node --import tsx bench/servers.ts plain --upstream=http://127.0.0.1:PORT
+ *   BENCH_JWT_PUBLIC_JWK='{...}' node --import tsx bench/servers.ts jose --upstream=... --scope=data:read
+ *
+ * The proxies use the same undici settings and header-size limit as the
+ * agent-authz gateway (gateway-plugin/index.ts), so the comparison differs
+ * only in what runs before the proxying.
+ */
+import http from 'node:http';
+import Fastify from 'fastify';
+import type { FastifyRequest } from 'fastify';
+import httpProxy from '@fastify/http-proxy';
+import { importJWK, jwtVerify } from 'jose';
+import type { JWK } from 'jose';
+
+const mode = process.argv[2];
+const arg = (name: string): string | undefined => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+/** Same as GATEWAY_MAX_HEADER_SIZE in gateway-plugin/options.ts. */
+const MAX_HEADER_SIZE = 32_768;
+
+function onSignals(close: () => Promise<void>): void {
+  for (const sig of ['SIGTERM', 'SIGINT'] as const) {
+    process.on(sig, () => {
+      setTimeout(() => process.exit(0), 2000).unref();
+      close().then(() => process.exit(0), () => process.exit(1));
+    });
+  }
+}
+
+async function upstream(): Promise<string> {
+  const body = Buffer.from('{"ok":true,"item":{"id":1,"name":"bench"}}');
+  const server = http.createServer({ maxHeaderSize: MAX_HEADER_SIZE, keepAliveTimeout: 60_000 }, (req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length });
+      res.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  onSignals(() => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }));
+  const port = (server.address() as { port: number }).port;
+  process.stdout.write(`READY upstream ${port}\n`);
+  return `http://127.0.0.1:${port}`;
+}
+
+async function proxy(withJwt: boolean, target = arg('upstream')): Promise<void> {
+  if (!target) throw new TypeError('--upstream=URL is required');
+  const app = Fastify({ logger: false, http: { maxHeaderSize: MAX_HEADER_SIZE }, keepAliveTimeout: 60_000 });
+  if (withJwt) {
+    const jwk = JSON.parse(process.env.BENCH_JWT_PUBLIC_JWK ?? 'null') as JWK | null;
+    if (!jwk) throw new TypeError('BENCH_JWT_PUBLIC_JWK is required');
+    const scope = arg('scope') ?? 'data:read';
+    const key = await importJWK(jwk, 'EdDSA');
+    app.addHook('onRequest', async (request: FastifyRequest, reply) => {
+      const h = request.headers.authorization;
+      if (!h || !h.startsWith('Bearer ')) return reply.code(401).send({ error: 'missing token' });
+      try {
+        const { payload } = await jwtVerify(h.slice(7), key, { algorithms: ['EdDSA'], issuer: 'bench-issuer', audience: 'bench-api' });
+        const scopes = typeof payload.scope === 'string' ? payload.scope.split(' ') : [];
+        if (!scopes.includes(scope)) return reply.code(403).send({ error: 'insufficient scope' });
+      } catch {
+        return reply.code(401).send({ error: 'invalid token' });
+      }
+      return undefined;
+    });
+  }
+  await app.register(httpProxy, {
+    upstream: target,
+    disableRequestLogging: true,
+    undici: { connections: 128, pipelining: 1, keepAliveTimeout: 30_000, headersTimeout: 30_000, bodyTimeout: 30_000 },
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  onSignals(() => app.close());
+  process.stdout.write(`READY ${withJwt ? 'jose' : 'plain'} ${(app.server.address() as { port: number }).port}\n`);
+}
+
+if (mode === 'upstream') await upstream();
+else if (mode === 'all') {
+  const up = await upstream();
+  await proxy(false, up);
+  await proxy(true, up);
+} else if (mode === 'plain') await proxy(false);
+else if (mode === 'jose') await proxy(true);
+else {
+  process.stderr.write('usage: servers.ts upstream|plain|jose|all [--upstream=URL] [--scope=SCOPE]\n');
+  process.exit(2);
+}
