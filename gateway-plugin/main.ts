@@ -6,15 +6,22 @@
  *
  * Reads the YAML/JSON config, validates it (one clear path-named line on
  * stderr and exit code 1 when it is bad), listens, and closes gracefully on
- * SIGTERM/SIGINT (forced exit after {@link SHUTDOWN_GRACE_MS}).
+ * SIGTERM/SIGINT with the sidecar's shutdown sequence (sidecar/shutdown.ts):
+ * new connections are refused and the readiness path answers 503
+ * `shutting_down` at once; every response from then on carries
+ * `Connection: close`; idle keep-alive connections get a short drain (no
+ * reset races); in-flight requests finish; then the metrics listener and the
+ * sidecar/upstream pools close and the process exits 0. After
+ * {@link SHUTDOWN_GRACE_MS} remaining connections are cut and it exits 1; a
+ * second signal exits 1 at once.
  * Importing this module starts the gateway; use `server.ts` to embed it.
  */
 
 import { loadConfigFile } from './config.ts';
 import { buildGateway } from './server.ts';
-import type { GatewayServer } from './server.ts';
+import { installGracefulShutdown } from '../sidecar/shutdown.ts';
 
-/** How long a graceful shutdown may take before the process exits anyway (ms). */
+/** How long a graceful shutdown may take before remaining connections are cut and the process exits 1 (ms). */
 export const SHUTDOWN_GRACE_MS = 10_000;
 
 const USAGE = 'usage: agent-authz-gateway --config <file.yaml|file.json>';
@@ -46,25 +53,16 @@ function oneLine(err: unknown): string {
 }
 
 async function main(): Promise<void> {
-  let server: GatewayServer;
   try {
     const raw = await loadConfigFile(configPath(process.argv.slice(2)));
-    server = await buildGateway(raw, process.env);
+    const server = await buildGateway(raw, process.env);
+    // Before listen(): it adds an onSend hook. Readiness flips in server.ts's preClose hook.
+    installGracefulShutdown(server.app, { timeoutMs: SHUTDOWN_GRACE_MS, name: 'gateway' });
     await server.listen();
   } catch (err) {
     process.stderr.write(`agent-authz-gateway: ${oneLine(err)}\n`);
     process.exit(1);
   }
-  let closing = false;
-  const shutdown = (signal: string): void => {
-    if (closing) return;
-    closing = true;
-    server.app.log.info({ signal }, 'gateway: shutting down');
-    setTimeout(() => process.exit(1), SHUTDOWN_GRACE_MS).unref();
-    server.close().then(() => process.exit(0), () => process.exit(1));
-  };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
 }
 
 await main();

@@ -14,9 +14,13 @@
  *   stay 0. Only {@link guardForward} increments it: when a request reaches the
  *   forwarding step without a recorded allow/public decision (a bug), it is
  *   counted here AND refused instead of forwarded. Alert on any non-zero value.
+ *
+ * The standalone server adds prom-client's default process and Node.js
+ * metrics with the same prefix ({@link collectGatewayDefaultMetrics}), minus
+ * the gauges named `*_total` ({@link DROPPED_DEFAULT_METRICS}).
  */
 
-import { Counter, Histogram, Registry } from 'prom-client';
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { isErrorCode } from '../src/errors.ts';
 import { DENY_CODES } from './outcome.ts';
 
@@ -26,6 +30,16 @@ export const METRIC_PREFIX = 'agent_authz_gateway_';
 export const VERIFY_BUCKETS: readonly number[] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 /** Buckets of the upstream-latency histogram (seconds). */
 export const UPSTREAM_BUCKETS: readonly number[] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/**
+ * Default Node.js metrics that prom-client exports as gauges named `*_total`
+ * (against the convention that `_total` marks a counter; `promtool check
+ * metrics` flags them). Removed, as in the sidecar (sidecar/metrics.ts): the
+ * per-type gauges without the suffix remain (`…_nodejs_active_handles` etc.)
+ * and sum to the same totals.
+ */
+export const DROPPED_DEFAULT_METRICS: readonly string[] = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']
+  .map((name) => `${METRIC_PREFIX}${name}`);
 
 const KNOWN_CAUSES = new Set(['verify_timeout', 'verify_network', 'verify_bad_response', 'verify_unknown_decision', 'unspecified', 'authorized', 'public', 'upstream_error', 'upstream_timeout']);
 const BRAND: unique symbol = Symbol('agent-authz-gateway-metrics');
@@ -59,6 +73,17 @@ export function createGatewayMetrics(registry: Registry = new Registry()): Gatew
     upstreamDuration: new Histogram({ name: `${METRIC_PREFIX}upstream_duration_seconds`, help: 'Latency of forwarded requests at the upstream.', labelNames: ['status_class'], buckets: [...UPSTREAM_BUCKETS], registers }),
     failOpen,
   };
+}
+
+/**
+ * Registers prom-client's default process and Node.js metrics in `registry`,
+ * prefixed with {@link METRIC_PREFIX}, without {@link DROPPED_DEFAULT_METRICS}.
+ * Call it once per registry (the standalone server does, for its metrics
+ * listener).
+ */
+export function collectGatewayDefaultMetrics(registry: Registry): void {
+  collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX });
+  for (const name of DROPPED_DEFAULT_METRICS) registry.removeSingleMetric(name);
 }
 
 /** True for a value made by {@link createGatewayMetrics}. */

@@ -4,21 +4,23 @@
  *
  * The main listener serves liveness (always 200 while up), readiness (200 only
  * while the sidecar's `GET /readyz` answers 200, else 503
- * `verify_unavailable`), and everything else through the gateway plugin.
- * Metrics are served on a separate listener (default 127.0.0.1:9464/metrics).
+ * `verify_unavailable` with cause `sidecar_not_ready`; 503 with cause
+ * `shutting_down` from the start of a close), and everything else through the
+ * gateway plugin. Metrics are served on a separate listener (default
+ * 127.0.0.1:9464/metrics), closed together with the main one: `app.close()`
+ * closes it after the main listener's connections are done.
  */
 
 import { randomUUID } from 'node:crypto';
 import Fastify from 'fastify';
 import type { FastifyInstance } from 'fastify';
-import { collectDefaultMetrics } from 'prom-client';
 import { errorBody, ERRORS } from '../src/errors.ts';
 import { agentAuthzGateway, GATEWAY_MAX_HEADER_SIZE, createGatewayMetrics, resolveGatewayOptions, DEFAULT_CHALLENGE_TIMEOUT_MS } from './index.ts';
 import type { GatewayMetrics } from './index.ts';
 import { gatewayClientErrorHandler, gatewayFrameworkErrors } from './framework-errors.ts';
 import { resolveConfig } from './config.ts';
 import type { GatewayConfig } from './config.ts';
-import { countRequest } from './metrics.ts';
+import { collectGatewayDefaultMetrics, countRequest } from './metrics.ts';
 import { SidecarClient } from './verify-client.ts';
 import { fail } from './validate.ts';
 
@@ -34,7 +36,7 @@ export interface GatewayServer {
   readonly config: GatewayConfig;
   /** Starts both listeners; resolves to their base URLs. */
   listen(): Promise<{ url: string; metricsUrl: string | undefined }>;
-  /** Stops both listeners and closes sidecar/upstream connections. */
+  /** Stops both listeners and closes sidecar/upstream connections (same as `app.close()`). */
   close(): Promise<void>;
 }
 
@@ -68,6 +70,9 @@ export async function buildGateway(rawConfig: unknown, env: NodeJS.ProcessEnv = 
     bodyLimit: resolved.bodyLimit,
     frameworkErrors: gatewayFrameworkErrors(metrics),
     clientErrorHandler: gatewayClientErrorHandler,
+    // During a graceful shutdown (main.ts), requests already on a connection are forwarded and
+    // answered normally (with `Connection: close`) instead of Fastify's bare 503.
+    return503OnClosing: false,
   });
   const readiness = new SidecarClient({
     url: resolved.sidecarUrl,
@@ -77,8 +82,14 @@ export async function buildGateway(rawConfig: unknown, env: NodeJS.ProcessEnv = 
     connections: 2,
   });
   app.addHook('onClose', async () => readiness.close());
+  // Readiness fails from the start of a close, so load balancers stop sending traffic.
+  let shuttingDown = false;
+  app.addHook('preClose', async () => { shuttingDown = true; });
   app.get(config.health.livenessPath, async () => ({ status: 'ok' }));
   app.get(config.health.readinessPath, async (request, reply) => {
+    if (shuttingDown) {
+      return reply.code(503).header('cache-control', 'no-store').send(errorBody('verify_unavailable', 'The gateway is shutting down.', { cause: 'shutting_down' }));
+    }
     if (await readiness.ready(request.id)) return { status: 'ready' };
     return reply.code(503).header('cache-control', 'no-store').send(errorBody('verify_unavailable', 'The sidecar is not ready.', { cause: 'sidecar_not_ready' }));
   });
@@ -90,11 +101,14 @@ export async function buildGateway(rawConfig: unknown, env: NodeJS.ProcessEnv = 
 
   let metricsApp: FastifyInstance | undefined;
   if (config.metrics !== false) {
-    collectDefaultMetrics({ register: metrics.registry, prefix: 'agent_authz_gateway_' });
+    collectGatewayDefaultMetrics(metrics.registry);
     const m = Fastify({ logger: false });
     const path = config.metrics.path;
     m.get(path, async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
     metricsApp = m;
+    // onClose hooks run after the main listener's connections are done: scrapes keep working
+    // during a graceful shutdown, and one app.close() (main.ts) stops both listeners.
+    app.addHook('onClose', async () => m.close());
   }
 
   return {
@@ -112,7 +126,7 @@ export async function buildGateway(rawConfig: unknown, env: NodeJS.ProcessEnv = 
       return { url: baseUrl(app), metricsUrl };
     },
     async close() {
-      await Promise.allSettled([app.close(), metricsApp?.close()]);
+      await app.close();
     },
   };
 }

@@ -1,10 +1,14 @@
 /**
  * Metrics over real HTTP: the separate metrics listener exports the request
  * counters by outcome/reason, the verify and upstream histograms, process
- * metrics, and agent_authz_gateway_fail_open_total = 0.
+ * metrics, and agent_authz_gateway_fail_open_total = 0. The exposition keeps
+ * `_total` for counters only (the default `*_active_*_total` gauges are
+ * dropped) and passes `promtool check metrics` when promtool is installed.
  */
 
 import t from 'tap';
+import { request } from 'undici';
+import { promtoolAvailable, promtoolCheck } from '../sidecar/ops/helpers.ts';
 import { allowAll, denyAll, gatewayConfig, metricValue, proofHeader, rawRequest, reply, send, startFakeSidecar, startGateway, startUpstream } from './helpers.ts';
 
 t.setTimeout(30_000);
@@ -62,4 +66,22 @@ await t.test('counters and histograms move; fail_open_total stays 0', async (t) 
   t.equal(await v('agent_authz_gateway_upstream_duration_seconds_count{status_class="2xx"}'), 2);
   t.ok((await v('agent_authz_gateway_process_cpu_user_seconds_total')) !== undefined, 'process metrics exported');
   t.equal(await v('agent_authz_gateway_fail_open_total'), 0, 'fail_open_total is still 0');
+});
+
+await t.test('exposition: _total only on counters; promtool check metrics accepts it', async (t) => {
+  const res = await request(gw.metricsUrl ?? '');
+  const text = await res.body.text();
+  t.equal(res.statusCode, 200);
+  const types = new Map<string, string>();
+  for (const m of text.matchAll(/^# TYPE (\S+) (\S+)$/gm)) types.set(m[1] as string, m[2] as string);
+  t.ok(types.has('agent_authz_gateway_nodejs_active_handles'), 'per-type active handles gauge kept');
+  for (const dropped of ['agent_authz_gateway_nodejs_active_handles_total', 'agent_authz_gateway_nodejs_active_requests_total', 'agent_authz_gateway_nodejs_active_resources_total']) {
+    t.notOk(types.has(dropped), `${dropped} is not exported`);
+  }
+  t.same([...types].filter(([name, type]) => type !== 'counter' && name.endsWith('_total')).map(([name]) => name), [], 'no non-counter ends in _total');
+  t.same([...types].filter(([name, type]) => type === 'counter' && !name.endsWith('_total')).map(([name]) => name), [], 'every counter ends in _total');
+  // One assertion, skipped (with the reason) when promtool is not installed.
+  const skip = promtoolAvailable() ? false : 'promtool is not installed (not on PATH)';
+  const r = skip === false ? promtoolCheck(text) : { status: 0, output: '' };
+  t.same({ status: r.status, findings: r.output.trim() }, { status: 0, findings: '' }, 'promtool check metrics accepts the exposition (exit 0, no findings)', { skip });
 });
