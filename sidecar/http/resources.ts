@@ -81,3 +81,21 @@ export function agentView(a: AgentRecord) {
     public_key_json: JSON.parse(a.publicKey) as unknown, connection_id: a.connectionId, created_at: iso(a.createdAt),
   };
 }
+
+/**
+ * Parses the `limit` and `cursor` query parameters of a listing: `limit` an integer from 1 to
+ * `limits.max` (default `limits.default`), `cursor` the opaque `next_cursor` of the previous
+ * page. Refuses anything else with `invalid_request` naming the parameter.
+ */
+export function parsePage(q: { limit?: string; cursor?: string }, limits: { default: number; max: number }): { limit: number; before?: number } {
+  let limit = limits.default;
+  if (q.limit !== undefined) {
+    if (!/^\d{1,4}$/.test(q.limit) || Number(q.limit) < 1 || Number(q.limit) > limits.max) {
+      throw new ServiceError('invalid_request', `limit must be an integer from 1 to ${limits.max}.`, { field: 'querystring.limit' });
+    }
+    limit = Number(q.limit);
+  }
+  if (q.cursor === undefined) return { limit };
+  if (!/^\d{1,15}$/.test(q.cursor)) throw new ServiceError('invalid_request', 'cursor is not valid.', { field: 'querystring.cursor' });
+  return { limit, before: Number(q.cursor) };
+}

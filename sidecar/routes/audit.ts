@@ -7,7 +7,7 @@ import { Type } from '@sinclair/typebox';
 import { ServiceError } from '../../src/errors.ts';
 import type { ServiceContext } from '../context.ts';
 import type { AuditEventRecord } from '../store/types.ts';
-import { iso } from '../http/resources.ts';
+import { iso, parsePage } from '../http/resources.ts';
 import { VERIFY_PRICE_MICROS } from '../decide/pipeline.ts';
 
 /** Audit page sizes. */
@@ -36,18 +36,7 @@ const dollars = (micros: number): string => (micros / 1_000_000).toFixed(6);
 export async function registerAuditRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
   app.get('/v1/service/audit/personal', { schema: { querystring: AuditQuery, tags: ['audit'] }, config: { auth: 'session' } }, async (request) => {
     const q = request.query as { limit?: string; cursor?: string; event_type?: string; agent_id?: string };
-    let limit: number = AUDIT_LIMITS.default;
-    if (q.limit !== undefined) {
-      if (!/^\d{1,4}$/.test(q.limit) || Number(q.limit) < 1 || Number(q.limit) > AUDIT_LIMITS.max) {
-        throw new ServiceError('invalid_request', `limit must be an integer from 1 to ${AUDIT_LIMITS.max}.`, { field: 'querystring.limit' });
-      }
-      limit = Number(q.limit);
-    }
-    let before: number | undefined;
-    if (q.cursor !== undefined) {
-      if (!/^\d{1,15}$/.test(q.cursor)) throw new ServiceError('invalid_request', 'cursor is not valid.', { field: 'querystring.cursor' });
-      before = Number(q.cursor);
-    }
+    const { limit, before } = parsePage(q, AUDIT_LIMITS);
     if (q.event_type !== undefined && !(AUDIT_EVENT_TYPES as readonly string[]).includes(q.event_type)) {
       throw new ServiceError('invalid_request', `event_type must be one of ${AUDIT_EVENT_TYPES.join(', ')}.`, { field: 'querystring.event_type' });
     }

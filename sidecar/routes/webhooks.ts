@@ -8,7 +8,7 @@ import { Type } from '@sinclair/typebox';
 import { ServiceError } from '../../src/errors.ts';
 import type { ServiceContext } from '../context.ts';
 import type { DeliveryRecord } from '../store/types.ts';
-import { iso, ownedPlatform, platformView } from '../http/resources.ts';
+import { iso, ownedPlatform, parsePage, platformView } from '../http/resources.ts';
 import { checkCallbackUrl } from './platforms.ts';
 
 /** Delivery list page sizes. */
@@ -47,16 +47,11 @@ export async function registerWebhookRoutes(app: FastifyInstance, ctx: ServiceCo
 
   app.get('/v1/service/webhooks/deliveries', { schema: { querystring: ListQuery, tags: ['webhooks'] }, config: { auth: 'session' } }, async (request) => {
     const q = request.query as { platform_id?: string; state?: string; limit?: string; cursor?: string };
-    let limit: number = DELIVERY_LIMITS.default;
-    if (q.limit !== undefined) {
-      if (!/^\d{1,4}$/.test(q.limit) || Number(q.limit) < 1 || Number(q.limit) > DELIVERY_LIMITS.max) throw new ServiceError('invalid_request', `limit must be an integer from 1 to ${DELIVERY_LIMITS.max}.`, { field: 'querystring.limit' });
-      limit = Number(q.limit);
-    }
+    const { limit, before } = parsePage(q, DELIVERY_LIMITS);
     if (q.state !== undefined && !STATES.includes(q.state)) throw new ServiceError('invalid_request', `state must be one of ${STATES.join(', ')}.`, { field: 'querystring.state' });
-    if (q.cursor !== undefined && !/^\d{1,15}$/.test(q.cursor)) throw new ServiceError('invalid_request', 'cursor is not valid.', { field: 'querystring.cursor' });
     const rows = await ctx.store.outbox.listDeliveries({
       accountId: request.session!.accountId, limit: limit + 1,
-      ...(q.platform_id ? { platformId: q.platform_id } : {}), ...(q.state ? { state: q.state } : {}), ...(q.cursor ? { before: Number(q.cursor) } : {}),
+      ...(q.platform_id ? { platformId: q.platform_id } : {}), ...(q.state ? { state: q.state } : {}), ...(before !== undefined ? { before } : {}),
     });
     const page = rows.slice(0, limit);
     return { deliveries: page.map(deliveryView), next_cursor: rows.length > limit ? String(page[page.length - 1]!.seq) : null };

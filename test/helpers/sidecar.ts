@@ -246,3 +246,15 @@ export async function delegateAgent(f: Flow, name: string, o: { approve: string[
 export function presentChallenge(f: Flow, challenge: string): Promise<Res> {
   return f.platform.post(`/v1/service/connections/${f.reg.connection_id}/agents/${f.agentId}/present`, { challenge });
 }
+
+/** The tap assertions {@link expectError} uses. */
+export type ErrorAsserts = { equal: (...a: any[]) => unknown; type: (...a: any[]) => unknown; notMatch: (...a: any[]) => unknown }; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** Asserts an error response: status, code, the spec's error shape, and no stack trace in the body. */
+export function expectError(t: ErrorAsserts, res: Res, status: number, code: string, msg = code): void {
+  t.equal(res.status, status, `${msg}: status ${status}`);
+  t.equal(res.body?.error?.code, code, `${msg}: code ${code}`);
+  t.equal(res.body?.error?.status, status, `${msg}: error.status`);
+  t.type(res.body?.error?.message, 'string', `${msg}: error.message`);
+  t.notMatch(res.text, /\n\s+at |\.ts:\d+|node_modules/, `${msg}: no stack trace`);
+}

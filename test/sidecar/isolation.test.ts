@@ -6,18 +6,10 @@
  */
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { Client, specFlow, startSidecar } from '../helpers/sidecar.ts';
+import { Client, expectError, specFlow, startSidecar } from '../helpers/sidecar.ts';
 import type { Res } from '../helpers/sidecar.ts';
 
-type Asserts = Pick<typeof t, 'equal' | 'ok' | 'match' | 'notMatch' | 'type'>;
 
-function expectError(t: Asserts, res: Res, status: number, code: string, msg = code): void {
-  t.equal(res.status, status, `${msg}: status ${status}`);
-  t.equal(res.body?.error?.code, code, `${msg}: code ${code}`);
-  t.equal(res.body?.error?.status, status, `${msg}: error.status`);
-  t.type(res.body?.error?.message, 'string', `${msg}: error.message`);
-  t.notMatch(res.text, /\n\s+at |\.ts:\d+|node_modules/, `${msg}: no stack trace`);
-}
 
 t.test('a second account cannot see or change the first account\'s resources', async (t) => {
   const sc = await startSidecar({}, { startWorkers: false });

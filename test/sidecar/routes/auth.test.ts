@@ -4,7 +4,7 @@
  * logout, and every refusal of spec sections 5 and 7 by its error code.
  */
 import t from 'tap';
-import { Client, login, startSidecar } from '../../helpers/sidecar.ts';
+import { Client, expectError, login, startSidecar } from '../../helpers/sidecar.ts';
 import type { Res, TestSidecar } from '../../helpers/sidecar.ts';
 
 type Asserts = Pick<typeof t, 'equal' | 'ok' | 'match' | 'notMatch' | 'type'>;
@@ -12,14 +12,6 @@ type Asserts = Pick<typeof t, 'equal' | 'ok' | 'match' | 'notMatch' | 'type'>;
 const SIXTEEN_MIN = 16 * 60_000;
 
 /** Asserts the error shape `{error:{code,message,status}}`, the code, the status, JSON, and no internals. */
-function expectError(t: Asserts, res: Res, status: number, code: string, msg = code): void {
-  t.equal(res.status, status, `${msg}: status ${status}`);
-  t.equal(res.body?.error?.code, code, `${msg}: code ${code}`);
-  t.equal(res.body?.error?.status, status, `${msg}: error.status`);
-  t.type(res.body?.error?.message, 'string', `${msg}: error.message`);
-  t.match(res.headers.get('content-type') ?? '', /^application\/json/, `${msg}: JSON body`);
-  t.notMatch(res.text, /\n\s+at |\.ts:\d+|node_modules|stack/i, `${msg}: no stack trace or file path`);
-}
 
 /** A code for `email` that differs from the one e-mailed. */
 const wrongCode = (right: string): string => String((Number(right) + 1) % 1_000_000).padStart(6, '0');

@@ -7,21 +7,13 @@
  */
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { Client, onboard, present, specFlow, startSidecar } from '../../helpers/sidecar.ts';
+import { Client, expectError, onboard, present, specFlow, startSidecar } from '../../helpers/sidecar.ts';
 import type { Res, TestSidecar } from '../../helpers/sidecar.ts';
 import { canonicalize, tryCanonicalize } from '../../../src/canonical.ts';
 import { verifyCertificate } from '../../../src/certificate.ts';
 import { createVerifier, publicKeyFromJson } from '../../../src/crypto/hybrid.ts';
 
-type Asserts = Pick<typeof t, 'equal' | 'ok' | 'match' | 'notMatch' | 'type'>;
 
-function expectError(t: Asserts, res: Res, status: number, code: string, msg = code): void {
-  t.equal(res.status, status, `${msg}: status ${status}`);
-  t.equal(res.body?.error?.code, code, `${msg}: code ${code}`);
-  t.equal(res.body?.error?.status, status, `${msg}: error.status`);
-  t.type(res.body?.error?.message, 'string', `${msg}: error.message`);
-  t.notMatch(res.text, /\n\s+at |\.ts:\d+|node_modules/, `${msg}: no stack trace`);
-}
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const CERT_ID_RE = /^cert-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

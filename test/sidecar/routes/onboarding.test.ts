@@ -3,20 +3,12 @@
  * type, which completes onboarding and creates the root identity.
  */
 import t from 'tap';
-import { Client, login, startSidecar } from '../../helpers/sidecar.ts';
+import { Client, expectError, login, startSidecar } from '../../helpers/sidecar.ts';
 import type { Res } from '../../helpers/sidecar.ts';
 import { publicKeyFromJson } from '../../../src/crypto/hybrid.ts';
 import { AAD } from '../../../sidecar/secrets.ts';
 
-type Asserts = Pick<typeof t, 'equal' | 'ok' | 'match' | 'notMatch' | 'type'>;
 
-function expectError(t: Asserts, res: Res, status: number, code: string, msg = code): void {
-  t.equal(res.status, status, `${msg}: status ${status}`);
-  t.equal(res.body?.error?.code, code, `${msg}: code ${code}`);
-  t.equal(res.body?.error?.status, status, `${msg}: error.status`);
-  t.type(res.body?.error?.message, 'string', `${msg}: error.message`);
-  t.notMatch(res.text, /\n\s+at |\.ts:\d+|node_modules/, `${msg}: no stack trace`);
-}
 
 let n = 0;
 const email = (tag: string): string => `onb-${tag}-${++n}@example.com`;

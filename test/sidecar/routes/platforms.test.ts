@@ -5,19 +5,11 @@
  */
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { Client, onboard, specFlow, startSidecar } from '../../helpers/sidecar.ts';
+import { Client, expectError, onboard, specFlow, startSidecar } from '../../helpers/sidecar.ts';
 import type { Res, TestSidecar } from '../../helpers/sidecar.ts';
 import { publicKeyFromJson } from '../../../src/crypto/hybrid.ts';
 
-type Asserts = Pick<typeof t, 'equal' | 'ok' | 'match' | 'notMatch' | 'type'>;
 
-function expectError(t: Asserts, res: Res, status: number, code: string, msg = code): void {
-  t.equal(res.status, status, `${msg}: status ${status}`);
-  t.equal(res.body?.error?.code, code, `${msg}: code ${code}`);
-  t.equal(res.body?.error?.status, status, `${msg}: error.status`);
-  t.type(res.body?.error?.message, 'string', `${msg}: error.message`);
-  t.notMatch(res.text, /\n\s+at |\.ts:\d+|node_modules/, `${msg}: no stack trace`);
-}
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO_OFFSET_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
