@@ -67,6 +67,7 @@ export class TrustedProxies {
 
   /** True when the (normalized) address is trusted. */
   has(address: string): boolean {
+    if (this.#count === 0) return false; // the common case: no trusted proxies, no BlockList lookup per request
     const family = isIP(address);
     return family !== 0 && this.#list.check(address, family === 4 ? 'ipv4' : 'ipv6');
   }

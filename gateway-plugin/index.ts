@@ -28,7 +28,7 @@ import { normalizeRequestTarget } from './path.ts';
 import type { RequestTarget } from './path.ts';
 import { SUPPORTED_METHODS } from './routes.ts';
 import type { RouteMatch } from './routes.ts';
-import { decodeProof, readProofHeader } from './proof.ts';
+import { decodeProofJson, readProofHeader } from './proof.ts';
 import { deriveAmountCurrency, deriveClientIp, deriveTenant, sha256Hex } from './context.ts';
 import type { VerifyContext } from './context.ts';
 import { SidecarClient } from './verify-client.ts';
@@ -50,7 +50,8 @@ export { gatewayFrameworkErrors, gatewayClientErrorHandler } from './framework-e
 interface RequestState {
   target?: RequestTarget;
   route?: RouteMatch;
-  bundle?: Record<string, unknown>;
+  /** JSON text of the bundle that passed the strict pre-check. */
+  bundleJson?: string;
   clientIp?: string | undefined;
   trustedPeer?: boolean;
   decision?: ForwardDecision;
@@ -119,12 +120,12 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
       const extra = challenge === undefined ? { required_scope: route.scope } : { required_scope: route.scope, challenge };
       throw new ServiceError('proof_required', undefined, extra, { 'www-authenticate': www });
     }
-    state.bundle = decodeProof(header.value);
+    state.bundleJson = decodeProofJson(header.value).json;
   }
 
   async function preHandler(request: FastifyRequest): Promise<void> {
     const state = stateOf(request);
-    const { route, target, bundle } = state;
+    const { route, target, bundleJson } = state;
     if (route === undefined || target === undefined) throw new ServiceError('internal_error');
     const peer = deriveClientIp(request.raw.socket.remoteAddress, request.headers['x-forwarded-for'], opts.trustedProxies);
     state.clientIp = peer.clientIp;
@@ -133,7 +134,7 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
       state.decision = { kind: 'public' };
       return;
     }
-    if (bundle === undefined) throw new ServiceError('internal_error');
+    if (bundleJson === undefined) throw new ServiceError('internal_error');
     const body = Buffer.isBuffer(request.body) ? request.body : EMPTY;
     const tenant = deriveTenant(opts.context.tenant, request.headers.host, request.headers, peer.trustedPeer);
     const money = deriveAmountCurrency(body, request.headers['content-type'], route.amountPointer, route.currencyPointer);
@@ -146,7 +147,7 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
       body_sha256: sha256Hex(body),
     };
     const started = performance.now();
-    const result = await sidecar.verify({ proof_bundle: bundle, required_scope: route.scope, context }, request.id);
+    const result = await sidecar.verify({ proofBundleJson: bundleJson, required_scope: route.scope, context }, request.id);
     const outcome = mapVerifyResult(result, route.scope);
     metrics.verifyDuration.observe({ result: verifyResultLabel(result, outcome) }, (performance.now() - started) / 1000);
     if (outcome.kind === 'refuse') throw outcome.error;

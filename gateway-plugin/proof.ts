@@ -13,13 +13,17 @@
  *   costs a (billed) verify call, and only small, flat, bounded objects are
  *   ever serialized into the verify request.
  *
- * The bundle that passed the parse is sent to verify as decoded (the same
- * object, not a rebuilt one); the signatures are checked only by verify.
+ * The bundle that passed the parse is sent to verify as decoded: its decoded
+ * JSON text is spliced into the verify body as is (no re-serialization; the
+ * sidecar's JSON.parse-based parser reads the same object the gateway
+ * checked), unless that text is longer than `MAX_BUNDLE_BYTES` (whitespace
+ * padding), in which case the compact `JSON.stringify` of the checked object
+ * is sent. The signatures are checked only by verify.
  */
 
 import type { IncomingMessage } from 'node:http';
 import { ServiceError } from '../src/errors.ts';
-import { parseProofBundle } from '../src/proof.ts';
+import { MAX_BUNDLE_BYTES, parseProofBundle } from '../src/proof.ts';
 import { isPlainObject } from './validate.ts';
 
 /** The header carrying the proof bundle (lowercase). */
@@ -49,12 +53,27 @@ function rejected(message: string): never {
   throw new ServiceError('proof_rejected', message, { reason: 'invalid_proof' });
 }
 
+/** A proof that passed the structural pre-check. */
+export interface DecodedProof {
+  /** The decoded bundle object. */
+  readonly bundle: Record<string, unknown>;
+  /** JSON text of exactly that object, to splice into the verify body (see the file header). */
+  readonly json: string;
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 /**
  * Decodes a header value (standard base64 or base64url, padding optional)
  * into the bundle object and checks its structure with `parseProofBundle`.
  * Returns the decoded object itself. Throws 403 `proof_rejected` when malformed.
  */
 export function decodeProof(value: string): Record<string, unknown> {
+  return decodeProofJson(value).bundle;
+}
+
+/** {@link decodeProof}, also returning the JSON text to send to verify. */
+export function decodeProofJson(value: string): DecodedProof {
   if (value.length > MAX_PROOF_HEADER_LENGTH) rejected('The X-Service-Proof header is too large.');
   const standard = /^[A-Za-z0-9+/]+={0,2}$/.test(value);
   const urlSafe = /^[A-Za-z0-9_-]+={0,2}$/.test(value);
@@ -64,13 +83,16 @@ export function decodeProof(value: string): Record<string, unknown> {
   }
   const bytes = Buffer.from(body, standard ? 'base64' : 'base64url');
   let bundle: unknown;
+  let text: string;
   try {
-    bundle = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+    text = UTF8.decode(bytes);
+    bundle = JSON.parse(text);
   } catch {
     rejected('The X-Service-Proof header is not base64 of a JSON object.');
   }
   if (!isPlainObject(bundle)) rejected('The X-Service-Proof header is not base64 of a JSON object.');
   // Never throws (a deeply nested member is refused by its exact-members and depth checks).
   if (parseProofBundle(bundle) === null) rejected('The X-Service-Proof header is not a well-formed proof bundle.');
-  return bundle;
+  // `text` is one JSON value (JSON.parse accepted all of it) and an object: safe to splice.
+  return { bundle, json: text.length <= MAX_BUNDLE_BYTES ? text : JSON.stringify(bundle) };
 }

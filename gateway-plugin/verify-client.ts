@@ -41,6 +41,23 @@ export interface VerifyRequest {
   readonly context: VerifyContext;
 }
 
+/**
+ * The verify body with the bundle given as JSON text that already passed the
+ * strict pre-check (`decodeProofJson` in proof.ts): spliced in as is instead
+ * of re-serializing the ~5 KB object.
+ */
+export interface VerifyRequestJson {
+  readonly proofBundleJson: string;
+  readonly required_scope: string;
+  readonly context: VerifyContext;
+}
+
+/** The verify body text. */
+export function verifyBody(request: VerifyRequest | VerifyRequestJson): string {
+  if (!('proofBundleJson' in request)) return JSON.stringify(request);
+  return `{"proof_bundle":${request.proofBundleJson},"required_scope":${JSON.stringify(request.required_scope)},"context":${JSON.stringify(request.context)}}`;
+}
+
 type Raw = { status: number; contentType: string | undefined; body: string; tooLarge: boolean };
 
 /** Keep-alive client for the sidecar's verify, challenge and readiness APIs. */
@@ -96,8 +113,8 @@ export class SidecarClient {
   }
 
   /** Calls verify. Never throws. */
-  async verify(request: VerifyRequest, requestId: string): Promise<VerifyResult> {
-    const r = await this.#call('POST', '/v1/service/verify', this.#options.verifyTimeoutMs, requestId, JSON.stringify(request));
+  async verify(request: VerifyRequest | VerifyRequestJson, requestId: string): Promise<VerifyResult> {
+    const r = await this.#call('POST', '/v1/service/verify', this.#options.verifyTimeoutMs, requestId, verifyBody(request));
     if (r === 'timeout' || r === 'network') return { kind: r };
     return { kind: 'response', ...r };
   }

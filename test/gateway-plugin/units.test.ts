@@ -12,7 +12,8 @@ import { ServiceError } from '../../src/errors.ts';
 import { MAX_PATH_LENGTH, isNormalizedPath, normalizePath, normalizeRequestTarget } from '../../gateway-plugin/path.ts';
 import { JsonNumber, parseStrictJson, resolvePointer } from '../../gateway-plugin/json.ts';
 import { TrustedProxies, amountFromNumber, deriveClientIp } from '../../gateway-plugin/context.ts';
-import { MAX_PROOF_HEADER_LENGTH, decodeProof } from '../../gateway-plugin/proof.ts';
+import { MAX_PROOF_HEADER_LENGTH, decodeProof, decodeProofJson } from '../../gateway-plugin/proof.ts';
+import { verifyBody } from '../../gateway-plugin/verify-client.ts';
 import { compileRoutes } from '../../gateway-plugin/routes.ts';
 import { canonicalHeaderName, upstreamRequestHeaders, upstreamResponseHeaders } from '../../gateway-plugin/headers.ts';
 import { fakeBundle, proofHeader } from './helpers.ts';
@@ -97,6 +98,25 @@ t.test('normalizePath: length limit equals the sidecar verify context.path limit
   t.equal(normalizePath(encoded).length, MAX_PATH_LENGTH, 'the limit is on the normalized path (decoding shrinks)');
   t.equal(code(() => normalizePath(`/${'"'.repeat(700)}`)), 'invalid_request', 'the limit is on the normalized path (encoding grows)');
   t.equal(code(() => normalizeRequestTarget(`${exact}b?q=1`)), 'invalid_request');
+});
+
+t.test('decodeProofJson + verifyBody: the checked JSON text is spliced into the verify body', async (t) => {
+  const bundle = fakeBundle();
+  const context = { method: 'GET', path: '/v1/items/1', client_ip: '127.0.0.1', body_sha256: 'e3'.repeat(32) };
+  const objectBody = verifyBody({ proof_bundle: bundle, required_scope: 'data:read', context });
+  for (const text of [JSON.stringify(bundle), JSON.stringify(bundle, null, 1), JSON.stringify(Object.fromEntries(Object.entries(bundle).reverse()))]) {
+    const decoded = decodeProofJson(Buffer.from(text).toString('base64'));
+    t.equal(decoded.json, text, 'the decoded text itself');
+    const body = verifyBody({ proofBundleJson: decoded.json, required_scope: 'data:read', context });
+    t.same(JSON.parse(body), JSON.parse(objectBody), 'parses to the same verify request');
+  }
+  // Whitespace padding past the 8 KiB bundle limit: the compact serialization of the checked object is sent.
+  const compact = JSON.stringify(bundle);
+  const padded = compact.replace(',', `,${' '.repeat(8300 - compact.length + 200)}`);
+  const decoded = decodeProofJson(Buffer.from(padded).toString('base64'));
+  t.equal(decoded.json, compact);
+  // A quote or backslash in the scope cannot break out of the hand-built body.
+  t.same(JSON.parse(verifyBody({ proofBundleJson: compact, required_scope: 'a"b\\c', context })).required_scope, 'a"b\\c');
 });
 
 t.test('decodeProof: strict structural pre-validation', async (t) => {
