@@ -80,13 +80,12 @@ async function startSidecarOnce(run: Run, backend: Backend, dataDir: string, o: 
     // Bundles are made ahead of the measured steps: keep them fresh for the whole run.
     SIDECAR_CHALLENGE_TTL_SECONDS: '3600', SIDECAR_PROOF_FRESHNESS_SECONDS: '3600',
     ...(o.webhooks ? { SIDECAR_WEBHOOK_ALLOW_INSECURE: '1' } : {}),
+    ...(process.env.BENCH_CRYPTO_WORKERS ? { SIDECAR_CRYPTO_WORKERS: process.env.BENCH_CRYPTO_WORKERS } : {}),
     ...(backend === 'native' ? { SIDECAR_SQLITE_BINDING: run.sqlite24! } : {}),
   });
   delete env.NODE_ENV;
   const bin = backend === 'native' ? NODE24 : process.execPath;
-  // Node 24 + better-sqlite3 12 aborts when a garbage Statement is collected: see bench/sqlite-gc-guard.mjs.
-  const flags = [...(backend === 'native' ? ['--import', path.join(ROOT, 'bench/sqlite-gc-guard.mjs')] : []), ...(o.nodeFlags ?? [])];
-  const child = new Child(o.name ?? `sidecar(${backend})`, bin, tsArgs('sidecar/main.ts', flags), env);
+  const child = new Child(o.name ?? `sidecar(${backend})`, bin, tsArgs('sidecar/main.ts', o.nodeFlags ?? []), env);
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(`${url}/readyz`, child, 60_000);
   return { child, url, dataDir, dbFile: path.join(dataDir, DB_FILE_NAME), backend };
@@ -455,14 +454,22 @@ async function profileSidecar(run: Run, backend: Backend, sc: Sidecar, s: Setup,
     await p.close().catch(() => undefined);
     await prof.child.stop(30_000);
   }
-  const file = fs.readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
+  // One profile per thread: CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile; thread 0 is the
+  // main thread (HTTP, SQLite), the others are the crypto workers.
+  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sort();
+  const file = files.find((f) => /\.0\.\d+\.cpuprofile$/.test(f)) ?? files[0];
   if (file) {
     const f = path.join(dir, file);
     const verify = summarizeProfile(f, { top: 15, fromEndUs: [marks.exit - marks.v0, marks.exit - marks.v1] });
     const present = summarizeProfile(f, { top: 15, fromEndUs: [marks.exit - marks.p0, marks.exit - marks.p1] });
     br.profiles = { ...br.profiles, verify, present };
-    process.stderr.write(formatProfile(verify, `${backend}: sidecar, verify c=64`) + '\n');
-    process.stderr.write(formatProfile(present, `${backend}: sidecar, present c=16`) + '\n');
+    process.stderr.write(formatProfile(verify, `${backend}: sidecar main thread, verify c=64`) + '\n');
+    process.stderr.write(formatProfile(present, `${backend}: sidecar main thread, present c=16`) + '\n');
+    for (const w of files.filter((x) => x !== file)) {
+      const wf = path.join(dir, w);
+      process.stderr.write(formatProfile(summarizeProfile(wf, { top: 5, fromEndUs: [marks.exit - marks.v0, marks.exit - marks.v1] }), `${backend}: crypto worker ${w}, verify c=64`) + '\n');
+      process.stderr.write(formatProfile(summarizeProfile(wf, { top: 5, fromEndUs: [marks.exit - marks.p0, marks.exit - marks.p1] }), `${backend}: crypto worker ${w}, present c=16`) + '\n');
+    }
   } else log('sidecar profile: no .cpuprofile written');
   return startSidecar(run, backend, sc.dataDir);
 }

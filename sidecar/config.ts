@@ -6,6 +6,7 @@
  * `SIDECAR_*` variables are rejected too, so a typo never silently falls
  * back to a default.
  */
+import os from 'node:os';
 import path from 'node:path';
 
 /** The validated configuration `buildServer` takes. */
@@ -35,6 +36,8 @@ export interface SidecarConfig {
   shutdownTimeoutMs: number;
   /** Path of a better-sqlite3 native binding built for this runtime (null = the installed one). */
   sqliteBinding: string | null;
+  /** Worker threads for hybrid signing (present) and proof-signature checks (verify); 0 = on the main thread. */
+  cryptoWorkers: number;
 }
 
 /** Defaults, as named constants. */
@@ -55,6 +58,14 @@ export const DEFAULTS = {
   shutdownTimeoutMs: 10_000,
 } as const;
 
+/** Default of `SIDECAR_CRYPTO_WORKERS`: one worker per core, at most two. */
+export function defaultCryptoWorkers(): number {
+  return Math.min(2, os.availableParallelism());
+}
+
+/** Most crypto worker threads `SIDECAR_CRYPTO_WORKERS` accepts. */
+export const MAX_CRYPTO_WORKERS = 16;
+
 /** Every environment variable the sidecar reads. */
 export const ENV_VARS = [
   'SIDECAR_HOST', 'SIDECAR_PORT', 'SIDECAR_DATA_DIR', 'SIDECAR_SMTP_URL', 'SIDECAR_MAIL_FROM',
@@ -62,7 +73,7 @@ export const ENV_VARS = [
   'SIDECAR_CHALLENGE_TTL_SECONDS', 'SIDECAR_PROOF_FRESHNESS_SECONDS', 'SIDECAR_API_KEY_GRACE_SECONDS',
   'SIDECAR_SEND_CODE_PER_MINUTE', 'SIDECAR_LOG_LEVEL', 'SIDECAR_BODY_LIMIT_BYTES', 'SIDECAR_TRUST_PROXY',
   'SIDECAR_AUDIT_RETENTION_DAYS', 'SIDECAR_CHALLENGE_RETENTION_HOURS', 'SIDECAR_SHUTDOWN_TIMEOUT_MS',
-  'SIDECAR_SQLITE_BINDING',
+  'SIDECAR_SQLITE_BINDING', 'SIDECAR_CRYPTO_WORKERS',
 ] as const;
 
 /** Micro-dollars per dollar: money is integer micro-units, never floats. */
@@ -178,6 +189,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     challengeRetentionHours: int(env, 'SIDECAR_CHALLENGE_RETENTION_HOURS', DEFAULTS.challengeRetentionHours, 1, 8760),
     shutdownTimeoutMs: int(env, 'SIDECAR_SHUTDOWN_TIMEOUT_MS', DEFAULTS.shutdownTimeoutMs, 100, 600_000),
     sqliteBinding: env.SIDECAR_SQLITE_BINDING ? path.resolve(env.SIDECAR_SQLITE_BINDING) : null,
+    cryptoWorkers: int(env, 'SIDECAR_CRYPTO_WORKERS', defaultCryptoWorkers(), 0, MAX_CRYPTO_WORKERS),
   };
 }
 

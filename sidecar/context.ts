@@ -1,8 +1,9 @@
 /**
  * The service context: everything a route or pipeline stage needs (config,
- * store, secret box, clock, mailer, caches, metrics), created once by
+ * store, secret box, clock, mailer, caches, metrics, crypto workers), created once by
  * `buildServer` and passed explicitly.
  */
+import type { KeyObject } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { SidecarConfig } from './config.ts';
 import type { Store } from './store/types.ts';
@@ -10,6 +11,7 @@ import type { SecretBox } from './secrets.ts';
 import type { Mailer } from './mail.ts';
 import type { SidecarMetrics } from './metrics.ts';
 import type { DecisionCaches } from './decide/caches.ts';
+import type { ProofCrypto } from './crypto-pool.ts';
 
 /** A clock returning Unix milliseconds; injectable for tests. */
 export type Clock = () => number;
@@ -24,8 +26,13 @@ export interface ServiceContext {
   readonly log: FastifyBaseLogger;
   readonly metrics: SidecarMetrics;
   readonly caches: DecisionCaches;
-  /** HMAC keys derived from the master key. */
-  readonly keys: { csrf: Uint8Array; loginCode: Uint8Array; apiKey: Uint8Array };
+  /** Proof signing and proof-signature checks: the crypto worker pool, or inline (`SIDECAR_CRYPTO_WORKERS=0`). */
+  readonly crypto: ProofCrypto;
+  /**
+   * HMAC keys derived from the master key, as secret KeyObjects: on Node 24 an HMAC keyed with
+   * raw bytes costs several times one keyed with a KeyObject (the key is imported per call).
+   */
+  readonly keys: { csrf: KeyObject; loginCode: KeyObject; apiKey: KeyObject };
   /** Wakes the webhook worker after an event was enqueued. */
   readonly nudgeWebhooks: () => void;
 }

@@ -19,6 +19,7 @@ import { createLogMailer, createSmtpMailer } from './mail.ts';
 import type { Mailer } from './mail.ts';
 import { createMetrics } from './metrics.ts';
 import { DecisionCaches } from './decide/caches.ts';
+import { createProofCrypto } from './crypto-pool.ts';
 import { installErrorHandlers } from './http/errors.ts';
 import { installAuth } from './http/auth.ts';
 import { registerAuthRoutes } from './routes/auth.ts';
@@ -121,7 +122,12 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     mailer: opts.mailer ?? (config.smtpUrl ? createSmtpMailer(config.smtpUrl, config.mailFrom) : createLogMailer(app.log)),
     log: app.log,
     caches: new DecisionCaches(),
-    keys: { csrf: box.subkey('csrf'), loginCode: box.subkey('login-code'), apiKey: box.subkey('api-key') },
+    crypto: createProofCrypto(config.cryptoWorkers, { log: app.log }),
+    keys: {
+      csrf: crypto.createSecretKey(box.subkey('csrf')),
+      loginCode: crypto.createSecretKey(box.subkey('login-code')),
+      apiKey: crypto.createSecretKey(box.subkey('api-key')),
+    },
     nudgeWebhooks: () => worker?.nudge(),
   };
   metrics.bindSources({
@@ -171,9 +177,12 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
       retention.unref();
     });
   }
+  // Start the crypto workers with the server, so the first present or verify does not wait for them.
+  app.addHook('onReady', async () => { ctx.crypto.warm(); });
   app.addHook('onClose', async () => {
     if (retention) clearInterval(retention);
     await worker?.stop();
+    await ctx.crypto.close();
     ctx.mailer.close();
     await store.close();
   });

@@ -8,7 +8,7 @@
  * SHA-256, not embedded, so the base64 of a bundle stays near 6.4 KiB — small
  * enough for one `X-Service-Proof` header. docs/proofs.md documents it.
  */
-import { canonicalBytes, tryCanonicalize } from './canonical.ts';
+import { canonicalBytes } from './canonical.ts';
 import { signatureFromJson, signatureToJson } from './crypto/hybrid.ts';
 import type { HybridSignature, HybridSignatureJson, HybridSigner } from './crypto/hybrid.ts';
 
@@ -49,18 +49,51 @@ export interface ParsedProof {
 
 /** Builds and signs a bundle with the agent's signer. */
 export function signProof(payload: ProofPayload, agentSigner: HybridSigner): ProofBundle {
-  return { ...payload, sig: signatureToJson(agentSigner.sign(PROOF_DOMAIN, canonicalBytes(payload))) };
+  return { ...payload, sig: signatureToJson(agentSigner.sign(PROOF_DOMAIN, proofSignedBytes(payload))) };
 }
 
-/** The bytes the agent signed for `payload` (domain separation is applied by the hybrid layer). */
+/** Printable ASCII other than `"` and `\\`: text that JSON.stringify only wraps in quotes. */
+const PLAIN_JSON_TEXT = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/**
+ * The bytes the agent signed for `payload` (domain separation is applied by the hybrid layer):
+ * its canonical JSON. For the payloads present builds and parseProofBundle accepts (every member
+ * plain ASCII), the text is put together directly, members in canonical (sorted) order; anything
+ * else goes through the general canonicalizer. Both give the same bytes.
+ */
 export function proofSignedBytes(payload: ProofPayload): Uint8Array {
+  const p = payload;
+  if (p.v === 1 && p.typ === PROOF_TYPE && Object.keys(p).length === 8
+    && typeof p.agent_id === 'string' && typeof p.aud === 'string' && typeof p.cert_id === 'string' && typeof p.cert_sha256 === 'string'
+    && typeof p.challenge === 'string' && typeof p.presented_at === 'string'
+    && PLAIN_JSON_TEXT.test(p.agent_id + p.aud + p.cert_id + p.cert_sha256 + p.challenge + p.presented_at)) {
+    return new TextEncoder().encode(`{"agent_id":"${p.agent_id}","aud":"${p.aud}","cert_id":"${p.cert_id}","cert_sha256":"${p.cert_sha256}",`
+      + `"challenge":"${p.challenge}","presented_at":"${p.presented_at}","typ":"${PROOF_TYPE}","v":1}`);
+  }
   return canonicalBytes(payload);
 }
 
 const KEYS = ['v', 'typ', 'challenge', 'aud', 'agent_id', 'cert_id', 'cert_sha256', 'presented_at', 'sig'];
+const SIG_KEYS = ['ed25519', 'ml_dsa_65'];
+/** Canonical JSON bytes of an object with these member names, without its values: braces, commas, quoted names and colons. */
+const frameBytes = (keys: readonly string[]): number => 2 + (keys.length - 1) + keys.reduce((n, k) => n + k.length + 3, 0);
+const BUNDLE_FRAME_BYTES = frameBytes(KEYS);
+const SIG_FRAME_BYTES = frameBytes(SIG_KEYS);
 const ISO_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const ID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const CHALLENGE_RE = /^[A-Za-z0-9_-]{16,128}$/;
+
+/**
+ * Size of the canonical JSON of a bundle whose members passed the format checks, computed
+ * without serializing it. Every string member but the signature halves is checked to be ASCII
+ * that JSON does not escape, so it takes its length + 2 quotes; for the signature halves this
+ * is a lower bound (exact for the base64url that `signatureFromJson` accepts next).
+ */
+function canonicalBundleBytes(o: Record<string, unknown>, sig: { ed25519: string; ml_dsa_65: string }): number {
+  const str = (v: unknown): number => (v as string).length + 2;
+  return BUNDLE_FRAME_BYTES + 1 /* v: 1 */ + str(o.typ) + str(o.challenge) + str(o.aud) + str(o.agent_id) + str(o.cert_id)
+    + str(o.cert_sha256) + str(o.presented_at) + SIG_FRAME_BYTES + str(sig.ed25519) + str(sig.ml_dsa_65);
+}
 
 /**
  * Parses an untrusted bundle strictly: exact members, types, lengths, the
@@ -69,6 +102,8 @@ const CHALLENGE_RE = /^[A-Za-z0-9_-]{16,128}$/;
  */
 export function parseProofBundle(input: unknown): ParsedProof | null {
   if (!input || typeof input !== 'object' || Array.isArray(input)) return null;
+  const proto: unknown = Object.getPrototypeOf(input);
+  if (proto !== Object.prototype && proto !== null) return null;
   const o = input as Record<string, unknown>;
   const keys = Object.keys(o);
   if (keys.length !== KEYS.length || !KEYS.every((k) => Object.prototype.hasOwnProperty.call(o, k))) return null;
@@ -81,9 +116,11 @@ export function parseProofBundle(input: unknown): ParsedProof | null {
   if (typeof o.presented_at !== 'string' || !ISO_RE.test(o.presented_at)) return null;
   const presentedAt = Date.parse(o.presented_at);
   if (!Number.isFinite(presentedAt) || new Date(presentedAt).toISOString() !== o.presented_at) return null;
-  const text = tryCanonicalize(o);
-  if (text === null || text.length > MAX_BUNDLE_BYTES) return null;
-  const signature = signatureFromJson(o.sig);
+  const sig = o.sig as { ed25519?: unknown; ml_dsa_65?: unknown } | null;
+  if (typeof sig !== 'object' || sig === null || typeof sig.ed25519 !== 'string' || typeof sig.ml_dsa_65 !== 'string') return null;
+  // The size limit (canonical JSON bytes), from the member lengths: no serialization.
+  if (canonicalBundleBytes(o, sig as { ed25519: string; ml_dsa_65: string }) > MAX_BUNDLE_BYTES) return null;
+  const signature = signatureFromJson(sig);
   if (!signature) return null;
   const payload: ProofPayload = {
     v: 1, typ: PROOF_TYPE, challenge: o.challenge, aud: o.aud, agent_id: o.agent_id,

@@ -126,7 +126,8 @@ async function run(ctx: ServiceContext, apiKey: unknown, body: VerifyInput, inva
   if (cert.value.payload.connection_id !== auth.connectionId) {
     return reject(new ServiceError('invalid_proof', 'The certificate was not issued for this connection.'), challengeId);
   }
-  if (!verifyProofSignature(ctx, cert.value, proof)) return reject(new ServiceError('invalid_signature'), challengeId);
+  // In a crypto worker: a worker failure rejects, and decide() answers indeterminate (internal_error).
+  if (!(await verifyProofSignature(ctx, cert.value, proof))) return reject(new ServiceError('invalid_signature'), challengeId);
 
   // 7–10. status, expiry, scope, constraints
   let decision: Decision = await read(checkDelegation(ctx, cert.value, body.required_scope, body.context, now));

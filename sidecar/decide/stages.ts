@@ -4,16 +4,18 @@
  * checking the proof signature, and the decision stages (status, expiry,
  * scope, constraints).
  */
-import { canonicalBytes, canonicalize } from '../../src/canonical.ts';
+import { canonicalize } from '../../src/canonical.ts';
+import { sha256Hex } from '../../src/crypto/encoding.ts';
 import { createVerifier, publicKeyFromJson } from '../../src/crypto/hybrid.ts';
 import type { HybridPublicKeyJson, HybridVerifier } from '../../src/crypto/hybrid.ts';
 import { verifyCertificate } from '../../src/certificate.ts';
 import type { DelegationCertificate } from '../../src/certificate.ts';
-import { PROOF_DOMAIN } from '../../src/proof.ts';
+import { PROOF_DOMAIN, proofSignedBytes } from '../../src/proof.ts';
 import type { ParsedProof } from '../../src/proof.ts';
 import { evaluateConstraints } from '../../src/constraints.ts';
 import type { ConstraintContext } from '../../src/constraints.ts';
 import type { ServiceContext } from '../context.ts';
+import type { VerifyKey } from '../crypto-pool.ts';
 
 /** A decision of stages 7–10. */
 export interface Decision {
@@ -61,10 +63,29 @@ export async function loadVerifiedCertificate(ctx: ServiceContext, certId: strin
   return { value: check.cert };
 }
 
-/** Checks the proof's hybrid signature with the certificate's subject (agent) key. */
-export function verifyProofSignature(ctx: ServiceContext, cert: DelegationCertificate, proof: ParsedProof): boolean {
-  const v = verifierFor(ctx, cert.payload.subject.public_key);
-  return v !== null && v.verify(PROOF_DOMAIN, canonicalBytes(proof.payload), proof.signature);
+/**
+ * The subject (agent) key of a verified certificate, as the crypto pool takes it: decoded once
+ * per certificate object (certificates are cached by hash), named by the SHA-256 of its JSON.
+ */
+const subjectKeys = new WeakMap<DelegationCertificate, VerifyKey | null>();
+function subjectKey(cert: DelegationCertificate): VerifyKey | null {
+  let k = subjectKeys.get(cert);
+  if (k === undefined) {
+    const json = cert.payload.subject.public_key;
+    const publicKey = publicKeyFromJson(json);
+    k = publicKey ? { id: sha256Hex(canonicalize(json)), publicKey } : null;
+    subjectKeys.set(cert, k);
+  }
+  return k;
+}
+
+/**
+ * Checks the proof's hybrid signature with the certificate's subject (agent) key, in a crypto
+ * worker (or inline). Rejects when the worker fails: the pipeline answers `indeterminate`.
+ */
+export async function verifyProofSignature(ctx: ServiceContext, cert: DelegationCertificate, proof: ParsedProof): Promise<boolean> {
+  const key = subjectKey(cert);
+  return key !== null && ctx.crypto.verify(key, PROOF_DOMAIN, proofSignedBytes(proof.payload), proof.signature);
 }
 
 /** Stages 7–10: certificate status and expiry, scope, constraints. */

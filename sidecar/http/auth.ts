@@ -92,7 +92,7 @@ function checkCsrf(ctx: ServiceContext, request: FastifyRequest, session: Sessio
 /** API key shape: `aak_<12 hex prefix>_<43 base64url secret>`. */
 const API_KEY_RE = /^(aak_[0-9a-f]{12})_[A-Za-z0-9_-]{43}$/;
 
-/** Digest of an API key under the pepper derived from the master key. */
+/** Digest of an API key under the pepper derived from the master key (hex, as stored). */
 export function apiKeyDigest(ctx: ServiceContext, key: string): string {
   return crypto.createHmac('sha256', ctx.keys.apiKey).update(key).digest('hex');
 }
@@ -104,16 +104,31 @@ export function newApiKey(ctx: ServiceContext): { key: string; prefix: string; d
   return { key, prefix, digest: apiKeyDigest(ctx, key) };
 }
 
-/** Authenticates an API key: unknown, removed and rotated-out keys all get the same 401. */
+/** Compared against when no key row exists, so that case costs the same. */
+const NO_DIGEST = Buffer.alloc(32);
+const HEX_DIGEST_RE = /^[0-9a-f]{64}$/;
+
+/**
+ * Authenticates an API key: unknown, removed and rotated-out keys all get the same 401.
+ * A success is cached by key digest for a few seconds (`ctx.caches.apiKeys`, never past the
+ * key's validity); rotation and removal drop a connection's entries before they return.
+ */
 export async function authenticateApiKey(ctx: ServiceContext, key: unknown): Promise<ApiKeyAuth> {
   if (typeof key !== 'string') throw new ServiceError('invalid_api_key');
   const m = API_KEY_RE.exec(key);
   if (!m) throw new ServiceError('invalid_api_key');
+  const digest = crypto.createHmac('sha256', ctx.keys.apiKey).update(key).digest();
+  const cacheKey = digest.toString('base64');
+  const cache = ctx.caches.apiKeys;
+  const hit = cache.get(cacheKey, ctx.clock());
+  if (hit) return hit;
+  const generation = cache.generation;
   const row = await ctx.store.platforms.getApiKeyByPrefix(m[1]!);
-  const digest = apiKeyDigest(ctx, key);
-  // Compare even when no row exists, so timing does not reveal known prefixes.
-  const ok = timingSafeEqualStr(digest, row?.digest ?? '0'.repeat(64));
-  if (!row || !ok) throw new ServiceError('invalid_api_key');
+  // Compare even when no row exists, so timing does not reveal known prefixes: two raw
+  // 32-byte HMAC digests, compared in constant time.
+  const stored = row && HEX_DIGEST_RE.test(row.digest) ? Buffer.from(row.digest, 'hex') : NO_DIGEST;
+  const ok = crypto.timingSafeEqual(digest, stored);
+  if (!row || !ok || stored === NO_DIGEST) throw new ServiceError('invalid_api_key');
   const now = ctx.clock();
   // Active keys live until their lifetime ends; rotated keys only through their grace period.
   const live = (row.status === 'active' && (row.validUntil === null || row.validUntil > now))
@@ -121,7 +136,9 @@ export async function authenticateApiKey(ctx: ServiceContext, key: unknown): Pro
   if (!live) throw new ServiceError('invalid_api_key');
   const conn = await ctx.store.platforms.getConnection(row.connectionId);
   if (!conn || conn.status !== 'active') throw new ServiceError('invalid_api_key');
-  return { connectionId: conn.id, platformId: conn.platformId, accountId: conn.accountId, keyId: row.id };
+  const auth: ApiKeyAuth = { connectionId: conn.id, platformId: conn.platformId, accountId: conn.accountId, keyId: row.id };
+  cache.set(cacheKey, auth, row.validUntil, generation);
+  return auth;
 }
 
 /** Installs the `onRequest` hook that enforces each route's `config.auth`. */

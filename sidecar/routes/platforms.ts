@@ -130,11 +130,15 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
     const now = ctx.clock();
     const key = newApiKey(ctx);
     const graceUntil = ctx.config.apiKeyGraceSeconds > 0 ? now + ctx.config.apiKeyGraceSeconds * 1000 : null;
+    // Cached authentications of this connection's keys are dropped before and after the rotation
+    // commits: none read before it can be cached after it, and none outlives this response.
+    ctx.caches.apiKeys.invalidateConnection(conn.id);
     const prev = await ctx.store.platforms.rotateApiKey(conn.id,
       { id: crypto.randomUUID(), connectionId: conn.id, prefix: key.prefix, digest: key.digest, status: 'active', validUntil: now + API_KEY_LIFETIME_MS, createdAt: now },
       graceUntil,
       (previousPrefix) => buildEvent(ctx, { type: 'connection.key_rotated', accountId, platformId: conn.platformId, connectionId: conn.id, now,
         fields: { connection_id: conn.id, api_key_prefix: key.prefix, previous_prefix: previousPrefix } }));
+    ctx.caches.apiKeys.invalidateConnection(conn.id);
     if (!prev) throw new ServiceError('connection_not_found', 'The connection was removed.');
     ctx.nudgeWebhooks();
     return {
@@ -148,6 +152,7 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
     const conn = await ownedConnection(ctx, accountId, (request.params as { connection_id: string }).connection_id);
     if (conn.status === 'removed') return { connection_id: conn.id, status: 'removed', removed_at: iso(conn.removedAt), revoked_cert_ids: [] };
     const now = ctx.clock();
+    ctx.caches.apiKeys.invalidateConnection(conn.id);
     const revoked = await ctx.store.platforms.removeConnection(conn.id, now, (certs, denied) => [
       ...certs.map((c) => buildEvent(ctx, { type: 'delegation.revoked', accountId, platformId: conn.platformId, connectionId: conn.id, now,
         fields: { cert_id: c.certId, agent_id: c.agentId, connection_id: conn.id, org_id: accountId, reason: 'connection_removed' } })),
@@ -156,6 +161,7 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
       buildEvent(ctx, { type: 'connection.removed', accountId, platformId: conn.platformId, connectionId: conn.id, now,
         fields: { connection_id: conn.id, org_id: accountId, removed_at: iso(now) } }),
     ]);
+    ctx.caches.apiKeys.invalidateConnection(conn.id);
     for (const c of revoked ?? []) ctx.caches.markRevoked(c.certId);
     ctx.nudgeWebhooks();
     return { connection_id: conn.id, status: 'removed', removed_at: iso(now), revoked_cert_ids: (revoked ?? []).map((c) => c.certId) };

@@ -7,11 +7,12 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { ServiceError } from '../../src/errors.ts';
 import { b64urlEncode } from '../../src/crypto/encoding.ts';
-import { createSigner } from '../../src/crypto/hybrid.ts';
-import type { HybridSigner } from '../../src/crypto/hybrid.ts';
-import { PROOF_TYPE, encodeProofHeader, signProof } from '../../src/proof.ts';
+import { PROOF_DOMAIN, PROOF_TYPE, proofSignedBytes } from '../../src/proof.ts';
+import type { ProofBundle, ProofPayload } from '../../src/proof.ts';
+import type { HybridSignatureJson } from '../../src/crypto/hybrid.ts';
 import { AAD } from '../secrets.ts';
 import type { ServiceContext } from '../context.ts';
+import { CryptoPoolError } from '../crypto-pool.ts';
 import type { AgentRecord } from '../store/types.ts';
 import { iso } from '../http/resources.ts';
 
@@ -23,15 +24,19 @@ export function challengeId(challenge: string): string {
   return crypto.createHash('sha256').update(challenge).digest('hex');
 }
 
-function signerFor(ctx: ServiceContext, agent: AgentRecord): HybridSigner {
-  let s = ctx.caches.signers.get(agent.id);
-  if (!s) {
-    const seed = ctx.box.open(agent.secretEnc, AAD.agentSecret(agent.id));
-    s = createSigner(seed);
-    seed.fill(0);
-    ctx.caches.signers.set(agent.id, s);
+/**
+ * Signs a proof payload with the agent's custodial key, in a crypto worker (or inline). The
+ * agent's seed is opened only when the worker does not hold its signer yet. A worker failure
+ * is 503 `service_unavailable` (the challenge stays unpresented).
+ */
+async function signAsAgent(ctx: ServiceContext, agent: AgentRecord, payload: ProofPayload): Promise<HybridSignatureJson> {
+  try {
+    return await ctx.crypto.sign({ id: agent.id, seed: () => ctx.box.open(agent.secretEnc, AAD.agentSecret(agent.id)) }, PROOF_DOMAIN, proofSignedBytes(payload));
+  } catch (err) {
+    if (!(err instanceof CryptoPoolError)) throw err;
+    ctx.log.error({ err, agent_id: agent.id }, 'proof signing failed in the crypto pool');
+    throw new ServiceError('service_unavailable', 'The proof could not be signed; try again.');
   }
-  return s;
 }
 
 /** Registers challenge and present. */
@@ -49,7 +54,7 @@ export async function registerProofRoutes(app: FastifyInstance, ctx: ServiceCont
     return { challenge, expires_at: iso(expiresAt) };
   });
 
-  app.post('/v1/service/connections/:connection_id/agents/:agent_id/present', { schema: { params: PresentParams, body: PresentBody, tags: ['proofs'] }, config: { auth: 'api_key' } }, async (request) => {
+  app.post('/v1/service/connections/:connection_id/agents/:agent_id/present', { schema: { params: PresentParams, body: PresentBody, tags: ['proofs'] }, config: { auth: 'api_key' } }, async (request, reply) => {
     const started = process.hrtime.bigint();
     const auth = request.apiKey!;
     const params = request.params as { connection_id: string; agent_id: string };
@@ -68,10 +73,11 @@ export async function registerProofRoutes(app: FastifyInstance, ctx: ServiceCont
     }
 
     const t0 = process.hrtime.bigint();
-    const bundle = signProof({
+    const payload: ProofPayload = {
       v: 1, typ: PROOF_TYPE, challenge, aud: ch.audienceConnectionId, agent_id: agent.id, cert_id: cert.id,
       cert_sha256: cert.certSha256, presented_at: new Date(now).toISOString(),
-    }, signerFor(ctx, agent));
+    };
+    const bundle: ProofBundle = { ...payload, sig: await signAsAgent(ctx, agent, payload) };
     ctx.metrics.signDuration.observe({ kind: 'proof' }, Number(process.hrtime.bigint() - t0) / 1e9);
     const ok = await ctx.store.proofs.presentChallenge(ch.id, now, {
       id: crypto.randomUUID(), accountId: agent.accountId, eventType: 'proof.presented', connectionId: agent.connectionId,
@@ -79,6 +85,11 @@ export async function registerProofRoutes(app: FastifyInstance, ctx: ServiceCont
     });
     if (!ok) throw new ServiceError('invalid_challenge');
     ctx.metrics.presentDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
-    return { proof_bundle: bundle, proof_header: encodeProofHeader(bundle), cert_id: cert.id, challenge_expires_at: iso(ch.expiresAt) };
+    // The bundle's JSON is serialized once and used twice: as `proof_bundle` and, base64, as
+    // `proof_header` (what encodeProofHeader() returns).
+    const bundleJson = JSON.stringify(bundle);
+    void reply.type('application/json; charset=utf-8');
+    return `{"proof_bundle":${bundleJson},"proof_header":"${Buffer.from(bundleJson, 'utf8').toString('base64')}",`
+      + `"cert_id":${JSON.stringify(cert.id)},"challenge_expires_at":${JSON.stringify(iso(ch.expiresAt))}}`;
   });
 }

@@ -196,6 +196,9 @@ export interface DelegationRequestRecord {
 }
 
 /** A delegation certificate. */
+/** The columns of a certificate that present reads ({@link DelegationStore.activeCertificateForAgent}). */
+export type ActiveCertificate = Pick<CertificateRecord, 'id' | 'agentId' | 'certSha256' | 'status' | 'expiresAt'>;
+
 export interface CertificateRecord {
   id: string;
   requestId: string;
@@ -225,8 +228,8 @@ export interface DelegationStore {
   denyRequest(requestId: string, now: number, event: OutboxEventInput | null): Promise<boolean>;
   getCertificate(id: string): Promise<CertificateRecord | undefined>;
   listCertificates(accountId: string): Promise<CertificateRecord[]>;
-  /** The newest `approved` certificate of an agent (expiry not checked). */
-  activeCertificateForAgent(agentId: string): Promise<CertificateRecord | undefined>;
+  /** The newest `approved` certificate of an agent (expiry not checked): only what present needs (no certificate JSON). */
+  activeCertificateForAgent(agentId: string): Promise<ActiveCertificate | undefined>;
   /** Revokes; returns false when it was already revoked. */
   revokeCertificate(id: string, reason: string, now: number, event: OutboxEventInput | null): Promise<boolean>;
   /** Ids of all revoked certificates (warms the revocation cache at startup). */

@@ -4,9 +4,10 @@
  *
  * Pure functions; no I/O.
  */
-import { createHash, randomBytes, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, createSecretKey, randomBytes, timingSafeEqual } from 'node:crypto';
 
 const B64URL_RE = /^[A-Za-z0-9_-]*$/;
+const B64URL_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 
 /**
  * Encodes bytes as base64url without padding.
@@ -32,10 +33,12 @@ export function b64urlEncode(b: Uint8Array): string {
  */
 export function b64urlDecode(s: string): Uint8Array | null {
   if (typeof s !== 'string' || s.length % 4 === 1 || !B64URL_RE.test(s)) return null;
-  const buf = Buffer.from(s, 'base64url');
-  // Canonical check: re-encoding must give the same text (catches non-zero trailing bits).
-  if (buf.toString('base64url') !== s) return null;
-  return new Uint8Array(buf);
+  // Canonical check: the bits of the last character that encode no byte must be zero (the low
+  // 4 bits when 2 characters end the text, the low 2 when 3 do). Same result as re-encoding
+  // and comparing, without re-encoding.
+  const tail = s.length % 4;
+  if (tail !== 0 && (B64URL_ALPHABET.indexOf(s[s.length - 1]!) & (tail === 2 ? 0x0f : 0x03)) !== 0) return null;
+  return new Uint8Array(Buffer.from(s, 'base64url'));
 }
 
 /**
@@ -48,16 +51,19 @@ export function sha256Hex(data: Uint8Array | string): string {
   return createHash('sha256').update(data).digest('hex');
 }
 
-/** Per-process random key so the comparison digests reveal nothing reusable. */
-const CMP_KEY = randomBytes(32);
+/** Per-process random key so the comparison digests reveal nothing reusable (a KeyObject: cheaper per HMAC on Node 24). */
+const CMP_KEY = createSecretKey(randomBytes(32));
 
 /**
- * Compares two strings in constant time with respect to their contents and
- * without leaking their lengths through an early exit.
+ * Compares two strings in constant time with respect to their contents.
  *
- * Both inputs are HMAC-SHA256'd under a per-process random key and the fixed-size
- * digests are compared with `crypto.timingSafeEqual`; the lengths are compared too so
- * that a (practically impossible) digest collision cannot yield `true`.
+ * Equal-length ASCII strings (hex and base64 tokens, digests, codes: the usual case) are
+ * compared byte for byte with `crypto.timingSafeEqual` directly; ASCII encodes each character
+ * as one byte, so equal bytes mean equal strings. Anything else (different lengths, non-ASCII
+ * text) is HMAC-SHA256'd under a per-process random key and the fixed-size digests are
+ * compared, so the time does not depend on where the strings differ or on how long the
+ * expected one is. The only thing the choice of path reveals is whether the lengths are
+ * equal — public for the fixed-format tokens this is used on.
  *
  * @param a - First string (e.g. a presented token).
  * @param b - Second string (e.g. the expected token).
@@ -65,8 +71,14 @@ const CMP_KEY = randomBytes(32);
  */
 export function timingSafeEqualStr(a: string, b: string): boolean {
   if (typeof a !== 'string' || typeof b !== 'string') return false;
-  const da = createHmac('sha256', CMP_KEY).update(a, 'utf8').digest();
-  const db = createHmac('sha256', CMP_KEY).update(b, 'utf8').digest();
+  // UTF-8 byte length equals the UTF-16 length exactly when every character is ASCII.
+  if (a.length === b.length && Buffer.byteLength(a, 'utf8') === a.length && Buffer.byteLength(b, 'utf8') === b.length) {
+    return timingSafeEqual(Buffer.from(a, 'latin1'), Buffer.from(b, 'latin1'));
+  }
+  // UTF-16 code units, not UTF-8: UTF-8 maps every lone surrogate to U+FFFD, which would make
+  // different strings compare equal.
+  const da = createHmac('sha256', CMP_KEY).update(a, 'utf16le').digest();
+  const db = createHmac('sha256', CMP_KEY).update(b, 'utf16le').digest();
   const same = timingSafeEqual(da, db);
   return same && a.length === b.length;
 }

@@ -136,3 +136,30 @@ t.test('property: no mutation of a signed bundle parses and verifies', async (t)
   }), { numRuns: 300, interruptAfterTimeLimit: 20_000, markInterruptAsFailure: false });
   t.pass(`${verified} runs left the bundle unchanged and verified`);
 });
+
+t.test('the size limit is computed without serializing: it equals the canonical length', async (t) => {
+  const { canonicalize } = await import('../../src/canonical.ts');
+  for (const challenge of ['a'.repeat(16), payload.challenge, 'a'.repeat(MAX_CHALLENGE_LENGTH)]) {
+    const b = { ...clone(bundle), challenge };
+    t.ok(parseProofBundle(b), `challenge of ${challenge.length}`);
+    t.ok(canonicalize(b).length <= MAX_BUNDLE_BYTES, 'a valid bundle is within the limit');
+  }
+  // Oversized signature halves are refused whatever their content (before any decoding).
+  t.equal(parseProofBundle({ ...clone(bundle), sig: { ed25519: bundle.sig.ed25519, ml_dsa_65: 'A'.repeat(MAX_BUNDLE_BYTES) } }), null, 'oversized ml_dsa_65');
+  t.equal(parseProofBundle({ ...clone(bundle), sig: { ed25519: 'A'.repeat(MAX_BUNDLE_BYTES), ml_dsa_65: bundle.sig.ml_dsa_65 } }), null, 'oversized ed25519');
+  t.equal(parseProofBundle({ ...clone(bundle), sig: { ed25519: bundle.sig.ed25519, ml_dsa_65: 1 } }), null, 'non-string half');
+  t.equal(parseProofBundle(Object.assign(Object.create({ inherited: 1 }) as object, clone(bundle))), null, 'not a plain object');
+  t.ok(parseProofBundle(Object.assign(Object.create(null) as object, clone(bundle))), 'a null-prototype object is plain');
+});
+
+t.test('proofSignedBytes is the canonical JSON, on the direct path and off it', async (t) => {
+  t.same(proofSignedBytes(payload), canonicalBytes(payload), 'a real payload (direct path)');
+  fc.assert(fc.property(fc.record({
+    challenge: fc.string({ maxLength: 20 }), aud: fc.string({ maxLength: 8 }), agent_id: fc.string({ unit: 'binary', maxLength: 8 }),
+    cert_id: fc.constantFrom('cert-1', 'x"y', 'a\\b', 'é', '\u0000', '\u007f'), cert_sha256: fc.string({ unit: fc.constantFrom(...'0123456789abcdef'), maxLength: 8 }), presented_at: fc.string({ maxLength: 8 }),
+  }), (r) => {
+    const p = { ...payload, ...r };
+    return Buffer.from(proofSignedBytes(p)).equals(Buffer.from(canonicalBytes(p)));
+  }), { numRuns: 500 });
+  t.pass('500 payloads agree');
+});

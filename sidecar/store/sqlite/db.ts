@@ -29,6 +29,13 @@ export interface DbOptions {
  */
 export const SYNCHRONOUS_LEVEL = 'NORMAL';
 
+/** One unit of work of a group commit and how to settle its promise. */
+interface GroupItem {
+  fn: () => unknown;
+  resolve(value: unknown): void;
+  reject(err: unknown): void;
+}
+
 /** A thin wrapper over the connection used by the store modules. */
 export class Db {
   /** The raw connection (store-internal). */
@@ -36,6 +43,9 @@ export class Db {
   private readonly stmts = new Map<string, Statement>();
   private readonly onTransaction: ((seconds: number, ok: boolean) => void) | undefined;
   private inTx = false;
+  /** Work queued for the next group commit ({@link groupTx}). */
+  private group: GroupItem[] = [];
+  private groupScheduled = false;
   /** Fault-injection hook for tests: when set, called before every statement prepare/run. */
   fault: ((sql: string) => void) | undefined;
 
@@ -54,12 +64,7 @@ export class Db {
    */
   stmt(sql: string): Statement {
     this.fault?.(sql);
-    let s = this.stmts.get(sql);
-    if (!s) {
-      s = this.raw.prepare(sql);
-      this.stmts.set(sql, s);
-    }
-    return s;
+    return this.control(sql);
   }
 
   /** Runs one statement, returning the changed-row count. */
@@ -77,28 +82,96 @@ export class Db {
     return this.stmt(sql).all(...params) as T[];
   }
 
+  /** A cached statement without the fault hook (transaction control, rollback). */
+  private control(sql: string): Statement {
+    let s = this.stmts.get(sql);
+    if (!s) {
+      s = this.raw.prepare(sql);
+      this.stmts.set(sql, s);
+    }
+    return s;
+  }
+
   /**
    * Runs `fn` inside `BEGIN IMMEDIATE … COMMIT`; rolls back if it throws.
-   * Nested calls join the outer transaction.
+   * Nested calls join the outer transaction. BEGIN, COMMIT and ROLLBACK run
+   * as cached prepared statements (`exec` would parse them on every call).
    */
   tx<T>(fn: () => T): T {
     if (this.inTx) return fn();
     const started = process.hrtime.bigint();
-    this.fault?.('BEGIN IMMEDIATE');
-    this.raw.exec('BEGIN IMMEDIATE');
+    this.stmt('BEGIN IMMEDIATE').run();
     this.inTx = true;
     let ok = false;
     try {
       const out = fn();
-      this.fault?.('COMMIT');
-      this.raw.exec('COMMIT');
+      this.stmt('COMMIT').run();
       ok = true;
       return out;
     } finally {
       this.inTx = false;
-      if (!ok && this.raw.inTransaction) this.raw.exec('ROLLBACK');
+      if (!ok && this.raw.inTransaction) this.control('ROLLBACK').run();
       this.onTransaction?.(Number(process.hrtime.bigint() - started) / 1e9, ok);
     }
+  }
+
+  /**
+   * Group commit: runs `fn` in a write transaction shared with the other `groupTx` calls of
+   * the same event-loop turn (one `BEGIN IMMEDIATE … COMMIT` for all of them, flushed by
+   * `setImmediate`). Each `fn` runs in its own savepoint: if it throws, only its own changes
+   * are rolled back and its promise rejects with what it threw; the others go on. The
+   * promise of a `fn` resolves only after the COMMIT that contains its changes; if BEGIN or
+   * COMMIT fails, or a statement error ends the whole transaction, every promise of the group
+   * rejects and nothing of it is written. A group of one runs exactly like {@link tx}.
+   */
+  groupTx<T>(fn: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.group.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      if (!this.groupScheduled) {
+        this.groupScheduled = true;
+        setImmediate(() => this.flushGroup());
+      }
+    });
+  }
+
+  /** Commits the queued {@link groupTx} work now. */
+  flushGroup(): void {
+    this.groupScheduled = false;
+    const items = this.group;
+    this.group = [];
+    if (items.length === 0) return;
+    if (items.length === 1) {
+      const only = items[0]!;
+      let out: unknown;
+      try { out = this.tx(only.fn); } catch (err) { only.reject(err); return; }
+      only.resolve(out);
+      return;
+    }
+    const outcomes: ({ ok: true; value: unknown } | { ok: false; err: unknown })[] = [];
+    try {
+      this.tx(() => {
+        for (const item of items) {
+          this.control('SAVEPOINT group_item').run();
+          try {
+            outcomes.push({ ok: true, value: item.fn() });
+            this.control('RELEASE group_item').run();
+          } catch (err) {
+            // A statement error that ended the transaction (I/O, disk full) takes the group with it.
+            if (!this.raw.inTransaction) throw err;
+            this.control('ROLLBACK TO group_item').run();
+            this.control('RELEASE group_item').run();
+            outcomes.push({ ok: false, err });
+          }
+        }
+      });
+    } catch (err) {
+      for (const item of items) item.reject(err);
+      return;
+    }
+    items.forEach((item, i) => {
+      const o = outcomes[i]!;
+      if (o.ok) item.resolve(o.value); else item.reject(o.err);
+    });
   }
 
   /** Applies the numbered migrations that are not yet applied. Returns the schema version. */
@@ -128,6 +201,7 @@ export class Db {
   /** Closes the connection (checkpointing the WAL). */
   close(): void {
     if (!this.raw.open) return;
+    this.flushGroup();
     try { this.raw.exec('PRAGMA wal_checkpoint(TRUNCATE)'); } catch { /* best effort */ }
     this.raw.close();
   }

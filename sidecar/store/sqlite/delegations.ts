@@ -4,7 +4,7 @@
  */
 import type { Db } from './db.ts';
 import { insertOutboxEvent } from './outbox.ts';
-import type { CertificateRecord, DelegationRequestRecord, DelegationStore, OutboxEventInput } from '../types.ts';
+import type { ActiveCertificate, CertificateRecord, DelegationRequestRecord, DelegationStore, OutboxEventInput } from '../types.ts';
 
 interface RequestRow {
   id: string; connection_id: string; account_id: string; agent_id: string; requested_scopes: string;
@@ -77,9 +77,11 @@ export class SqliteDelegationStore implements DelegationStore {
     return this.db.all<CertRow>('SELECT * FROM certificates WHERE account_id = ? ORDER BY issued_at DESC, rowid DESC', accountId).map(certFromRow);
   }
 
-  async activeCertificateForAgent(agentId: string): Promise<CertificateRecord | undefined> {
-    const r = this.db.get<CertRow>("SELECT * FROM certificates WHERE agent_id = ? AND status = 'approved' ORDER BY issued_at DESC, rowid DESC LIMIT 1", agentId);
-    return r && certFromRow(r);
+  async activeCertificateForAgent(agentId: string): Promise<ActiveCertificate | undefined> {
+    // Not SELECT *: the certificate JSON (~10 KB) is not needed on present's path.
+    const r = this.db.get<Pick<CertRow, 'id' | 'agent_id' | 'cert_sha256' | 'status' | 'expires_at'>>(
+      "SELECT id, agent_id, cert_sha256, status, expires_at FROM certificates WHERE agent_id = ? AND status = 'approved' ORDER BY issued_at DESC, rowid DESC LIMIT 1", agentId);
+    return r && { id: r.id, agentId: r.agent_id, certSha256: r.cert_sha256, status: r.status, expiresAt: r.expires_at };
   }
 
   async revokeCertificate(id: string, reason: string, now: number, event: OutboxEventInput | null): Promise<boolean> {

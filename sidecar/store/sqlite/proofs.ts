@@ -43,8 +43,11 @@ export class SqliteProofStore implements ProofStore {
     return 'committed';
   }
 
+  // The write paths of challenge, present and verify use group commit (Db.groupTx): under load,
+  // the transactions of one event-loop turn share one COMMIT; each resolves after that COMMIT.
+
   async insertChallenge(c: ChallengeRecord): Promise<void> {
-    this.db.tx(() => {
+    await this.db.groupTx(() => {
       this.db.run('INSERT INTO challenges (id, audience_connection_id, account_id, expires_at, presented_at, consumed_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
         c.id, c.audienceConnectionId, c.accountId, c.expiresAt, c.presentedAt, c.consumedAt, c.createdAt);
     });
@@ -56,7 +59,7 @@ export class SqliteProofStore implements ProofStore {
   }
 
   async presentChallenge(id: string, now: number, audit: AuditEventRecord): Promise<boolean> {
-    return this.db.tx(() => {
+    return this.db.groupTx(() => {
       if (this.db.run('UPDATE challenges SET presented_at = ? WHERE id = ? AND presented_at IS NULL AND consumed_at IS NULL AND expires_at > ?', now, id, now) !== 1) return false;
       this.insertAudit(audit);
       return true;
@@ -71,7 +74,7 @@ export class SqliteProofStore implements ProofStore {
     const rollback = Symbol('rollback');
     let result: DecisionCommitResult = 'committed';
     try {
-      this.db.tx(() => {
+      await this.db.groupTx(() => {
         if (c.decision === 'allow' && c.certId !== null
           && this.db.get<{ status: string }>('SELECT status FROM certificates WHERE id = ?', c.certId)?.status !== 'approved') {
           result = 'certificate_revoked';
@@ -92,7 +95,7 @@ export class SqliteProofStore implements ProofStore {
     const rollback = Symbol('rollback');
     let result: DecisionCommitResult = 'committed';
     try {
-      this.db.tx(() => {
+      await this.db.groupTx(() => {
         result = this.consume(challengeId, audience, now, accountId, price);
         if (result !== 'committed') throw rollback;
       });

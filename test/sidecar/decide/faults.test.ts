@@ -25,6 +25,9 @@ t.teardown(async () => { await sc.close(); });
 /** Throws a disk error for every statement matching `re`; counts the hits. */
 function faultOn(re: RegExp): { hits: number } {
   const h = { hits: 0 };
+  // Successful API-key authentications are cached for a few seconds: start from an uncached
+  // key so that the authentication SELECTs run (and can fail) too.
+  sc.app.ctx.caches.apiKeys.clear();
   store.injectFault((sql) => {
     if (re.test(sql)) { h.hits++; throw new Error('SQLITE_IOERR: disk I/O error'); }
   });

@@ -214,3 +214,50 @@ t.test('delegations: approve, deny and revoke each happen once', async (t) => {
   t.equal((await s.delegations.listRequests(acct.id)).length, 2);
   t.equal((await s.delegations.listCertificates(acct.id)).length, 1);
 });
+
+t.test('group commit: one transaction per event-loop turn, a savepoint per unit of work', async (t) => {
+  const { Db } = await import('../../../sidecar/store/sqlite/db.ts');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'authz-group-'));
+  const txs: boolean[] = [];
+  const db = new Db({ file: path.join(dir, 'g.sqlite'), onTransaction: (_s, ok) => txs.push(ok) });
+  t.teardown(() => { db.close(); fs.rmSync(dir, { recursive: true, force: true }); });
+  db.raw.exec('CREATE TABLE g (k TEXT PRIMARY KEY, v INTEGER NOT NULL)');
+  const rows = (): { k: string; v: number }[] => db.all('SELECT k, v FROM g ORDER BY k');
+  const insert = (k: string) => () => db.run('INSERT INTO g (k, v) VALUES (?, 1)', k);
+
+  // Three units in one turn: one transaction; the one that throws loses only its own changes.
+  const results = await Promise.allSettled([
+    db.groupTx(insert('a')),
+    db.groupTx(() => { insert('b')(); throw new Error('unit b fails'); }),
+    db.groupTx(() => { insert('c')(); return 'c done'; }),
+  ]);
+  t.same(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);
+  t.equal((results[1] as PromiseRejectedResult).reason.message, 'unit b fails');
+  t.equal((results[2] as PromiseFulfilledResult<string>).value, 'c done');
+  t.same(rows().map((r) => r.k), ['a', 'c'], 'b rolled back to its savepoint, a and c committed');
+  t.same(txs, [true], 'one transaction for the three');
+
+  // A constraint error in one unit (the key exists) rolls back that unit only.
+  const dup = await Promise.allSettled([db.groupTx(insert('d')), db.groupTx(insert('a')), db.groupTx(insert('e'))]);
+  t.same(dup.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);
+  t.same(rows().map((r) => r.k), ['a', 'c', 'd', 'e']);
+
+  // COMMIT fails: every unit of the group rejects and nothing of it is written.
+  db.fault = (sql) => { if (sql === 'COMMIT') throw new Error('SQLITE_IOERR: disk I/O error'); };
+  const failed = await Promise.allSettled([db.groupTx(insert('f')), db.groupTx(insert('g'))]);
+  db.fault = undefined;
+  t.same(failed.map((r) => r.status), ['rejected', 'rejected']);
+  t.same(rows().map((r) => r.k), ['a', 'c', 'd', 'e'], 'nothing of the failed group');
+  t.notOk(db.raw.inTransaction, 'rolled back');
+
+  // A group of one is a plain transaction; later turns get their own transactions.
+  t.equal(await db.groupTx(() => { insert('h')(); return 7; }), 7);
+  await db.groupTx(insert('i'));
+  t.same(rows().map((r) => r.k), ['a', 'c', 'd', 'e', 'h', 'i']);
+
+  // Work queued when the connection closes is committed first.
+  const late = db.groupTx(insert('j'));
+  db.close();
+  t.equal(await late, 1, 'flushed by close()');
+  t.same(peek(path.join(dir, 'g.sqlite'), (d) => d.prepare('SELECT k FROM g ORDER BY k').all().map((r) => (r as { k: string }).k)), ['a', 'c', 'd', 'e', 'h', 'i', 'j']);
+});

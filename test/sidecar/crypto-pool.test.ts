@@ -1,0 +1,190 @@
+/**
+ * The crypto worker pool (sidecar/crypto-pool.ts): signatures made and
+ * checked in worker threads agree with the inline implementation; key
+ * material crosses once and is re-sent when a worker lacks it; the pool fails
+ * closed (worker killed, lost task, full queue, closed pool) and replaces a
+ * dead worker; workers load TypeScript under every way the sidecar is started.
+ * Through the sidecar: the decision flow with SIDECAR_CRYPTO_WORKERS 0 and 2,
+ * a worker killed under a verify gives `indeterminate` (never allow) and under
+ * a present 503, and the challenge stays usable.
+ */
+import t, { type Test } from 'tap';
+import path from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { CryptoPool, CryptoPoolError, InlineCrypto, createProofCrypto } from '../../sidecar/crypto-pool.ts';
+import type { ProofCrypto, VerifyKey } from '../../sidecar/crypto-pool.ts';
+import { createSigner, createVerifier, generateHybridKeyPair, signatureFromJson } from '../../src/crypto/hybrid.ts';
+import type { HybridSignature } from '../../src/crypto/hybrid.ts';
+import { specFlow, startSidecar } from '../helpers/sidecar.ts';
+import type { Flow, TestSidecar } from '../helpers/sidecar.ts';
+import { auditAll, bundleFor, challenge, expectDecision, expectError, presentRaw, usage, verify } from './decide/helpers.ts';
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const msg = new TextEncoder().encode('{"a":1}');
+const kp = generateHybridKeyPair();
+const other = generateHybridKeyPair();
+const keyOf = (k: typeof kp, id = `k-${Math.random()}`): VerifyKey => ({ id, publicKey: k.publicKey });
+const signed: HybridSignature = createSigner(kp.secretSeed).sign('proof', msg);
+
+async function roundTrip(t: Test, c: ProofCrypto): Promise<void> {
+  const key = keyOf(kp);
+  t.equal(await c.verify(key, 'proof', msg, signed), true, 'a valid signature verifies');
+  t.equal(await c.verify(key, 'proof', msg, signed), true, 'again (cached verifier)');
+  t.equal(await c.verify(key, 'cert', msg, signed), false, 'another domain does not');
+  t.equal(await c.verify(key, 'proof', new TextEncoder().encode('{"a":2}'), signed), false, 'another message does not');
+  t.equal(await c.verify(keyOf(other), 'proof', msg, signed), false, 'another key does not');
+  let opened = 0;
+  const signKey = { id: 'agent-1', seed: () => { opened++; return new Uint8Array(kp.secretSeed); } };
+  for (let i = 0; i < 3; i++) {
+    const sig = signatureFromJson(await c.sign(signKey, 'proof', msg));
+    t.ok(sig && createVerifier(kp.publicKey).verify('proof', msg, sig), `signature ${i} verifies`);
+  }
+  t.equal(opened, 1, 'the seed is opened once (one signer cache: inline, or one worker)');
+}
+
+t.test('inline (0 workers) and one worker agree', async (t) => {
+  const inline = createProofCrypto(0);
+  t.ok(inline instanceof InlineCrypto);
+  t.equal(inline.workers, 0);
+  await roundTrip(t, inline);
+  const pool = createProofCrypto(1);
+  t.teardown(() => pool.close());
+  t.ok(pool instanceof CryptoPool);
+  t.equal(pool.workers, 1);
+  await roundTrip(t, pool);
+});
+
+t.test('key bytes are re-sent when a worker lacks them (nokey); caches are bounded', async (t) => {
+  const pool = new CryptoPool(1, { limits: { verifiers: 2, signers: 1 } });
+  t.teardown(() => pool.close());
+  // The worker refuses to prepare a malformed key, so the pool's mirror believes it cached an id
+  // the worker does not have: the next task for that id is answered nokey and sent again.
+  const broken: VerifyKey = { id: 'same-id', publicKey: { ed25519: new Uint8Array(3), mldsa65: new Uint8Array(3) } };
+  await t.rejects(pool.verify(broken, 'proof', msg, signed), CryptoPoolError, 'a worker error rejects');
+  t.equal(await pool.verify({ id: 'same-id', publicKey: kp.publicKey }, 'proof', msg, signed), true, 'recovered through nokey');
+  // More keys than the caches hold, round and round: both sides evict alike.
+  const keys = [keyOf(kp, 'a'), keyOf(other, 'b'), keyOf(kp, 'c')];
+  for (let i = 0; i < 9; i++) t.equal(await pool.verify(keys[i % 3]!, 'proof', msg, signed), i % 3 !== 1, `verify ${i}`);
+  const s1 = { id: 'agent-a', seed: () => new Uint8Array(kp.secretSeed) };
+  const s2 = { id: 'agent-b', seed: () => new Uint8Array(other.secretSeed) };
+  for (let i = 0; i < 4; i++) {
+    const k = i % 2 ? s2 : s1;
+    const sig = signatureFromJson(await pool.sign(k, 'proof', msg));
+    t.ok(sig && createVerifier((i % 2 ? other : kp).publicKey).verify('proof', msg, sig), `sign ${i} with the right key`);
+  }
+  t.equal(pool.started, 1, 'no worker was replaced');
+});
+
+t.test('fails closed and replaces a killed worker', async (t) => {
+  const pool = new CryptoPool(1);
+  t.teardown(() => pool.close());
+  const key = keyOf(kp);
+  t.equal(await pool.verify(key, 'proof', msg, signed), true);
+  // Let the worker live past the quick-death window, so it is replaced at once.
+  await new Promise((r) => setTimeout(r, 1_100));
+  pool.beforePost = (w) => { pool.beforePost = undefined; void w.terminate(); };
+  await t.rejects(pool.verify(key, 'proof', msg, signed), CryptoPoolError, 'the in-flight task rejects');
+  await new Promise((r) => setTimeout(r, 50));
+  t.equal(pool.started, 2, 'a replacement was started');
+  t.equal(pool.threads().length, 1);
+  t.equal(await pool.verify(key, 'proof', msg, signed), true, 'the replacement works (key sent again)');
+  const signKey = { id: 'agent-x', seed: () => new Uint8Array(kp.secretSeed) };
+  pool.beforePost = (w) => { pool.beforePost = undefined; void w.terminate(); };
+  await t.rejects(pool.sign(signKey, 'proof', msg), CryptoPoolError, 'a sign task rejects too');
+  t.ok(signatureFromJson(await pool.sign(signKey, 'proof', msg)), 'and signing works after the replacement');
+});
+
+t.test('a lost task is failed by the stall watchdog; the queue is bounded; close rejects', async (t) => {
+  const pool = new CryptoPool(1, { limits: { stallMs: 200, maxPending: 2 } });
+  const key = keyOf(kp);
+  t.equal(await pool.verify(key, 'proof', msg, signed), true);
+  // Swallow one message: the worker never answers it.
+  pool.beforePost = (w) => {
+    pool.beforePost = undefined;
+    const post = w.postMessage.bind(w);
+    w.postMessage = () => { w.postMessage = post; };
+  };
+  const started = Date.now();
+  await t.rejects(pool.verify(key, 'proof', msg, signed), { name: 'CryptoPoolError', message: /stalled/ });
+  t.ok(Date.now() - started >= 150, 'after the stall limit');
+  t.equal(await pool.verify(key, 'proof', msg, signed), true, 'a new worker answers');
+  const a = pool.verify(key, 'proof', msg, signed);
+  const b = pool.verify(key, 'proof', msg, signed);
+  await t.rejects(pool.verify(key, 'proof', msg, signed), { message: /queue full/ }, 'a third concurrent task is refused');
+  t.same(await Promise.all([a, b]), [true, true]);
+  const pending = t.rejects(pool.verify(key, 'proof', msg, signed), { message: /closed/ }, 'close rejects pending tasks');
+  await pool.close();
+  await pending;
+  await t.rejects(pool.verify(key, 'proof', msg, signed), { message: /closed/ }, 'and new ones');
+  t.equal(pool.threads().length, 0);
+});
+
+t.test('workers load TypeScript however the process was started', async (t) => {
+  const run = promisify(execFile);
+  const script = path.join(REPO, 'test/sidecar/fixtures/crypto-pool-child.ts');
+  const launcher = path.join(REPO, 'test/sidecar/fixtures/crypto-pool-child.mjs');
+  const cases: [string, string, string[]][] = [
+    ['node --import tsx (npm run bench, tap)', process.execPath, ['--import', 'tsx', script]],
+    ['tsx CLI (npm start)', path.join(REPO, 'node_modules/.bin/tsx'), [script]],
+    ['tsx register() launcher (bin/agent-authz-sidecar.mjs)', process.execPath, [launcher]],
+  ];
+  for (const [name, cmd, args] of cases) {
+    const { stdout } = await run(cmd, args, { cwd: REPO, timeout: 60_000 });
+    t.equal(stdout.trim(), 'ok 2', name);
+  }
+});
+
+// ---------------------------------------------------------------- through the sidecar
+
+async function decisions(t: Test, sc: TestSidecar, f: Flow): Promise<void> {
+  const b = await bundleFor(f);
+  expectDecision(t, await verify(f.platform, b, 'data:write'), 'deny', 'not_delegated');
+  const b2 = await bundleFor(f);
+  const tampered = { ...b2, sig: { ...b2.sig, ed25519: b.sig.ed25519 } };
+  expectError(t, await verify(f.platform, tampered, 'data:read'), 400, 'invalid_signature');
+  const b3 = await bundleFor(f);
+  expectDecision(t, await verify(f.platform, b3, 'data:read'), 'allow', 'authorized');
+  expectError(t, await verify(f.platform, b3, 'data:read'), 400, 'invalid_challenge', 'a bundle is used once');
+  // Concurrent presents and verifies spread over the workers.
+  const many = await Promise.all(Array.from({ length: 8 }, () => bundleFor(f)));
+  const rs = await Promise.all(many.map((x) => verify(f.platform, x, 'data:read')));
+  for (const r of rs) expectDecision(t, r, 'allow', 'authorized');
+  t.equal(sc.app.ctx.crypto.workers, sc.config.cryptoWorkers);
+}
+
+for (const workers of [0, 2]) {
+  t.test(`the decision flow with SIDECAR_CRYPTO_WORKERS=${workers}`, async (t) => {
+    const sc = await startSidecar({ cryptoWorkers: workers });
+    t.teardown(() => sc.close());
+    const f = await specFlow(sc, `pool${workers}@example.com`, { approve: ['data:read'] });
+    await decisions(t, sc, f);
+    if (workers > 0) t.equal((sc.app.ctx.crypto as CryptoPool).threads().length, workers, 'the workers run');
+  });
+}
+
+t.test('a worker killed under verify: indeterminate, nothing committed; under present: 503; then replaced', async (t) => {
+  const sc = await startSidecar({ cryptoWorkers: 1 });
+  t.teardown(() => sc.close());
+  const f = await specFlow(sc, 'poolkill@example.com', { approve: ['data:read'] });
+  const pool = sc.app.ctx.crypto as CryptoPool;
+  const b = await bundleFor(f);
+  const before = { usage: await usage(f.user), audit: (await auditAll(f.user)).length };
+  pool.beforePost = (w, op) => { if (op === 'verify') { pool.beforePost = undefined; void w.terminate(); } };
+  const r = await verify(f.platform, b, 'data:read');
+  expectDecision(t, r, 'indeterminate', 'internal_error');
+  t.notOk('agent_id' in (r.body ?? {}), 'no decision details');
+  t.same({ usage: await usage(f.user), audit: (await auditAll(f.user)).length }, before, 'nothing billed or recorded');
+  expectDecision(t, await verify(f.platform, b, 'data:read'), 'allow', 'authorized', undefined, 'the same bundle after the replacement');
+
+  const c = await challenge(f.platform);
+  pool.beforePost = (w, op) => { if (op === 'sign') { pool.beforePost = undefined; void w.terminate(); } };
+  expectError(t, await presentRaw(f, c), 503, 'service_unavailable');
+  const again = await presentRaw(f, c);
+  t.equal(again.status, 200, 'the challenge was not spent: present works through the replacement');
+  t.same(JSON.parse(Buffer.from(again.body.proof_header, 'base64').toString('utf8')), again.body.proof_bundle, 'proof_header is the bundle');
+  t.match(again.headers.get('content-type'), /^application\/json/);
+  expectDecision(t, await verify(f.platform, again.body.proof_bundle, 'data:read'), 'allow', 'authorized');
+  t.ok(pool.started >= 3, 'workers were replaced');
+});
