@@ -9,6 +9,7 @@
  * enough for one `X-Service-Proof` header. docs/proofs.md documents it.
  */
 import { canonicalBytes } from './canonical.ts';
+import { sha256Hex } from './crypto/encoding.ts';
 import { signatureFromJson, signatureToJson } from './crypto/hybrid.ts';
 import type { HybridSignature, HybridSignatureJson, HybridSigner } from './crypto/hybrid.ts';
 
@@ -83,6 +84,16 @@ const ISO_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const ID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const CHALLENGE_RE = /^[A-Za-z0-9_-]{16,128}$/;
 
+/** True when `s` has the shape of a challenge: base64url, 16–128 characters. */
+export function isChallengeShape(s: string): boolean {
+  return CHALLENGE_RE.test(s);
+}
+
+/** The store id of a challenge: the SHA-256 (hex) of its value, which is never stored itself. */
+export function challengeId(challenge: string): string {
+  return sha256Hex(challenge);
+}
+
 /**
  * Size of the canonical JSON of a bundle whose members passed the format checks, computed
  * without serializing it. Every string member but the signature halves is checked to be ASCII
@@ -108,7 +119,7 @@ export function parseProofBundle(input: unknown): ParsedProof | null {
   const keys = Object.keys(o);
   if (keys.length !== KEYS.length || !KEYS.every((k) => Object.prototype.hasOwnProperty.call(o, k))) return null;
   if (o.v !== 1 || o.typ !== PROOF_TYPE) return null;
-  if (typeof o.challenge !== 'string' || !CHALLENGE_RE.test(o.challenge)) return null;
+  if (typeof o.challenge !== 'string' || !isChallengeShape(o.challenge)) return null;
   if (typeof o.aud !== 'string' || !ID_RE.test(o.aud)) return null;
   if (typeof o.agent_id !== 'string' || !ID_RE.test(o.agent_id)) return null;
   if (typeof o.cert_id !== 'string' || !o.cert_id.startsWith('cert-') || !ID_RE.test(o.cert_id.slice(5))) return null;

@@ -20,7 +20,7 @@ import crypto from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { ServiceError } from '../../src/errors.ts';
 import { isValidScope } from '../../src/scopes.ts';
-import { parseProofBundle } from '../../src/proof.ts';
+import { challengeId as challengeIdOf, parseProofBundle } from '../../src/proof.ts';
 import type { ParsedProof } from '../../src/proof.ts';
 import type { ConstraintContext } from '../../src/constraints.ts';
 import { authenticateApiKey } from '../http/auth.ts';
@@ -106,7 +106,7 @@ async function run(ctx: ServiceContext, apiKey: unknown, body: VerifyInput, inva
   const p = proof.payload;
 
   // 4. challenge: known, unconsumed, unexpired, issued to this connection (the audience)
-  const challengeId = crypto.createHash('sha256').update(p.challenge).digest('hex');
+  const challengeId = challengeIdOf(p.challenge);
   const ch = await read(ctx.store.proofs.getChallenge(challengeId));
   if (ch && ch.consumedAt === null && ch.expiresAt <= now) ctx.metrics.challenges.inc({ event: 'expired' });
   if (!ch || ch.consumedAt !== null || ch.expiresAt <= now || ch.audienceConnectionId !== auth.connectionId || p.aud !== auth.connectionId) {

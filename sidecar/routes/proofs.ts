@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { ServiceError } from '../../src/errors.ts';
 import { b64urlEncode } from '../../src/crypto/encoding.ts';
-import { PROOF_DOMAIN, PROOF_TYPE, proofSignedBytes } from '../../src/proof.ts';
+import { PROOF_DOMAIN, PROOF_TYPE, challengeId, isChallengeShape, proofSignedBytes } from '../../src/proof.ts';
 import type { ProofBundle, ProofPayload } from '../../src/proof.ts';
 import type { HybridSignatureJson } from '../../src/crypto/hybrid.ts';
 import { AAD } from '../secrets.ts';
@@ -18,11 +18,6 @@ import { iso } from '../http/resources.ts';
 
 const PresentBody = Type.Object({ challenge: Type.String({ maxLength: 256 }) }, { additionalProperties: false });
 const PresentParams = Type.Object({ connection_id: Type.String({ maxLength: 100 }), agent_id: Type.String({ maxLength: 100 }) });
-
-/** SHA-256 (hex) of a challenge value: its row id (the value itself is never stored). */
-export function challengeId(challenge: string): string {
-  return crypto.createHash('sha256').update(challenge).digest('hex');
-}
 
 /**
  * Signs a proof payload with the agent's custodial key, in a crypto worker (or inline). The
@@ -65,7 +60,7 @@ export async function registerProofRoutes(app: FastifyInstance, ctx: ServiceCont
     const cert = await ctx.store.delegations.activeCertificateForAgent(agent.id);
     if (!cert || ctx.caches.statusOf(cert.id) === 'revoked' || (cert.expiresAt !== null && cert.expiresAt <= now)) throw new ServiceError('no_active_delegation');
     const challenge = (request.body as { challenge: string }).challenge;
-    const ch = /^[A-Za-z0-9_-]{16,128}$/.test(challenge) ? await ctx.store.proofs.getChallenge(challengeId(challenge)) : undefined;
+    const ch = isChallengeShape(challenge) ? await ctx.store.proofs.getChallenge(challengeId(challenge)) : undefined;
     // The challenge must have been issued to the agent's own connection: that connection is the
     // only audience whose verify can accept a proof from this agent's certificate.
     if (!ch || ch.presentedAt !== null || ch.consumedAt !== null || ch.expiresAt <= now || ch.audienceConnectionId !== agent.connectionId) {
