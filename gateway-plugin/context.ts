@@ -211,7 +211,10 @@ export function deriveAmountCurrency(body: Buffer, contentType: string | undefin
   return out;
 }
 
+const EMPTY_SHA256 = createHash('sha256').digest('hex');
+
 /** Lowercase hex SHA-256 of `body`. */
 export function sha256Hex(body: Uint8Array): string {
+  if (body.length === 0) return EMPTY_SHA256; // GET, HEAD, DELETE: most proxied requests
   return createHash('sha256').update(body).digest('hex');
 }

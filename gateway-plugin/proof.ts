@@ -21,6 +21,7 @@
  * is sent. The signatures are checked only by verify.
  */
 
+import { isAscii } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import { ServiceError } from '../src/errors.ts';
 import { MAX_BUNDLE_BYTES, parseProofBundle } from '../src/proof.ts';
@@ -64,6 +65,31 @@ export interface DecodedProof {
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
+ * The bytes of a base64 header value, or `null` when it is not base64. Accepts the
+ * standard and the URL-safe alphabet (not mixed), padding optional.
+ *
+ * Fast path (what present produces: standard base64 with padding, or base64url without):
+ * decode, re-encode, compare: equal text means the value was canonical base64 of those
+ * bytes, with no character outside the alphabet. Anything else takes the exact path with
+ * the alphabet regexes, which accepts the same set plus non-canonical trailing bits.
+ */
+function base64Bytes(value: string): Buffer | null {
+  const fast = Buffer.from(value, 'base64');
+  if (fast.toString('base64') === value || fast.toString('base64url') === value) return fast;
+  const standard = /^[A-Za-z0-9+/]+={0,2}$/.test(value);
+  const urlSafe = /^[A-Za-z0-9_-]+={0,2}$/.test(value);
+  let end = value.length;
+  while (end > 0 && value.charCodeAt(end - 1) === 0x3d /* = */) end -= 1;
+  if ((!standard && !urlSafe) || end % 4 === 1 || (value.length !== end && value.length % 4 !== 0)) return null;
+  return Buffer.from(value.slice(0, end), standard ? 'base64' : 'base64url');
+}
+
+/** UTF-8 text of `bytes` (fatal on malformed UTF-8); ASCII, the usual case, skips the decoder. */
+function utf8Text(bytes: Buffer): string {
+  return isAscii(bytes) ? bytes.toString('latin1') : UTF8.decode(bytes);
+}
+
+/**
  * Decodes a header value (standard base64 or base64url, padding optional)
  * into the bundle object and checks its structure with `parseProofBundle`.
  * Returns the decoded object itself. Throws 403 `proof_rejected` when malformed.
@@ -75,17 +101,12 @@ export function decodeProof(value: string): Record<string, unknown> {
 /** {@link decodeProof}, also returning the JSON text to send to verify. */
 export function decodeProofJson(value: string): DecodedProof {
   if (value.length > MAX_PROOF_HEADER_LENGTH) rejected('The X-Service-Proof header is too large.');
-  const standard = /^[A-Za-z0-9+/]+={0,2}$/.test(value);
-  const urlSafe = /^[A-Za-z0-9_-]+={0,2}$/.test(value);
-  const body = value.replace(/=+$/, '');
-  if ((!standard && !urlSafe) || body.length % 4 === 1 || (value.length !== body.length && value.length % 4 !== 0)) {
-    rejected('The X-Service-Proof header is not base64.');
-  }
-  const bytes = Buffer.from(body, standard ? 'base64' : 'base64url');
+  const bytes = base64Bytes(value);
+  if (bytes === null) rejected('The X-Service-Proof header is not base64.');
   let bundle: unknown;
   let text: string;
   try {
-    text = UTF8.decode(bytes);
+    text = utf8Text(bytes);
     bundle = JSON.parse(text);
   } catch {
     rejected('The X-Service-Proof header is not base64 of a JSON object.');

@@ -9,6 +9,7 @@
  */
 
 import { Pool } from 'undici';
+import type { Dispatcher } from 'undici';
 import type { VerifyContext } from './context.ts';
 
 /** Longest sidecar response body read (bytes); longer is a bad response. */
@@ -79,37 +80,69 @@ export class SidecarClient {
     });
   }
 
-  async #call(method: 'GET' | 'POST', path: string, timeoutMs: number, requestId: string, json: string | undefined, withKey = true): Promise<Raw | 'timeout' | 'network'> {
-    const controller = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, timeoutMs);
-    try {
-      const headers: Record<string, string> = { 'x-request-id': requestId, accept: 'application/json' };
-      if (withKey) headers['x-service-api-key'] = this.#options.apiKey;
-      if (json !== undefined) headers['content-type'] = 'application/json';
-      const res = await this.#pool.request({ method, path: this.#base + path, headers, body: json ?? null, signal: controller.signal });
+  /**
+   * One request on the pool with undici's dispatch API (no body stream, no AbortSignal: this runs
+   * once per proxied request). The deadline covers queueing, connecting, headers and body: when
+   * it passes, the call resolves to 'timeout' and the request is aborted as soon as undici hands
+   * it a controller (at once when it is already on a socket).
+   */
+  #call(method: 'GET' | 'POST', path: string, timeoutMs: number, requestId: string, json: string | undefined, withKey = true): Promise<Raw | 'timeout' | 'network'> {
+    const headers: Record<string, string> = { 'x-request-id': requestId, accept: 'application/json' };
+    if (withKey) headers['x-service-api-key'] = this.#options.apiKey;
+    if (json !== undefined) headers['content-type'] = 'application/json';
+    return new Promise((resolve) => {
+      let settled = false;
+      let controller: Dispatcher.DispatchController | undefined;
+      let status = 0;
+      let contentType: string | undefined;
       const chunks: Buffer[] = [];
       let size = 0;
       let tooLarge = false;
-      for await (const chunk of res.body as AsyncIterable<Buffer>) {
-        size += chunk.length;
-        if (size > MAX_SIDECAR_RESPONSE_BYTES) {
-          tooLarge = true;
-          res.body.destroy();
-          break;
-        }
-        chunks.push(chunk);
+      const finish = (result: Raw | 'timeout' | 'network'): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(result);
+      };
+      const timer = setTimeout(() => {
+        finish('timeout');
+        controller?.abort(new Error('verify deadline'));
+      }, timeoutMs);
+      const handler: Dispatcher.DispatchHandler = {
+        onRequestStart(c) {
+          controller = c;
+          if (settled) c.abort(new Error('verify deadline'));
+        },
+        onResponseStart(_c, statusCode, responseHeaders) {
+          status = statusCode;
+          const ct = responseHeaders['content-type'];
+          contentType = Array.isArray(ct) ? ct[0] : ct;
+        },
+        onResponseData(c, chunk) {
+          if (tooLarge) return;
+          size += chunk.length;
+          if (size > MAX_SIDECAR_RESPONSE_BYTES) {
+            tooLarge = true;
+            chunks.length = 0;
+            finish({ status, contentType, body: '', tooLarge: true });
+            c.abort(new Error('sidecar response too large'));
+            return;
+          }
+          chunks.push(chunk);
+        },
+        onResponseEnd() {
+          finish({ status, contentType, body: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8'), tooLarge: false });
+        },
+        onResponseError() {
+          finish('network');
+        },
+      };
+      try {
+        this.#pool.dispatch({ method, path: this.#base + path, headers, body: json ?? null }, handler);
+      } catch {
+        finish('network');
       }
-      const ct = res.headers['content-type'];
-      return { status: res.statusCode, contentType: Array.isArray(ct) ? ct[0] : ct, body: tooLarge ? '' : Buffer.concat(chunks).toString('utf8'), tooLarge };
-    } catch {
-      return timedOut ? 'timeout' : 'network';
-    } finally {
-      clearTimeout(timer);
-    }
+    });
   }
 
   /** Calls verify. Never throws. */

@@ -126,6 +126,35 @@ t.test('decodeProof: strict structural pre-validation', async (t) => {
   t.same(decodeProof(proofHeader(bundle, 'base64url')), bundle);
   t.same(decodeProof(b64(JSON.stringify(bundle, null, 1))), bundle, 'JSON whitespace is fine');
   for (const bad of ['!!!!', 'YQ', 'WzFd', 'bnVsbA==', 'A'.repeat(20_000)]) t.equal(code(() => decodeProof(bad)), 'proof_rejected', bad.slice(0, 20));
+  // The fast path (canonical padded base64 / unpadded base64url) and the exact path accept the same set.
+  const std = proofHeader(bundle);
+  const url = proofHeader(bundle, 'base64url');
+  t.ok(std.endsWith('=') || std.length % 4 === 0, 'present-style header is padded standard base64');
+  t.same(decodeProof(std.replace(/=+$/, '')), bundle, 'standard alphabet without padding');
+  t.same(decodeProof(url + '='.repeat((4 - (url.length % 4)) % 4)), bundle, 'base64url with padding');
+  const tail = std.replace(/=+$/, '');
+  if (tail.length % 4 !== 0) {
+    // Non-zero unused bits in the last character decode to the same bytes: accepted, as before.
+    const last = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+    const i = last.indexOf(tail.at(-1)!);
+    const loose = tail.slice(0, -1) + last[i + 1]!;
+    t.same(decodeProof(loose), bundle, 'non-canonical trailing bits');
+  }
+  const mixedAt = std.search(/[+/]/);
+  if (mixedAt >= 0 && /[A-Za-z0-9]/.test(url)) {
+    const mixed = std.slice(0, mixedAt) + (std[mixedAt] === '+' ? '+' : '/') + std.slice(mixedAt + 1).replace(/[A-Za-z0-9]/, '_');
+    t.equal(code(() => decodeProof(mixed)), 'proof_rejected', 'both alphabets in one value');
+  }
+  for (const [name, bad] of [
+    ['inner whitespace', std.slice(0, 100) + ' ' + std.slice(100)],
+    ['inner newline', std.slice(0, 100) + '\n' + std.slice(100)],
+    ['padding inside', std.slice(0, 100) + '=' + std.slice(100)],
+    ['too much padding', std.replace(/=*$/, '===')],
+    ['a stray dot', std.slice(0, 100) + '.' + std.slice(101)],
+  ] as const) t.equal(code(() => decodeProof(bad)), 'proof_rejected', name);
+  t.equal(code(() => decodeProof(b64(JSON.stringify(bundle)).replace(/=+$/, '') + '====')), 'proof_rejected', 'four padding characters');
+  const latin1 = Buffer.concat([Buffer.from(JSON.stringify(bundle).slice(0, -1)), Buffer.from([0x2c, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d])]).toString('base64');
+  t.equal(code(() => decodeProof(latin1)), 'proof_rejected', 'bytes that are not UTF-8');
   const structural: Record<string, unknown> = {
     'plain object without bundle members': { a: [1] },
     'old test stand-in': { v: 1, agent: 'agent-1', sig: 'A'.repeat(4800) },
