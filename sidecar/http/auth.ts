@@ -152,9 +152,7 @@ export function installAuth(app: FastifyInstance, ctx: ServiceContext): void {
       throw new TypeError(`route ${String(route.method)} ${route.url}: config.auth must be none, session, session_csrf or api_key`);
     }
   });
-  app.addHook('onRequest', async (request) => {
-    const mode = request.routeOptions.config.auth ?? 'none';
-    if (mode === 'none') return;
+  const authenticate = async (request: FastifyRequest, mode: string): Promise<void> => {
     if (mode === 'api_key') {
       request.apiKey = await authenticateApiKey(ctx, request.headers[API_KEY_HEADER]);
       return;
@@ -162,5 +160,11 @@ export function installAuth(app: FastifyInstance, ctx: ServiceContext): void {
     const session = await authenticateSession(ctx, request);
     if (mode === 'session_csrf') checkCsrf(ctx, request, session);
     request.session = session;
+  };
+  // Callback style: routes with auth 'none' (verify authenticates inside decide()) cost no promise.
+  app.addHook('onRequest', (request, _reply, done) => {
+    const mode = request.routeOptions.config.auth ?? 'none';
+    if (mode === 'none') { done(); return; }
+    authenticate(request, mode).then(() => done(), (err: Error) => done(err));
   });
 }

@@ -30,15 +30,20 @@ export class SqliteProofStore implements ProofStore {
       a.id, a.accountId, a.eventType, a.connectionId, a.agentId, a.certId, a.requiredScope, JSON.stringify(a.details), a.createdAt);
   }
 
-  /** Consumes the challenge and debits the account; throws a result string to roll back. */
-  private consume(challengeId: string | null, audience: string, now: number, accountId: string, price: number): DecisionCommitResult {
+  /**
+   * Consumes the challenge and debits the account, counting the call (and, for a decision, its
+   * allow or deny) in the same UPDATE; returns what failed (the caller rolls back).
+   */
+  private consume(challengeId: string | null, audience: string, now: number, accountId: string, price: number, decision?: 'allow' | 'deny'): DecisionCommitResult {
     if (challengeId !== null) {
       const consumed = this.db.run('UPDATE challenges SET consumed_at = ? WHERE id = ? AND consumed_at IS NULL AND expires_at > ? AND audience_connection_id = ?',
         now, challengeId, now, audience);
       if (consumed !== 1) return 'invalid_challenge';
     }
-    const debited = this.db.run('UPDATE accounts SET credits_micros = credits_micros - ?, verify_calls = verify_calls + 1 WHERE id = ? AND credits_micros >= ?',
-      price, accountId, price);
+    const allows = decision === 'allow' ? 1 : 0;
+    const denies = decision === 'deny' ? 1 : 0;
+    const debited = this.db.run('UPDATE accounts SET credits_micros = credits_micros - ?, verify_calls = verify_calls + 1, verify_allows = verify_allows + ?, verify_denies = verify_denies + ? WHERE id = ? AND credits_micros >= ?',
+      price, allows, denies, accountId, price);
     if (debited !== 1) return 'credits_exhausted';
     return 'committed';
   }
@@ -80,9 +85,8 @@ export class SqliteProofStore implements ProofStore {
           result = 'certificate_revoked';
           throw rollback;
         }
-        result = this.consume(c.challengeId, c.audienceConnectionId, c.now, c.accountId, c.priceMicros);
+        result = this.consume(c.challengeId, c.audienceConnectionId, c.now, c.accountId, c.priceMicros, c.decision);
         if (result !== 'committed') throw rollback;
-        this.db.run(c.decision === 'allow' ? 'UPDATE accounts SET verify_allows = verify_allows + 1 WHERE id = ?' : 'UPDATE accounts SET verify_denies = verify_denies + 1 WHERE id = ?', c.accountId);
         this.insertAudit(c.audit);
       });
     } catch (err) {

@@ -58,7 +58,6 @@ t.test('write faults inside the decision transaction', async (t) => {
   await failsClosed(t, f, /^INSERT INTO audit_events/, 'audit_write_failed');
   await failsClosed(t, f, /^UPDATE challenges SET consumed_at/, 'audit_write_failed');
   await failsClosed(t, f, /^UPDATE accounts SET credits_micros/, 'audit_write_failed');
-  await failsClosed(t, f, /^UPDATE accounts SET verify_allows/, 'audit_write_failed');
   await failsClosed(t, f, /^SELECT status FROM certificates/, 'audit_write_failed');
   await failsClosed(t, f, /^BEGIN IMMEDIATE$/, 'audit_write_failed');
   await failsClosed(t, f, /^COMMIT$/, 'audit_write_failed');
