@@ -22,7 +22,6 @@ import { DecisionCaches } from './decide/caches.ts';
 import { createProofCrypto } from './crypto-pool.ts';
 import { installErrorHandlers } from './http/errors.ts';
 import { installAuth } from './http/auth.ts';
-import { fastJsonParser } from './http/json-body.ts';
 import { registerAuthRoutes } from './routes/auth.ts';
 import { registerOnboardingRoutes } from './routes/onboarding.ts';
 import { registerPlatformRoutes } from './routes/platforms.ts';
@@ -145,7 +144,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   await app.register(swagger, OPENAPI_OPTIONS);
   // Only JSON bodies: without Fastify's text/plain parser, any other type is 415 unsupported_media_type.
   app.removeContentTypeParser(['application/json', 'text/plain']);
-  const jsonParser = fastJsonParser(app.getDefaultJsonParser('error', 'error'));
+  const jsonParser = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     if (body === '' || body === undefined) { done(null, undefined); return; }
     jsonParser(req, body as string, done);

@@ -8,7 +8,6 @@ import { Type } from '@sinclair/typebox';
 import type { ServiceContext } from '../context.ts';
 import { API_KEY_HEADER } from '../http/auth.ts';
 import { decide } from '../decide/pipeline.ts';
-import { fastJsonParser } from '../http/json-body.ts';
 import type { VerifyInput } from '../decide/pipeline.ts';
 import { ServiceError } from '../../src/errors.ts';
 
@@ -41,7 +40,7 @@ export async function registerVerifyRoutes(app: FastifyInstance, ctx: ServiceCon
 async function registerVerify(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
   // In this encapsulated scope only: a JSON syntax error is handed to the handler instead of
   // answering 400 before the API key was looked at. Same parser (proto poisoning refused) otherwise.
-  const jsonParser = fastJsonParser(app.getDefaultJsonParser('error', 'error'));
+  const jsonParser = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     if (body === '' || body === undefined) { done(null, undefined); return; }
