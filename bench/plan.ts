@@ -94,7 +94,7 @@ export function parsePlan(argv: readonly string[]): Plan {
     verifySeconds: { 1: t(2), 16: t(2), 64: t(3) },
     warmupVerifies: k(300),
     healthzRequests: k(1_000),
-    gateway: { rounds: Math.max(2, Math.round(3 * scale)), concurrency: 50, tpSeconds: t(2), latSeconds: t(1), warmupSeconds: t(0.5) },
+    gateway: { rounds: Math.max(2, Math.round(3 * scale)), concurrency: 50, tpSeconds: t(2), latSeconds: t(1), warmupSeconds: t(2) },
     scaling: { small: 1_000, big: 1_000_000, certs: 100_000, rounds: Math.max(2, Math.round(3 * scale)), verifiesPerRound: k(300), auditReads: k(300) },
     webhooks: { events: k(2_000), maxSeconds: 60 },
     profileSeconds: t(3),

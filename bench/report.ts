@@ -6,7 +6,8 @@ import type { LoadResult } from './load.ts';
 import type { ProfileSummary } from './profile.ts';
 import type { Backend } from './plan.ts';
 
-export type GatewayVariant = 'gateway' | 'plain' | 'jose' | 'direct';
+/** The gateway comparison's variants: `stub` is the agent-authz gateway in front of bench/servers.ts's stand-in sidecar (reference only). */
+export type GatewayVariant = 'gateway' | 'stub' | 'plain' | 'jose' | 'direct';
 
 /** Everything measured for one ML-DSA backend (one sidecar runtime). */
 export interface BackendResults {
@@ -25,7 +26,7 @@ export interface BackendResults {
   rssMb?: number;
   gateway?: Partial<Record<GatewayVariant, {
     c50: LoadResult; c1: LoadResult;
-    /** CPU ms per request at c=50 of the serving process (gateway / proxy / upstream), the upstream, and the sidecar (gateway only). */
+    /** CPU ms per request at c=50 of the serving process (gateway / proxy / upstream), the upstream, and the sidecar (gateway: the real one; stub: the stand-in). */
     cpuMsPerReq?: { server: number; upstream: number; sidecar?: number };
   }>>;
   profiles?: { verify?: ProfileSummary; present?: ProfileSummary; gateway?: ProfileSummary };
@@ -152,7 +153,7 @@ export function renderTable(res: Results): string {
   }
   if (Object.values(res.backends).some((b) => b?.gateway)) {
     section('Gateway comparison — c=50: req/s · p99; c=1: p50 (interleaved rounds)');
-    const names: [GatewayVariant, string][] = [['direct', 'Upstream directly'], ['plain', 'Plain @fastify/http-proxy'], ['jose', 'Proxy + jose EdDSA JWT verify'], ['gateway', 'agent-authz gateway + sidecar']];
+    const names: [GatewayVariant, string][] = [['direct', 'Upstream directly'], ['plain', 'Plain @fastify/http-proxy'], ['jose', 'Proxy + jose EdDSA JWT verify'], ['gateway', 'agent-authz gateway + sidecar'], ['stub', 'Reference: agent-authz gateway + stub sidecar (allow, no work)']];
     for (const [v, label] of names) {
       per(label, (b) => {
         const x = b.gateway?.[v];
@@ -163,7 +164,8 @@ export function renderTable(res: Results): string {
       const g = b.gateway;
       const ms = (x: number | undefined): string => fix(x, 2);
       if (!g?.gateway?.cpuMsPerReq) return '—';
-      return `plain ${ms(g.plain?.cpuMsPerReq?.server)}, jose ${ms(g.jose?.cpuMsPerReq?.server)}, gateway ${ms(g.gateway.cpuMsPerReq.server)} + sidecar ${ms(g.gateway.cpuMsPerReq.sidecar)} ms`;
+      const stubbed = g.stub?.cpuMsPerReq ? `; with the stub: gateway ${ms(g.stub.cpuMsPerReq.server)} + stub ${ms(g.stub.cpuMsPerReq.sidecar)}` : '';
+      return `plain ${ms(g.plain?.cpuMsPerReq?.server)}, jose ${ms(g.jose?.cpuMsPerReq?.server)}, gateway ${ms(g.gateway.cpuMsPerReq.server)} + sidecar ${ms(g.gateway.cpuMsPerReq.sidecar)}${stubbed} ms`;
     });
     per('Gateway ÷ plain proxy (c=50 req/s)', (b) => (b.gateway?.gateway && b.gateway.plain ? fix(b.gateway.gateway.c50.rps / b.gateway.plain.c50.rps) : '—'), 'gw-plain');
     per('Gateway ÷ jose JWT proxy (c=50 req/s)', (b) => (b.gateway?.gateway && b.gateway.jose ? fix(b.gateway.gateway.c50.rps / b.gateway.jose.c50.rps) : '—'), 'gw-jose');

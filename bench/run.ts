@@ -221,9 +221,9 @@ async function presentAndVerify(run: Run, backend: Backend, sc: Sidecar, s: Setu
 
 // ---------------------------------------------------------------- gateway comparison
 
-async function startHelper(mode: 'upstream' | 'plain' | 'jose' | 'all', args: string[], env: Record<string, string> = {}): Promise<{ child: Child; urls: Record<string, string> }> {
+async function startHelper(mode: 'upstream' | 'plain' | 'jose' | 'stub' | 'all', args: string[], env: Record<string, string> = {}): Promise<{ child: Child; urls: Record<string, string> }> {
   const child = new Child(mode, process.execPath, [...tsArgs('bench/servers.ts'), mode, ...args], childEnv(env));
-  const names = mode === 'all' ? ['upstream', 'plain', 'jose'] : [mode];
+  const names = mode === 'all' ? ['upstream', 'plain', 'jose', 'stub'] : [mode];
   const urls: Record<string, string> = {};
   for (const name of names) {
     const m = await child.waitForLine(new RegExp(`^READY ${name} (\\d+)$`), 30_000);
@@ -232,15 +232,15 @@ async function startHelper(mode: 'upstream' | 'plain' | 'jose' | 'all', args: st
   return { child, urls };
 }
 
-function startGateway(run: Run, sc: Sidecar, s: Setup, upstreamUrl: string, nodeFlags: string[] = []): Promise<{ child: Child; url: string }> {
-  return retryPort(() => startGatewayOnce(run, sc, s, upstreamUrl, nodeFlags));
+function startGateway(run: Run, sc: Sidecar, s: Setup, upstreamUrl: string, nodeFlags: string[] = [], sidecarUrl = sc.url): Promise<{ child: Child; url: string }> {
+  return retryPort(() => startGatewayOnce(run, sidecarUrl, s, upstreamUrl, nodeFlags));
 }
 
-async function startGatewayOnce(run: Run, sc: Sidecar, s: Setup, upstreamUrl: string, nodeFlags: string[]): Promise<{ child: Child; url: string }> {
+async function startGatewayOnce(run: Run, sidecarUrl: string, s: Setup, upstreamUrl: string, nodeFlags: string[]): Promise<{ child: Child; url: string }> {
   const port = await freePort();
   const file = path.join(run.tmp, `gateway-${port}.json`);
   fs.writeFileSync(file, JSON.stringify({
-    upstream_url: upstreamUrl, sidecar_url: sc.url, api_key_env: 'BENCH_GATEWAY_API_KEY',
+    upstream_url: upstreamUrl, sidecar_url: sidecarUrl, api_key_env: 'BENCH_GATEWAY_API_KEY',
     routes: [{ method: 'GET', path: '/items/*', scope: s.scope }],
     listen: { host: '127.0.0.1', port }, metrics: false, log_level: 'warn',
   }, null, 2));
@@ -250,12 +250,14 @@ async function startGatewayOnce(run: Run, sc: Sidecar, s: Setup, upstreamUrl: st
   return { child, url };
 }
 
-/** The four servers of the gateway comparison (upstream, plain proxy, jose proxy, gateway). */
+/** The servers of the gateway comparison (upstream, plain proxy, jose proxy, gateway; the stub sidecar and its gateway). */
 interface GatewayProcs {
   children: Child[];
   urls: Record<GatewayVariant, string>;
   /** The process that serves each variant (the upstream for `direct`). */
   pids: Record<GatewayVariant, number>;
+  /** The stand-in sidecar behind the `stub` variant's gateway. */
+  stubPid: number;
   jwt: string;
 }
 
@@ -267,35 +269,42 @@ async function startGatewayProcs(run: Run, sc: Sidecar, s: Setup): Promise<Gatew
   if (run.plan.smoke) {
     // One helper process for the three baselines (startup dominates a tiny run).
     const all = await startHelper('all', [`--scope=${s.scope}`], jwk);
-    try {
-      const gw = await startGateway(run, sc, s, all.urls.upstream!);
-      return {
-        children: [all.child, gw.child], urls: { gateway: gw.url, plain: all.urls.plain!, jose: all.urls.jose!, direct: all.urls.upstream! },
-        pids: { gateway: gw.child.pid, plain: all.child.pid, jose: all.child.pid, direct: all.child.pid }, jwt,
-      };
-    } catch (err) {
-      await all.child.stop(5000);
-      throw err;
+    const gws = await Promise.allSettled([startGateway(run, sc, s, all.urls.upstream!), startGateway(run, sc, s, all.urls.upstream!, [], all.urls.stub!)]);
+    if (gws.some((x) => x.status === 'rejected')) {
+      await Promise.all([all.child, ...gws.flatMap((x) => (x.status === 'fulfilled' ? [x.value.child] : []))].map((c) => c.stop(5000)));
+      throw (gws.find((x) => x.status === 'rejected') as PromiseRejectedResult).reason;
     }
+    const [gw, gs] = gws.map((x) => (x as PromiseFulfilledResult<{ child: Child; url: string }>).value) as [{ child: Child; url: string }, { child: Child; url: string }];
+    return {
+      children: [all.child, gw.child, gs.child], urls: { gateway: gw.url, stub: gs.url, plain: all.urls.plain!, jose: all.urls.jose!, direct: all.urls.upstream! },
+      pids: { gateway: gw.child.pid, stub: gs.child.pid, plain: all.child.pid, jose: all.child.pid, direct: all.child.pid }, stubPid: all.child.pid, jwt,
+    };
   }
   const up = await startHelper('upstream', []);
   const upstreamUrl = up.urls.upstream!;
+  type Started = { child: Child; urls: Record<string, string> };
   const started = await Promise.allSettled([
     startHelper('plain', [`--upstream=${upstreamUrl}`]),
     startHelper('jose', [`--upstream=${upstreamUrl}`, `--scope=${s.scope}`], jwk),
     startGateway(run, sc, s, upstreamUrl).then((g) => ({ child: g.child, urls: { gateway: g.url } })),
+    startHelper('stub', []),
   ]);
-  const failed = started.find((x) => x.status === 'rejected');
+  let stubGw: PromiseSettledResult<Started> | undefined;
+  const stubUrl = started[3].status === 'fulfilled' ? started[3].value.urls.stub! : undefined;
+  if (stubUrl !== undefined) {
+    [stubGw] = await Promise.allSettled([startGateway(run, sc, s, upstreamUrl, [], stubUrl).then((g) => ({ child: g.child, urls: { stub: g.url } }))]);
+  }
+  const all = stubGw ? [...started, stubGw] : started;
+  const failed = all.find((x) => x.status === 'rejected');
   if (failed) {
-    await Promise.all([up.child, ...started.flatMap((x) => (x.status === 'fulfilled' ? [x.value.child] : []))].map((c) => c.stop(5000)));
+    await Promise.all([up.child, ...all.flatMap((x) => (x.status === 'fulfilled' ? [x.value.child] : []))].map((c) => c.stop(5000)));
     throw (failed as PromiseRejectedResult).reason;
   }
-  const [plain, jose, gw] = started.map((x) => (x as PromiseFulfilledResult<{ child: Child; urls: Record<string, string> }>).value) as
-    [{ child: Child; urls: Record<string, string> }, { child: Child; urls: Record<string, string> }, { child: Child; urls: Record<string, string> }];
+  const [plain, jose, gw, stubSc, gs] = all.map((x) => (x as PromiseFulfilledResult<Started>).value) as [Started, Started, Started, Started, Started];
   return {
-    children: [up.child, plain.child, jose.child, gw.child],
-    urls: { gateway: gw.urls.gateway!, plain: plain.urls.plain!, jose: jose.urls.jose!, direct: upstreamUrl },
-    pids: { gateway: gw.child.pid, plain: plain.child.pid, jose: jose.child.pid, direct: up.child.pid }, jwt,
+    children: [up.child, plain.child, jose.child, gw.child, stubSc.child, gs.child],
+    urls: { gateway: gw.urls.gateway!, stub: gs.urls.stub!, plain: plain.urls.plain!, jose: jose.urls.jose!, direct: upstreamUrl },
+    pids: { gateway: gw.child.pid, stub: gs.child.pid, plain: plain.child.pid, jose: jose.child.pid, direct: up.child.pid }, stubPid: stubSc.child.pid, jwt,
   };
 }
 
@@ -303,7 +312,7 @@ async function gatewayComparison(run: Run, backend: Backend, sc: Sidecar, s: Set
   const g = run.plan.gateway;
   const ceil = br.ceiling!;
   const { children, urls, jwt, pids } = procs;
-  const pools = { gateway: pool(urls.gateway, g.concurrency), plain: pool(urls.plain, g.concurrency), jose: pool(urls.jose, g.concurrency), direct: pool(urls.direct, g.concurrency) };
+  const pools = { gateway: pool(urls.gateway, g.concurrency), stub: pool(urls.stub, g.concurrency), plain: pool(urls.plain, g.concurrency), jose: pool(urls.jose, g.concurrency), direct: pool(urls.direct, g.concurrency) };
   const sp = pool(sc.url, 64);
   try {
     // Bundles: the gateway cannot beat the sidecar's verify rate; size from what verify achieved.
@@ -326,27 +335,31 @@ async function gatewayComparison(run: Run, backend: Backend, sc: Sidecar, s: Set
     const headers = await makeBundles(sp, s, total, 'header', 300);
     let used = 0;
     const auth = `Bearer ${jwt}`;
-    const variants: GatewayVariant[] = ['gateway', 'plain', 'jose', 'direct'];
+    const variants: GatewayVariant[] = ['gateway', 'stub', 'plain', 'jose', 'direct'];
+    // The stub answers allow without reading the proof: one real header serves every stub request.
+    const stubHeader = headers[headers.length - 1]!;
     const req = (v: GatewayVariant) => (i: number): Req => {
       const path = `/items/${i}`;
       if (v === 'gateway') return { method: 'GET', path, headers: { 'x-service-proof': headers[used + i]! } };
+      if (v === 'stub') return { method: 'GET', path, headers: { 'x-service-proof': stubHeader } };
       if (v === 'jose') return { method: 'GET', path, headers: { authorization: auth } };
       return { method: 'GET', path };
     };
     // CPU seconds per variant at c=50: the serving process, the upstream and (gateway) the sidecar.
     const cpu: Record<GatewayVariant, { proxy: number; upstream: number; sidecar: number; n: number }> = {
-      gateway: { proxy: 0, upstream: 0, sidecar: 0, n: 0 }, plain: { proxy: 0, upstream: 0, sidecar: 0, n: 0 },
+      gateway: { proxy: 0, upstream: 0, sidecar: 0, n: 0 }, stub: { proxy: 0, upstream: 0, sidecar: 0, n: 0 }, plain: { proxy: 0, upstream: 0, sidecar: 0, n: 0 },
       jose: { proxy: 0, upstream: 0, sidecar: 0, n: 0 }, direct: { proxy: 0, upstream: 0, sidecar: 0, n: 0 },
     };
     const load = async (v: GatewayVariant, concurrency: number, count: number, seconds: number, account = false): Promise<LoadResult> => {
       const n = v === 'gateway' ? Math.min(count, headers.length - used) : 200_000;
-      const c0 = account ? [cpuSeconds(pids[v]), cpuSeconds(pids.direct), cpuSeconds(sc.child.pid)] : [];
+      const sidecarPid = v === 'stub' ? procs.stubPid : sc.child.pid;
+      const c0 = account ? [cpuSeconds(pids[v]), cpuSeconds(pids.direct), cpuSeconds(sidecarPid)] : [];
       const r = await runLoad({ pool: pools[v], concurrency, count: n, maxSeconds: seconds, request: req(v) });
       if (account) {
         const c = cpu[v];
         c.proxy += cpuSeconds(pids[v]) - c0[0]!;
         c.upstream += cpuSeconds(pids.direct) - c0[1]!;
-        c.sidecar += cpuSeconds(sc.child.pid) - c0[2]!;
+        c.sidecar += cpuSeconds(sidecarPid) - c0[2]!;
         c.n += r.count;
       }
       if (v === 'gateway') {
@@ -355,9 +368,11 @@ async function gatewayComparison(run: Run, backend: Backend, sc: Sidecar, s: Set
       }
       return r;
     };
-    for (const v of variants) await load(v, 8, warm, g.warmupSeconds);
-    const tp: Record<GatewayVariant, LoadResult[]> = { gateway: [], plain: [], jose: [], direct: [] };
-    const lat: Record<GatewayVariant, LoadResult[]> = { gateway: [], plain: [], jose: [], direct: [] };
+    // Warm-up at the measured concurrency, long enough for V8 to optimize every server's hot path
+    // (a short warm-up at low concurrency left the first round at about half the second's rate).
+    for (const v of variants) await load(v, g.concurrency, warm, g.warmupSeconds);
+    const tp: Record<GatewayVariant, LoadResult[]> = { gateway: [], stub: [], plain: [], jose: [], direct: [] };
+    const lat: Record<GatewayVariant, LoadResult[]> = { gateway: [], stub: [], plain: [], jose: [], direct: [] };
     for (let round = 0; round < g.rounds; round++) {
       for (const v of variants) tp[v].push(await load(v, g.concurrency, wantTp, g.tpSeconds, true));
       for (const v of variants) lat[v].push(await load(v, 1, wantLat, g.latSeconds));
@@ -369,7 +384,7 @@ async function gatewayComparison(run: Run, backend: Backend, sc: Sidecar, s: Set
       const per = (x: number): number => (x * 1000) / Math.max(1, c.n);
       br.gateway[v] = {
         c50: pooled(tp[v]), c1: pooled(lat[v]),
-        cpuMsPerReq: { server: v === 'direct' ? per(c.upstream) : per(c.proxy), upstream: per(c.upstream), ...(v === 'gateway' ? { sidecar: per(c.sidecar) } : {}) },
+        cpuMsPerReq: { server: v === 'direct' ? per(c.upstream) : per(c.proxy), upstream: per(c.upstream), ...(v === 'gateway' || v === 'stub' ? { sidecar: per(c.sidecar) } : {}) },
       };
     }
   } finally {

@@ -6,7 +6,10 @@
  *   plain     Fastify + @fastify/http-proxy in front of the upstream (no auth)
  *   jose      the same proxy, verifying an EdDSA JWT (Authorization: Bearer)
  *             with `jose` before proxying, and checking its `scope` claim
- *   all       the three in one process (smoke runs only: they share a thread)
+ *   stub      a stand-in sidecar for the gateway's reference row: answers every
+ *             verify "allow" without looking at it (no crypto, no store), and
+ *             /readyz 200. It measures the gateway's own cost, never a decision.
+ *   all       the four in one process (smoke runs only: they share a thread)
  *
  *   node --import tsx bench/servers.ts upstream
  *   node --import tsx bench/servers.ts plain --upstream=http://127.0.0.1:PORT
@@ -84,14 +87,29 @@ async function proxy(withJwt: boolean, target = arg('upstream')): Promise<void> 
   process.stdout.write(`READY ${withJwt ? 'jose' : 'plain'} ${(app.server.address() as { port: number }).port}\n`);
 }
 
+/** The stand-in sidecar (see the file header). Its answer has the shape the gateway's outcome mapper requires. */
+async function stub(): Promise<void> {
+  const app = Fastify({ logger: false, keepAliveTimeout: 60_000 });
+  const id = '00000000-0000-4000-8000-000000000000';
+  app.post('/v1/service/verify', async (request) => ({
+    decision: 'allow', decision_reason: 'authorized', agent_id: id, cert_id: `cert-${id}`,
+    scope: (request.body as { required_scope?: unknown } | undefined)?.required_scope, audit_event_id: id,
+  }));
+  app.get('/readyz', async () => ({ status: 'ready' }));
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  onSignals(() => app.close());
+  process.stdout.write(`READY stub ${(app.server.address() as { port: number }).port}\n`);
+}
+
 if (mode === 'upstream') await upstream();
 else if (mode === 'all') {
   const up = await upstream();
   await proxy(false, up);
   await proxy(true, up);
-} else if (mode === 'plain') await proxy(false);
+  await stub();
+} else if (mode === 'stub') await stub(); else if (mode === 'plain') await proxy(false);
 else if (mode === 'jose') await proxy(true);
 else {
-  process.stderr.write('usage: servers.ts upstream|plain|jose|all [--upstream=URL] [--scope=SCOPE]\n');
+  process.stderr.write('usage: servers.ts upstream|plain|jose|stub|all [--upstream=URL] [--scope=SCOPE]\n');
   process.exit(2);
 }
