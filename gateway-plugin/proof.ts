@@ -74,6 +74,7 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
  * the alphabet regexes, which accepts the same set plus non-canonical trailing bits.
  */
 function base64Bytes(value: string): Buffer | null {
+  if (value === '') return null; // as the regexes below (callers treat an empty header as missing anyway)
   const fast = Buffer.from(value, 'base64');
   if (fast.toString('base64') === value || fast.toString('base64url') === value) return fast;
   const standard = /^[A-Za-z0-9+/]+={0,2}$/.test(value);

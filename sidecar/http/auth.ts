@@ -165,6 +165,7 @@ export function installAuth(app: FastifyInstance, ctx: ServiceContext): void {
   app.addHook('onRequest', (request, _reply, done) => {
     const mode = request.routeOptions.config.auth ?? 'none';
     if (mode === 'none') { done(); return; }
-    authenticate(request, mode).then(() => done(), (err: Error) => done(err));
+    // A rejection with a falsy reason must still refuse: done(undefined) would carry on unauthenticated.
+    authenticate(request, mode).then(() => done(), (err: unknown) => done(err instanceof Error ? err : new Error(`authentication failed: ${String(err)}`)));
   });
 }

@@ -153,8 +153,15 @@ t.test('decodeProof: strict structural pre-validation', async (t) => {
     ['a stray dot', std.slice(0, 100) + '.' + std.slice(101)],
   ] as const) t.equal(code(() => decodeProof(bad)), 'proof_rejected', name);
   t.equal(code(() => decodeProof(b64(JSON.stringify(bundle)).replace(/=+$/, '') + '====')), 'proof_rejected', 'four padding characters');
+  // Not UTF-8: refused by the decoder itself (its message), not only later by the structural check.
+  const message = (fn: () => unknown): string | undefined => { try { fn(); return undefined; } catch (err) { return (err as Error).message; } };
   const latin1 = Buffer.concat([Buffer.from(JSON.stringify(bundle).slice(0, -1)), Buffer.from([0x2c, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d])]).toString('base64');
   t.equal(code(() => decodeProof(latin1)), 'proof_rejected', 'bytes that are not UTF-8');
+  t.match(message(() => decodeProof(latin1)), /not base64 of a JSON object/, 'refused as text, before the structure is looked at');
+  const utf8 = Buffer.concat([Buffer.from(JSON.stringify(bundle).slice(0, -1)), Buffer.from(',"\u00e9":1}', 'utf8')]).toString('base64');
+  t.match(message(() => decodeProof(utf8)), /not a well-formed proof bundle/, 'valid UTF-8 with a stray member reaches the structural check');
+  t.equal(code(() => decodeProof('')), 'proof_rejected', 'the empty string');
+  t.match(message(() => decodeProof('')), /not base64/, 'the empty string is not base64');
   const structural: Record<string, unknown> = {
     'plain object without bundle members': { a: [1] },
     'old test stand-in': { v: 1, agent: 'agent-1', sig: 'A'.repeat(4800) },
