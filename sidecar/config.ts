@@ -38,6 +38,8 @@ export interface SidecarConfig {
   sqliteBinding: string | null;
   /** Worker threads for hybrid signing (present) and proof-signature checks (verify); 0 = on the main thread. */
   cryptoWorkers: number;
+  /** A separate listener for `GET /metrics` (then not served on the main port); null = the main port. */
+  metricsListen: { host: string; port: number } | null;
 }
 
 /** Defaults, as named constants. */
@@ -73,7 +75,7 @@ export const ENV_VARS = [
   'SIDECAR_CHALLENGE_TTL_SECONDS', 'SIDECAR_PROOF_FRESHNESS_SECONDS', 'SIDECAR_API_KEY_GRACE_SECONDS',
   'SIDECAR_SEND_CODE_PER_MINUTE', 'SIDECAR_LOG_LEVEL', 'SIDECAR_BODY_LIMIT_BYTES', 'SIDECAR_TRUST_PROXY',
   'SIDECAR_AUDIT_RETENTION_DAYS', 'SIDECAR_CHALLENGE_RETENTION_HOURS', 'SIDECAR_SHUTDOWN_TIMEOUT_MS',
-  'SIDECAR_SQLITE_BINDING', 'SIDECAR_CRYPTO_WORKERS',
+  'SIDECAR_SQLITE_BINDING', 'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_METRICS_LISTEN',
 ] as const;
 
 /** Micro-dollars per dollar: money is integer micro-units, never floats. */
@@ -190,7 +192,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     shutdownTimeoutMs: int(env, 'SIDECAR_SHUTDOWN_TIMEOUT_MS', DEFAULTS.shutdownTimeoutMs, 100, 600_000),
     sqliteBinding: env.SIDECAR_SQLITE_BINDING ? path.resolve(env.SIDECAR_SQLITE_BINDING) : null,
     cryptoWorkers: int(env, 'SIDECAR_CRYPTO_WORKERS', defaultCryptoWorkers(), 0, MAX_CRYPTO_WORKERS),
+    metricsListen: metricsListen(env.SIDECAR_METRICS_LISTEN, host, int(env, 'SIDECAR_PORT', DEFAULTS.port, 0, 65535)),
   };
+}
+
+/**
+ * `SIDECAR_METRICS_LISTEN`: `host:port` (`[v6]:port` for IPv6) of a separate metrics listener,
+ * like OPA's diagnostic address, so `/metrics` can stay on a private interface while the API
+ * port is reachable by apps. Unset or empty: `/metrics` is served on the main port.
+ */
+function metricsListen(raw: string | undefined, mainHost: string, mainPort: number): { host: string; port: number } | null {
+  if (raw === undefined || raw === '') return null;
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9._-]{1,253})):([0-9]{1,5})$/.exec(raw);
+  const port = m ? Number(m[3]) : NaN;
+  if (!m || port > 65535) throw new ConfigError(`SIDECAR_METRICS_LISTEN: expected host:port such as 127.0.0.1:9465 or [::1]:9465, got ${JSON.stringify(raw)}`);
+  const host = (m[1] ?? m[2])!;
+  if (port !== 0 && port === mainPort && host === mainHost) throw new ConfigError(`SIDECAR_METRICS_LISTEN: ${raw} is the main listener (SIDECAR_HOST:SIDECAR_PORT); pick another port`);
+  return { host, port };
 }
 
 /** A complete config for tests and embedding: defaults merged with `overrides`; unknown keys are a TypeError. */

@@ -49,7 +49,14 @@ async function main(): Promise<void> {
   // app.close() runs at the start of the shutdown.
   installGracefulShutdown(app, { timeoutMs: config.shutdownTimeoutMs, name: 'sidecar' });
   await app.listen({ host: config.host, port: config.port });
+  let metrics: string = 'main port';
+  if (app.metricsServer !== null && config.metricsListen !== null) {
+    await app.metricsServer.listen({ host: config.metricsListen.host, port: config.metricsListen.port });
+    const a = app.metricsServer.server.address() as { address: string; port: number; family: string };
+    metrics = a.family === 'IPv6' ? `[${a.address}]:${a.port}` : `${a.address}:${a.port}`;
+  }
   app.log.info({
+    metrics_listen: metrics,
     host: config.host, port: (app.server.address() as { port: number } | null)?.port ?? config.port,
     data_dir: config.dataDir, production: config.production, log_level: config.logLevel,
     mailer: config.smtpUrl ? 'smtp' : 'development-log', audit_retention_days: config.auditRetentionDays,

@@ -30,7 +30,7 @@ import { registerProofRoutes } from './routes/proofs.ts';
 import { registerVerifyRoutes } from './routes/verify.ts';
 import { registerAuditRoutes } from './routes/audit.ts';
 import { registerWebhookRoutes } from './routes/webhooks.ts';
-import { registerHealthRoutes } from './routes/health.ts';
+import { buildMetricsServer, registerHealthRoutes } from './routes/health.ts';
 import { WebhookWorker } from './webhooks/worker.ts';
 import { LOG_REDACT_PATHS } from './log.ts';
 import { OPENAPI_OPTIONS } from './openapi.ts';
@@ -56,8 +56,12 @@ export interface BuildOptions {
   webhook?: { timeoutMs?: number; pollIntervalMs?: number; leaseMs?: number };
 }
 
-/** The sidecar instance: a Fastify server with its service context. */
-export type SidecarServer = FastifyInstance & { ctx: ServiceContext };
+/**
+ * The sidecar instance: a Fastify server with its service context, and the separate metrics
+ * server when `SIDECAR_METRICS_LISTEN` is set (not listening; main.ts listens on it, and
+ * closing the sidecar closes it).
+ */
+export type SidecarServer = FastifyInstance & { ctx: ServiceContext; metricsServer: FastifyInstance | null };
 
 /** Reads the master key from config, or creates/reads `<dataDir>/master.key` (mode 0600). */
 export function resolveMasterKey(config: SidecarConfig): { key: Uint8Array; generated: boolean; file: string | null } {
@@ -180,7 +184,11 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   }
   // Start the crypto workers with the server, so the first present or verify does not wait for them.
   app.addHook('onReady', async () => { ctx.crypto.warm(); });
+  const metricsServer = config.metricsListen === null ? null : await buildMetricsServer(ctx);
+  app.decorate('metricsServer', metricsServer);
   app.addHook('onClose', async () => {
+    // After the main listener's connections are done: scrapes keep working during a graceful shutdown.
+    await metricsServer?.close();
     if (retention) clearInterval(retention);
     await worker?.stop();
     await ctx.crypto.close();

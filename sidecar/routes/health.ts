@@ -1,6 +1,7 @@
 /**
  * Liveness, readiness and metrics endpoints of the sidecar (no auth, served
- * on the main port, logged only at warn and above):
+ * on the main port, logged only at warn and above; `/metrics` moves to its own
+ * listener when `SIDECAR_METRICS_LISTEN` is set, see {@link buildMetricsServer}):
  *
  * - `GET /healthz`: 200 `{status:"ok"}` while the process serves requests;
  * - `GET /readyz`: 200 `{status:"ready",schema_version}` when the store
@@ -13,7 +14,9 @@
  *
  * Health answers carry `Cache-Control: no-store`.
  */
+import Fastify from 'fastify';
 import type { FastifyInstance } from 'fastify';
+import { errorBody } from '../../src/errors.ts';
 import type { ServiceContext } from '../context.ts';
 
 /** Paths of the operational endpoints. */
@@ -48,11 +51,29 @@ export async function registerHealthRoutes(app: FastifyInstance, ctx: ServiceCon
     }
   });
 
+  if (ctx.config.metricsListen === null) registerMetricsRoute(app, ctx);
+}
+
+function registerMetricsRoute(app: FastifyInstance, ctx: ServiceContext, auth = true): void {
   app.get(HEALTH_PATHS.metrics, {
     schema: { tags: ['operations'], hide: true },
-    config: { auth: 'none' }, logLevel: 'warn',
+    ...(auth ? { config: { auth: 'none' } } : {}), logLevel: 'warn',
   }, async (_request, reply) => {
     const body = await ctx.metrics.registry.metrics();
     return reply.type(ctx.metrics.registry.contentType).header('cache-control', 'no-store').send(body);
   });
+}
+
+/**
+ * The separate metrics listener (`SIDECAR_METRICS_LISTEN`): `GET /metrics` only, anything else
+ * 404 in the API's error shape. Not listening yet: main.ts listens, and closing the main server
+ * closes it after the main server's own connections are done (scrapes work during a graceful
+ * shutdown).
+ */
+export async function buildMetricsServer(ctx: ServiceContext): Promise<FastifyInstance> {
+  const m = Fastify({ logger: false });
+  m.setNotFoundHandler((_request, reply) => { void reply.code(404).header('cache-control', 'no-store').send(errorBody('not_found')); });
+  registerMetricsRoute(m, ctx, false);
+  await m.ready();
+  return m;
 }

@@ -43,7 +43,19 @@ t.test('defaults', async (t) => {
   t.equal(c.sendCodePerMinute, DEFAULTS.sendCodePerMinute);
   t.equal(c.apiKeyGraceSeconds, 0);
   t.same(c.trustProxy, []);
+  t.equal(c.metricsListen, null, '/metrics on the main port');
   t.ok(Object.isFrozen(DEFAULTS) || typeof DEFAULTS === 'object');
+});
+
+t.test('SIDECAR_METRICS_LISTEN', async (t) => {
+  t.same(loadConfig({ SIDECAR_METRICS_LISTEN: '127.0.0.1:9465' }).metricsListen, { host: '127.0.0.1', port: 9465 });
+  t.same(loadConfig({ SIDECAR_METRICS_LISTEN: '[::1]:0' }).metricsListen, { host: '::1', port: 0 });
+  t.same(loadConfig({ SIDECAR_METRICS_LISTEN: 'localhost:9465' }).metricsListen, { host: 'localhost', port: 9465 });
+  t.same(loadConfig({ SIDECAR_METRICS_LISTEN: '' }).metricsListen, null, 'empty means the main port');
+  t.same(loadConfig({ SIDECAR_METRICS_LISTEN: '127.0.0.1:8700', SIDECAR_HOST: '0.0.0.0' }).metricsListen, { host: '127.0.0.1', port: 8700 }, 'same port, another address');
+  for (const bad of ['9465', '127.0.0.1', '127.0.0.1:', ':9465', '127.0.0.1:65536', '127.0.0.1:-1', '::1:9465', '[::1]9465', 'a b:1', 'http://127.0.0.1:9465', '127.0.0.1:8700']) {
+    refuses(t, { SIDECAR_METRICS_LISTEN: bad }, 'SIDECAR_METRICS_LISTEN');
+  }
 });
 
 t.test('valid values are parsed', async (t) => {
