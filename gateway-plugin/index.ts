@@ -39,6 +39,7 @@ import type { ForwardDecision } from './headers.ts';
 
 export * from './options.ts';
 export { createGatewayMetrics, METRIC_PREFIX, VERIFY_BUCKETS, UPSTREAM_BUCKETS } from './metrics.ts';
+export { normalizeExposition } from '../src/prometheus.ts';
 export type { GatewayMetrics } from './metrics.ts';
 export { SUPPORTED_METHODS, SCOPE_PATTERN, compileRoutes, RouteTable } from './routes.ts';
 export type { RouteEntry, RouteMatch, RouteResolution } from './routes.ts';

@@ -48,7 +48,7 @@ const BRAND: unique symbol = Symbol('agent-authz-gateway-metrics');
 export interface GatewayMetrics {
   /** @internal brand checked by option validation. */
   readonly [BRAND]: true;
-  /** The registry holding every gateway metric; serve `registry.metrics()`. */
+  /** The registry holding every gateway metric; serve `normalizeExposition(await registry.metrics())` (exported by this plugin). */
   readonly registry: Registry;
   /** `agent_authz_gateway_requests_total`. */
   readonly requests: Counter<'outcome' | 'reason'>;

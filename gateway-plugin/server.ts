@@ -15,6 +15,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify from 'fastify';
 import type { FastifyInstance } from 'fastify';
 import { errorBody, ERRORS } from '../src/errors.ts';
+import { normalizeExposition } from '../src/prometheus.ts';
 import { agentAuthzGateway, GATEWAY_MAX_HEADER_SIZE, createGatewayMetrics, resolveGatewayOptions, DEFAULT_CHALLENGE_TIMEOUT_MS } from './index.ts';
 import type { GatewayMetrics } from './index.ts';
 import { gatewayClientErrorHandler, gatewayFrameworkErrors } from './framework-errors.ts';
@@ -104,7 +105,7 @@ export async function buildGateway(rawConfig: unknown, env: NodeJS.ProcessEnv = 
     collectGatewayDefaultMetrics(metrics.registry);
     const m = Fastify({ logger: false });
     const path = config.metrics.path;
-    m.get(path, async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+    m.get(path, async (_request, reply) => reply.type(metrics.registry.contentType).send(normalizeExposition(await metrics.registry.metrics())));
     metricsApp = m;
     // onClose hooks run after the main listener's connections are done: scrapes keep working
     // during a graceful shutdown, and one app.close() (main.ts) stops both listeners.

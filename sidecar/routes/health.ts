@@ -17,6 +17,7 @@
 import Fastify from 'fastify';
 import type { FastifyInstance } from 'fastify';
 import { errorBody } from '../../src/errors.ts';
+import { normalizeExposition } from '../../src/prometheus.ts';
 import type { ServiceContext } from '../context.ts';
 
 /** Paths of the operational endpoints. */
@@ -59,7 +60,7 @@ function registerMetricsRoute(app: FastifyInstance, ctx: ServiceContext, auth = 
     schema: { tags: ['operations'], hide: true },
     ...(auth ? { config: { auth: 'none' } } : {}), logLevel: 'warn',
   }, async (_request, reply) => {
-    const body = await ctx.metrics.registry.metrics();
+    const body = normalizeExposition(await ctx.metrics.registry.metrics());
     return reply.type(ctx.metrics.registry.contentType).header('cache-control', 'no-store').send(body);
   });
 }

@@ -37,6 +37,12 @@ t.test('metrics on their own listener', async (t) => {
     t.ok(families.has(name), `${name} is served`);
   }
 
+  // Scraped again at once: prom-client's event-loop lag gauges are NaN then; the exposition must still parse.
+  for (let i = 0; i < 2; i++) {
+    const again = await (await fetch(`${metricsUrl}/metrics`)).text();
+    t.doesNotThrow(() => parsePrometheusText(again), `an immediate re-scrape parses strictly (${i + 1})`);
+  }
+
   const other = await fetch(`${metricsUrl}/readyz`);
   t.equal(other.status, 404, 'only /metrics on the metrics listener');
   t.same((await other.json() as { error?: { code?: string } }).error?.code, 'not_found');
