@@ -169,9 +169,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     if (!/^[0-9a-fA-F.:]+(\/\d{1,3})?$/.test(t)) throw new ConfigError(`SIDECAR_TRUST_PROXY: not an address or CIDR: ${JSON.stringify(t)}`);
   }
 
+  const port = int(env, 'SIDECAR_PORT', DEFAULTS.port, 0, 65535);
+
   return {
     host,
-    port: int(env, 'SIDECAR_PORT', DEFAULTS.port, 0, 65535),
+    port,
     dataDir: path.resolve(env.SIDECAR_DATA_DIR || DEFAULTS.dataDir),
     smtpUrl,
     mailFrom: env.SIDECAR_MAIL_FROM || DEFAULTS.mailFrom,
@@ -192,7 +194,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     shutdownTimeoutMs: int(env, 'SIDECAR_SHUTDOWN_TIMEOUT_MS', DEFAULTS.shutdownTimeoutMs, 100, 600_000),
     sqliteBinding: env.SIDECAR_SQLITE_BINDING ? path.resolve(env.SIDECAR_SQLITE_BINDING) : null,
     cryptoWorkers: int(env, 'SIDECAR_CRYPTO_WORKERS', defaultCryptoWorkers(), 0, MAX_CRYPTO_WORKERS),
-    metricsListen: metricsListen(env.SIDECAR_METRICS_LISTEN, host, int(env, 'SIDECAR_PORT', DEFAULTS.port, 0, 65535)),
+    metricsListen: metricsListen(env.SIDECAR_METRICS_LISTEN, host, port),
   };
 }
 

@@ -55,10 +55,10 @@ export async function registerHealthRoutes(app: FastifyInstance, ctx: ServiceCon
   if (ctx.config.metricsListen === null) registerMetricsRoute(app, ctx);
 }
 
-function registerMetricsRoute(app: FastifyInstance, ctx: ServiceContext, auth = true): void {
+function registerMetricsRoute(app: FastifyInstance, ctx: ServiceContext): void {
   app.get(HEALTH_PATHS.metrics, {
     schema: { tags: ['operations'], hide: true },
-    ...(auth ? { config: { auth: 'none' } } : {}), logLevel: 'warn',
+    config: { auth: 'none' }, logLevel: 'warn',
   }, async (_request, reply) => {
     const body = normalizeExposition(await ctx.metrics.registry.metrics());
     return reply.type(ctx.metrics.registry.contentType).header('cache-control', 'no-store').send(body);
@@ -74,7 +74,7 @@ function registerMetricsRoute(app: FastifyInstance, ctx: ServiceContext, auth = 
 export async function buildMetricsServer(ctx: ServiceContext): Promise<FastifyInstance> {
   const m = Fastify({ logger: false });
   m.setNotFoundHandler((_request, reply) => { void reply.code(404).header('cache-control', 'no-store').send(errorBody('not_found')); });
-  registerMetricsRoute(m, ctx, false);
+  registerMetricsRoute(m, ctx);
   await m.ready();
   return m;
 }
