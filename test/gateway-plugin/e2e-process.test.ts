@@ -21,7 +21,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
 import { present, presentChallenge, remoteSidecar, specFlow, startMailSink } from '../helpers/sidecar.ts';
-import { freePort, gatewayConfig, metricSum, proofHeader, send, startUpstream } from './helpers.ts';
+import { gatewayConfig, metricSum, proofHeader, send, startUpstream } from './helpers.ts';
+import { freePort } from '../helpers/net.ts';
 
 t.setTimeout(40_000);
 

@@ -306,14 +306,3 @@ export async function metricSum(metricsUrl: string, name: string, labels: Record
   return sum;
 }
 
-/** A TCP port that was free a moment ago on 127.0.0.1 (for child processes that need a fixed port). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}

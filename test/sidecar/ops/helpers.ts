@@ -5,13 +5,13 @@
  * (`node --import tsx sidecar/main.ts`) on a free port.
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../../helpers/net.ts';
 
 /** The repository root. */
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -228,18 +228,6 @@ export function docMetricsBlock(families: Iterable<Family>): string {
 // ---------------------------------------------------------------------------
 // A sidecar child process
 
-/** A free TCP port on 127.0.0.1 (listen on 0, read the port, close). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /** The environment without any inherited SIDECAR_* variable (unknown ones are refused at startup). */
 export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
@@ -260,6 +248,16 @@ export interface ChildSidecar {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** SIGKILLs the child if it is still running. */
   kill(): void;
+}
+
+/** How the child exited, or `null` when it is still running after `ms` (the timer does not outlive the wait). */
+export async function exitWithin(sc: ChildSidecar, ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null } | null> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([sc.exited, new Promise<null>((resolve) => { timer = setTimeout(() => resolve(null), ms); })]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** A fresh base64 master key. */

@@ -7,7 +7,8 @@
  */
 import net from 'node:net';
 import t from 'tap';
-import { freePort, parsePrometheusText, spawnSidecar } from './helpers.ts';
+import { exitWithin, parsePrometheusText, spawnSidecar } from './helpers.ts';
+import { freePort } from '../../helpers/net.ts';
 
 async function closed(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -53,10 +54,8 @@ t.test('metrics on their own listener', async (t) => {
   t.equal(ready?.metrics_listen, `127.0.0.1:${metricsPort}`, 'the startup log names the metrics address');
 
   sc.child.kill('SIGTERM');
-  let timer: NodeJS.Timeout | undefined;
-  const exit = await Promise.race([sc.exited, new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), 15_000); })]);
-  clearTimeout(timer);
-  t.not(exit, 'timeout', 'exits within 15 s');
-  if (exit !== 'timeout') t.equal(exit.code, 0, 'graceful exit');
+  const exit = await exitWithin(sc, 15_000);
+  t.not(exit, null, 'exits within 15 s');
+  if (exit !== null) t.equal(exit.code, 0, 'graceful exit');
   t.ok(await closed(metricsPort), 'the metrics listener is closed too');
 });

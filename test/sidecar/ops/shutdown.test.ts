@@ -15,7 +15,7 @@ import Database from 'better-sqlite3';
 import { present, remoteSidecar, specFlow } from '../../helpers/sidecar.ts';
 import type { Flow, MailSink, TestSidecar } from '../../helpers/sidecar.ts';
 import { DB_FILE_NAME } from '../../../sidecar/store/index.ts';
-import { newMasterKey, spawnSidecar } from './helpers.ts';
+import { exitWithin, newMasterKey, spawnSidecar } from './helpers.ts';
 import type { ChildSidecar } from './helpers.ts';
 
 /** specFlow against a child sidecar: the development mailer logs the code as `devLoginCode`. */
@@ -97,9 +97,7 @@ t.test('SIGTERM under load: no resets, exit 0, consistent database', async (t) =
   sc.child.kill('SIGTERM');
   await load;
   t.comment(`load done at ${Date.now() - t0} ms`);
-  let timer: NodeJS.Timeout | undefined;
-  const exit = await Promise.race([sc.exited, new Promise<null>((r) => { timer = setTimeout(() => r(null), 10_000); })]);
-  clearTimeout(timer);
+  const exit = await exitWithin(sc, 10_000);
 
   t.comment(`exited at ${Date.now() - t0} ms`);
   const summary = new Map<string, number>();

@@ -12,13 +12,12 @@ import t from 'tap';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WebhookWorker } from '../../../sidecar/webhooks/worker.ts';
-import { Client, startMailSink } from '../../helpers/sidecar.ts';
-import type { MailSink } from '../../helpers/sidecar.ts';
+import { Client, onboard, remoteSidecar, startMailSink } from '../../helpers/sidecar.ts';
+import { freePort } from '../../helpers/net.ts';
 import { addPlatform, enqueue, memoryLogger, openFixture, row, startReceiver } from './helpers.ts';
 import { deliveryId, said, startHookReceiver, transportProblems, waitFor } from './fixtures/hooks.ts';
 import type { Hit } from './fixtures/hooks.ts';
@@ -81,14 +80,6 @@ t.test('a started worker sends deliveries a dead process had leased, at once', a
 
 const MASTER_KEY = Buffer.alloc(32, 0x5a).toString('base64');
 
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => s.close(() => resolve()));
-  return port;
-}
-
 interface Child { proc: ChildProcess; output: string[]; exited: Promise<void> }
 
 /** Starts `node --import tsx sidecar/main.ts` and waits until /readyz answers 200. */
@@ -107,22 +98,6 @@ async function startChild(env: NodeJS.ProcessEnv, base: string): Promise<Child> 
     }
   });
   return { proc, output, exited };
-}
-
-/** Logs in over HTTP (code from the SMTP sink) and completes onboarding as an individual. */
-async function onboardAt(base: string, mail: MailSink, email: string): Promise<Client> {
-  const c = new Client(base);
-  const steps: [string, unknown][] = [
-    ['/v1/auth/email/send-code', { email }],
-    ['/v1/auth/email/verify-code', null],
-    ['/v1/auth/onboarding/profile', { first_name: 'Grace', last_name: 'Hopper' }],
-    ['/v1/auth/onboarding/account-type', { account_type: 'individual' }],
-  ];
-  for (const [p, body] of steps) {
-    const r = await c.post(p, body ?? { email, code: await mail.codeFor(email) });
-    if (r.status !== 200) throw new Error(`${p}: ${r.status} ${r.text}`);
-  }
-  return c;
 }
 
 t.test('kill -9 with deliveries in flight: after a restart every event arrives, same ids and bodies', async (t) => {
@@ -156,7 +131,7 @@ t.test('kill -9 with deliveries in flight: after a restart every event arrives, 
   // --- first life: the flow, with every delivery held open by the receiver
   const first = await startChild(env, base);
   children.push(first);
-  const user = await onboardAt(base, mail, 'kill-test@example.test');
+  const user = await onboard(remoteSidecar(base, mail), 'kill-test@example.test');
   const reg = await user.post('/v1/service/platforms/personal', {
     name: 'Kill platform', surface_type: 'agentic_api', default_allowed_scopes: ['data:read', 'data:write'], callback_url: rx.url,
   });
