@@ -267,7 +267,7 @@ async function startGatewayProcs(run: Run, sc: Sidecar, s: Setup): Promise<Gatew
     .setSubject('agent-1').setIssuedAt().setExpirationTime('2h').sign(privateKey);
   const jwk = { BENCH_JWT_PUBLIC_JWK: JSON.stringify(await exportJWK(publicKey)) };
   if (run.plan.smoke) {
-    // One helper process for the three baselines (startup dominates a tiny run).
+    // One helper process for the three baselines and the stub sidecar (startup dominates a tiny run).
     const all = await startHelper('all', [`--scope=${s.scope}`], jwk);
     const gws = await Promise.allSettled([startGateway(run, sc, s, all.urls.upstream!), startGateway(run, sc, s, all.urls.upstream!, [], all.urls.stub!)]);
     if (gws.some((x) => x.status === 'rejected')) {
