@@ -81,6 +81,7 @@ async function startSidecarOnce(run: Run, backend: Backend, dataDir: string, o: 
     SIDECAR_CHALLENGE_TTL_SECONDS: '3600', SIDECAR_PROOF_FRESHNESS_SECONDS: '3600',
     ...(o.webhooks ? { SIDECAR_WEBHOOK_ALLOW_INSECURE: '1' } : {}),
     ...(process.env.BENCH_CRYPTO_WORKERS ? { SIDECAR_CRYPTO_WORKERS: process.env.BENCH_CRYPTO_WORKERS } : {}),
+    ...(process.env.BENCH_CRYPTO_INLINE_WHEN_IDLE ? { SIDECAR_CRYPTO_INLINE_WHEN_IDLE: process.env.BENCH_CRYPTO_INLINE_WHEN_IDLE } : {}),
     ...(backend === 'native' ? { SIDECAR_SQLITE_BINDING: run.sqlite24! } : {}),
   });
   delete env.NODE_ENV;

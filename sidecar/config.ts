@@ -38,6 +38,8 @@ export interface SidecarConfig {
   sqliteBinding: string | null;
   /** Worker threads for hybrid signing (present) and proof-signature checks (verify); 0 = on the main thread. */
   cryptoWorkers: number;
+  /** With workers: a verify that arrives while the pool is idle runs on the main thread (lower latency at low load). */
+  cryptoInlineWhenIdle: boolean;
   /** A separate listener for `GET /metrics` (then not served on the main port); null = the main port. */
   metricsListen: { host: string; port: number } | null;
 }
@@ -75,7 +77,7 @@ export const ENV_VARS = [
   'SIDECAR_CHALLENGE_TTL_SECONDS', 'SIDECAR_PROOF_FRESHNESS_SECONDS', 'SIDECAR_API_KEY_GRACE_SECONDS',
   'SIDECAR_SEND_CODE_PER_MINUTE', 'SIDECAR_LOG_LEVEL', 'SIDECAR_BODY_LIMIT_BYTES', 'SIDECAR_TRUST_PROXY',
   'SIDECAR_AUDIT_RETENTION_DAYS', 'SIDECAR_CHALLENGE_RETENTION_HOURS', 'SIDECAR_SHUTDOWN_TIMEOUT_MS',
-  'SIDECAR_SQLITE_BINDING', 'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_METRICS_LISTEN',
+  'SIDECAR_SQLITE_BINDING', 'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_CRYPTO_INLINE_WHEN_IDLE', 'SIDECAR_METRICS_LISTEN',
 ] as const;
 
 /** Micro-dollars per dollar: money is integer micro-units, never floats. */
@@ -98,9 +100,10 @@ function int(env: NodeJS.ProcessEnv, name: string, def: number, min: number, max
   return n;
 }
 
-function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+function flag(env: NodeJS.ProcessEnv, name: string, def = false): boolean {
   const raw = env[name];
-  if (raw === undefined || raw === '' || raw === '0' || raw === 'false') return false;
+  if (raw === undefined || raw === '') return def;
+  if (raw === '0' || raw === 'false') return false;
   if (raw === '1' || raw === 'true') return true;
   throw new ConfigError(`${name}: expected 1/true or 0/false, got ${JSON.stringify(raw)}`);
 }
@@ -194,6 +197,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     shutdownTimeoutMs: int(env, 'SIDECAR_SHUTDOWN_TIMEOUT_MS', DEFAULTS.shutdownTimeoutMs, 100, 600_000),
     sqliteBinding: env.SIDECAR_SQLITE_BINDING ? path.resolve(env.SIDECAR_SQLITE_BINDING) : null,
     cryptoWorkers: int(env, 'SIDECAR_CRYPTO_WORKERS', defaultCryptoWorkers(), 0, MAX_CRYPTO_WORKERS),
+    cryptoInlineWhenIdle: flag(env, 'SIDECAR_CRYPTO_INLINE_WHEN_IDLE', true),
     metricsListen: metricsListen(env.SIDECAR_METRICS_LISTEN, host, port),
   };
 }

@@ -22,70 +22,27 @@
  * replaced. Tasks beyond {@link POOL_LIMITS}.maxPending are refused the same
  * way. Workers start when the server is ready (`warm()`, else on the first
  * task) and are terminated by `close()` (the server's `onClose`).
+ *
+ * Idle verifies run inline (`inlineWhenIdle`, `SIDECAR_CRYPTO_INLINE_WHEN_IDLE`):
+ * when no task is in flight or queued, one verify per event-loop turn runs on
+ * the main thread instead. A hand-off wakes the worker's thread and then the
+ * main thread again, which on an idle machine costs more latency than the
+ * check itself; under load the pool is never idle and every verify goes to
+ * the workers, so both cores keep working. Signing always goes to the workers
+ * (a signature takes several times a verify and would hold the event loop).
  */
 import { Worker } from 'node:worker_threads';
 import { LRUCache } from 'lru-cache';
-import { createSigner, createVerifier, getMlDsaBackend, signatureToJson } from '../src/crypto/hybrid.ts';
-import type {
-  HybridPublicKey, HybridSignature, HybridSignatureJson, HybridSigner, HybridVerifier, MlDsaBackendName,
-} from '../src/crypto/hybrid.ts';
+import { getMlDsaBackend } from '../src/crypto/hybrid.ts';
+import type { HybridPublicKey, HybridSignature, HybridSignatureJson, MlDsaBackendName } from '../src/crypto/hybrid.ts';
+import { CryptoPoolError, InlineCrypto, POOL_LIMITS } from './proof-crypto.ts';
+import type { CryptoTaskHook, PoolLimits, ProofCrypto, SignKey, VerifyKey } from './proof-crypto.ts';
 
-/** Bounds of the pool and of each worker's key caches. */
-export interface PoolLimits {
-  /** Prepared verifiers per worker (and inline). */
-  verifiers: number;
-  /** Prepared signers per worker (and inline). */
-  signers: number;
-  /** Tasks in flight or queued, over all workers; more are refused. */
-  maxPending: number;
-  /** A busy worker that answers nothing for this long is terminated and replaced. */
-  stallMs: number;
-  /** A worker that has not finished loading after this long is terminated and replaced. */
-  startMs: number;
-}
-
-/** The default {@link PoolLimits}. */
-export const POOL_LIMITS: Readonly<PoolLimits> = Object.freeze({
-  verifiers: 10_000,
-  signers: 2_000,
-  maxPending: 1024,
-  stallMs: 10_000,
-  startMs: 60_000,
-});
+export { CryptoPoolError, InlineCrypto, POOL_LIMITS } from './proof-crypto.ts';
+export type { CryptoOp, CryptoTaskHook, CryptoThread, PoolLimits, ProofCrypto, SignKey, VerifyKey } from './proof-crypto.ts';
 
 /** What a worker posts once it has loaded, before any answer. */
 export const WORKER_READY = 'ready';
-
-/** Why a task could not be done by the pool (fail closed: indeterminate / 503). */
-export class CryptoPoolError extends Error {
-  override name = 'CryptoPoolError';
-}
-
-/** A public key to verify against; `id` names it (e.g. the SHA-256 of its JSON) and must be unique to it. */
-export interface VerifyKey {
-  readonly id: string;
-  readonly publicKey: HybridPublicKey;
-}
-
-/** A signing key: `id` names it (the agent id); `seed()` returns a fresh copy of its 64-byte secret, called only when a worker lacks it. */
-export interface SignKey {
-  readonly id: string;
-  seed(): Uint8Array;
-}
-
-/** Signature work of the sidecar: in workers, or inline when sized 0. */
-export interface ProofCrypto {
-  /** Worker threads (0 = inline on the main thread). */
-  readonly workers: number;
-  /** `true` only when both halves of `signature` verify over `domain` + `message`. Rejects with {@link CryptoPoolError} when a worker fails. */
-  verify(key: VerifyKey, domain: string, message: Uint8Array, signature: HybridSignature): Promise<boolean>;
-  /** A hybrid signature (JSON form) over `domain` + `message`. Rejects with {@link CryptoPoolError} when a worker fails. */
-  sign(key: SignKey, domain: string, message: Uint8Array): Promise<HybridSignatureJson>;
-  /** Starts the workers now instead of on the first task (does not wait for them). */
-  warm(): void;
-  /** Terminates the workers; pending tasks are rejected. */
-  close(): Promise<void>;
-}
 
 /** Data every worker starts with. */
 export interface CryptoWorkerInit {
@@ -113,47 +70,16 @@ export interface ProofCryptoOptions {
   log?: { error(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   /** Overrides of {@link POOL_LIMITS} (tests). */
   limits?: Partial<PoolLimits>;
+  /** Run a verify on the main thread when the pool is idle (see the file header). Default false here; the sidecar's config turns it on by default (`SIDECAR_CRYPTO_INLINE_WHEN_IDLE`). */
+  inlineWhenIdle?: boolean;
+  /** Called once per task with where it runs (metrics). */
+  onTask?: CryptoTaskHook;
 }
 
 /** The pool for `workers` threads, or the inline implementation for 0. */
 export function createProofCrypto(workers: number, opts: ProofCryptoOptions = {}): ProofCrypto {
   if (!Number.isInteger(workers) || workers < 0) throw new TypeError('crypto workers: a non-negative integer');
-  return workers === 0 ? new InlineCrypto(opts.limits) : new CryptoPool(workers, opts);
-}
-
-/** Signature work on the main thread, with the same bounded caches a worker has. */
-export class InlineCrypto implements ProofCrypto {
-  readonly workers = 0;
-  private readonly verifiers: LRUCache<string, HybridVerifier>;
-  private readonly signers: LRUCache<string, HybridSigner>;
-
-  constructor(limits: Partial<PoolLimits> = {}) {
-    this.verifiers = new LRUCache({ max: limits.verifiers ?? POOL_LIMITS.verifiers });
-    this.signers = new LRUCache({ max: limits.signers ?? POOL_LIMITS.signers });
-  }
-
-  async verify(key: VerifyKey, domain: string, message: Uint8Array, signature: HybridSignature): Promise<boolean> {
-    let v = this.verifiers.get(key.id);
-    if (!v) {
-      v = createVerifier(key.publicKey);
-      this.verifiers.set(key.id, v);
-    }
-    return v.verify(domain, message, signature);
-  }
-
-  async sign(key: SignKey, domain: string, message: Uint8Array): Promise<HybridSignatureJson> {
-    let s = this.signers.get(key.id);
-    if (!s) {
-      const seed = key.seed();
-      try { s = createSigner(seed); } finally { seed.fill(0); }
-      this.signers.set(key.id, s);
-    }
-    return signatureToJson(s.sign(domain, message));
-  }
-
-  warm(): void { /* nothing to start */ }
-
-  async close(): Promise<void> { /* nothing to release */ }
+  return workers === 0 ? new InlineCrypto(opts.limits, opts.onTask) : new CryptoPool(workers, opts);
 }
 
 /** A message for a worker and the buffers it transfers. */
@@ -189,6 +115,9 @@ interface Slot {
   dead: boolean;
 }
 
+/** Prepared verifiers kept on the main thread for the verifies it runs while the pool is idle. */
+const INLINE_VERIFIERS = 1_000;
+
 /** Most tasks in one message to a worker (a worker answers once per message, which keeps the stall watchdog fed). */
 const MAX_BATCH = 32;
 
@@ -213,6 +142,12 @@ export class CryptoPool implements ProofCrypto {
   private watchdog: NodeJS.Timeout | undefined;
   /** Threads started so far, replacements included (tests and logs). */
   started = 0;
+  /** Verifies run on the main thread because the pool was idle (`inlineWhenIdle`). */
+  private readonly inline: InlineCrypto | undefined;
+  private readonly onTask: CryptoTaskHook | undefined;
+  /** A verify ran inline in this event-loop turn (cleared by setImmediate). */
+  private inlineThisTurn = false;
+  private readonly endInlineTurn = (): void => { this.inlineThisTurn = false; };
 
   constructor(size: number, opts: ProofCryptoOptions = {}) {
     if (!Number.isInteger(size) || size < 1) throw new TypeError('crypto pool: size must be an integer ≥ 1');
@@ -222,6 +157,8 @@ export class CryptoPool implements ProofCrypto {
     this.log = opts.log;
     // Workers use the backend the main thread uses (tests and benchmarks may force one).
     this.init = { backend: getMlDsaBackend(), verifiers: this.limits.verifiers, signers: this.limits.signers };
+    this.onTask = opts.onTask;
+    if (opts.inlineWhenIdle) this.inline = new InlineCrypto({ verifiers: Math.min(INLINE_VERIFIERS, this.limits.verifiers), signers: 1 }, opts.onTask);
   }
 
   /** The live worker threads (tests). */
@@ -230,6 +167,12 @@ export class CryptoPool implements ProofCrypto {
   }
 
   verify(key: VerifyKey, domain: string, message: Uint8Array, signature: HybridSignature): Promise<boolean> {
+    if (this.inline && this.inFlight === 0 && !this.inlineThisTurn && !this.closed) {
+      // At most one per turn: the requests read in the same turn as this one go to the workers.
+      this.inlineThisTurn = true;
+      setImmediate(this.endInlineTurn);
+      return this.inline.verify(key, domain, message, signature);
+    }
     return this.submit<boolean>('verify', (slot, id) => {
       const base = { id, op: 'verify' as const, key: key.id, domain, message, signature };
       const cached = slot.verifiers.get(key.id) !== undefined;
@@ -300,6 +243,7 @@ export class CryptoPool implements ProofCrypto {
       // E.g. the seed cannot be opened: the promise rejects with that error, nothing is queued.
       return Promise.reject(err as Error);
     }
+    this.onTask?.(op, 'worker');
     return new Promise<T>((resolve, reject) => {
       const task: Task = {
         resolve: resolve as (v: unknown) => void,

@@ -41,6 +41,7 @@ export interface SidecarMetrics {
   readonly verifyErrors: client.Counter<'code'>;
   readonly verifyDuration: client.Histogram<'outcome'>;
   readonly presentDuration: client.Histogram<string>;
+  readonly cryptoTasks: client.Counter<'op' | 'thread'>;
   readonly signDuration: client.Histogram<'kind'>;
   readonly challenges: client.Counter<'event'>;
   readonly cache: client.Counter<'cache' | 'result'>;
@@ -64,6 +65,7 @@ export function createMetrics(): SidecarMetrics {
     verifyErrors: new client.Counter({ name: 'agent_authz_verify_errors_total', help: 'Verify calls answered with a 4xx/5xx error, by error code.', labelNames: ['code'], registers: reg }),
     verifyDuration: new client.Histogram({ name: 'agent_authz_verify_duration_seconds', help: 'Server time of a verify call, by outcome (allow, deny, indeterminate, error).', labelNames: ['outcome'], buckets: LATENCY_BUCKETS, registers: reg }),
     presentDuration: new client.Histogram({ name: 'agent_authz_present_duration_seconds', help: 'Server time of a present call.', buckets: LATENCY_BUCKETS, registers: reg }),
+    cryptoTasks: new client.Counter({ name: 'agent_authz_crypto_tasks_total', help: 'Hybrid signature tasks by op (verify, sign) and the thread that ran them (main, worker).', labelNames: ['op', 'thread'], registers: reg }),
     signDuration: new client.Histogram({ name: 'agent_authz_sign_duration_seconds', help: 'Time of one hybrid signature, by kind (proof, certificate).', labelNames: ['kind'], buckets: LATENCY_BUCKETS, registers: reg }),
     challenges: new client.Counter({ name: 'agent_authz_challenges_total', help: 'Challenges by lifecycle event: issued, consumed (by verify), expired (used after its expiry).', labelNames: ['event'], registers: reg }),
     cache: new client.Counter({ name: 'agent_authz_cache_requests_total', help: 'Decision-cache lookups by cache (revocation, certificate) and result (hit, miss).', labelNames: ['cache', 'result'], registers: reg }),

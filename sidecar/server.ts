@@ -120,13 +120,20 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     ...(config.sqliteBinding ? { nativeBinding: config.sqliteBinding } : {}),
   });
   const box = createSecretBox(master.key);
+  // Label children bound once: one counter increment per signature task, without a label lookup.
+  const cryptoTasks = {
+    verify: { main: metrics.cryptoTasks.labels('verify', 'main'), worker: metrics.cryptoTasks.labels('verify', 'worker') },
+    sign: { main: metrics.cryptoTasks.labels('sign', 'main'), worker: metrics.cryptoTasks.labels('sign', 'worker') },
+  };
   let worker: WebhookWorker | undefined;
   const ctx: ServiceContext = {
     config, store, box, clock, metrics,
     mailer: opts.mailer ?? (config.smtpUrl ? createSmtpMailer(config.smtpUrl, config.mailFrom) : createLogMailer(app.log)),
     log: app.log,
     caches: new DecisionCaches(),
-    crypto: createProofCrypto(config.cryptoWorkers, { log: app.log }),
+    crypto: createProofCrypto(config.cryptoWorkers, {
+      log: app.log, inlineWhenIdle: config.cryptoInlineWhenIdle, onTask: (op, thread) => cryptoTasks[op][thread].inc(),
+    }),
     keys: {
       csrf: crypto.createSecretKey(box.subkey('csrf')),
       loginCode: crypto.createSecretKey(box.subkey('login-code')),

@@ -44,6 +44,7 @@ t.test('defaults', async (t) => {
   t.equal(c.apiKeyGraceSeconds, 0);
   t.same(c.trustProxy, []);
   t.equal(c.metricsListen, null, '/metrics on the main port');
+  t.equal(c.cryptoInlineWhenIdle, true, 'idle verifies run on the main thread');
   t.ok(Object.isFrozen(DEFAULTS) || typeof DEFAULTS === 'object');
 });
 
@@ -85,6 +86,10 @@ t.test('valid values are parsed', async (t) => {
   t.equal(c.shutdownTimeoutMs, 500);
   t.equal(loadConfig({ SIDECAR_INSECURE_COOKIES: '0' }).insecureCookies, false);
   t.equal(loadConfig({ SIDECAR_INSECURE_COOKIES: 'false' }).insecureCookies, false);
+  t.equal(loadConfig({ SIDECAR_CRYPTO_INLINE_WHEN_IDLE: '0' }).cryptoInlineWhenIdle, false);
+  t.equal(loadConfig({ SIDECAR_CRYPTO_INLINE_WHEN_IDLE: 'false' }).cryptoInlineWhenIdle, false);
+  t.equal(loadConfig({ SIDECAR_CRYPTO_INLINE_WHEN_IDLE: '1' }).cryptoInlineWhenIdle, true);
+  t.equal(loadConfig({ SIDECAR_CRYPTO_INLINE_WHEN_IDLE: '' }).cryptoInlineWhenIdle, true, 'empty means the default (on)');
   t.equal(loadConfig({ SIDECAR_PORT: '' }).port, DEFAULTS.port, 'empty means default');
   t.equal(loadConfig({ NODE_ENV: 'production', SIDECAR_MASTER_KEY: KEY32 }).production, true);
 });
@@ -110,6 +115,7 @@ t.test('a bad value is a one-line ConfigError naming the variable', async (t) =>
     [{ SIDECAR_INSECURE_COOKIES: '1', NODE_ENV: 'production', SIDECAR_MASTER_KEY: KEY32 }, 'SIDECAR_INSECURE_COOKIES'],
     [{ SIDECAR_WEBHOOK_ALLOW_INSECURE: '1', NODE_ENV: 'production', SIDECAR_MASTER_KEY: KEY32 }, 'SIDECAR_WEBHOOK_ALLOW_INSECURE'],
     [{ SIDECAR_WEBHOOK_ALLOW_INSECURE: 'on' }, 'SIDECAR_WEBHOOK_ALLOW_INSECURE'],
+    [{ SIDECAR_CRYPTO_INLINE_WHEN_IDLE: 'yes' }, 'SIDECAR_CRYPTO_INLINE_WHEN_IDLE'],
     [{ SIDECAR_ALPHA_CREDITS: '-1' }, 'SIDECAR_ALPHA_CREDITS'],
     [{ SIDECAR_ALPHA_CREDITS: '1.1234567' }, 'SIDECAR_ALPHA_CREDITS'],
     [{ SIDECAR_ALPHA_CREDITS: 'ten' }, 'SIDECAR_ALPHA_CREDITS'],

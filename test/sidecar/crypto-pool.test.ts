@@ -4,9 +4,12 @@
  * material crosses once and is re-sent when a worker lacks it; the pool fails
  * closed (worker killed, lost task, full queue, closed pool) and replaces a
  * dead worker; workers load TypeScript under every way the sidecar is started.
- * Through the sidecar: the decision flow with SIDECAR_CRYPTO_WORKERS 0 and 2,
- * a worker killed under a verify gives `indeterminate` (never allow) and under
- * a present 503, and the challenge stays usable.
+ * Idle verifies run on the main thread (inlineWhenIdle), one per event-loop
+ * turn, and never while a task is in flight.
+ * Through the sidecar: the decision flow with SIDECAR_CRYPTO_WORKERS 0 and 2
+ * (idle verifies inline or not), counted by thread in /metrics; a worker
+ * killed under a verify gives `indeterminate` (never allow) and under a
+ * present 503, and the challenge stays usable.
  */
 import t, { type Test } from 'tap';
 import path from 'node:path';
@@ -14,12 +17,13 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { CryptoPool, CryptoPoolError, InlineCrypto, createProofCrypto } from '../../sidecar/crypto-pool.ts';
-import type { ProofCrypto, VerifyKey } from '../../sidecar/crypto-pool.ts';
+import type { CryptoOp, CryptoThread, ProofCrypto, VerifyKey } from '../../sidecar/crypto-pool.ts';
 import { createSigner, createVerifier, generateHybridKeyPair, signatureFromJson } from '../../src/crypto/hybrid.ts';
 import type { HybridSignature } from '../../src/crypto/hybrid.ts';
 import { specFlow, startSidecar } from '../helpers/sidecar.ts';
 import type { Flow, TestSidecar } from '../helpers/sidecar.ts';
 import { auditAll, bundleFor, challenge, expectDecision, expectError, presentRaw, usage, verify } from './decide/helpers.ts';
+import { parsePrometheusText, sampleValue } from './ops/helpers.ts';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const msg = new TextEncoder().encode('{"a":1}');
@@ -96,6 +100,56 @@ t.test('fails closed and replaces a killed worker', async (t) => {
   t.ok(signatureFromJson(await pool.sign(signKey, 'proof', msg)), 'and signing works after the replacement');
 });
 
+/** Resolves in the next event-loop turn (after the current turn's setImmediate callbacks). */
+const nextTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+t.test('idle verifies run on the main thread: one per event-loop turn, never beside a task in flight', async (t) => {
+  const seen: string[] = [];
+  const onTask = (op: CryptoOp, thread: CryptoThread): void => { seen.push(`${op}:${thread}`); };
+  const pool = new CryptoPool(1, { inlineWhenIdle: true, onTask });
+  t.teardown(() => pool.close());
+  const key = keyOf(kp);
+  t.equal(await pool.verify(key, 'proof', msg, signed), true, 'an idle verify: valid');
+  await nextTurn();
+  t.equal(await pool.verify(keyOf(other), 'proof', msg, signed), false, 'an idle verify: another key does not verify');
+  await nextTurn();
+  t.equal(await pool.verify(key, 'cert', msg, signed), false, 'an idle verify: another domain does not verify');
+  t.same(seen, ['verify:main', 'verify:main', 'verify:main'], 'each ran on the main thread (a turn ended between them)');
+  t.equal(pool.threads().length, 0, 'no worker was needed');
+
+  // Several verifies in one turn: the first inline, the others to the worker.
+  seen.length = 0;
+  await nextTurn();
+  t.same(await Promise.all([0, 1, 2].map(() => pool.verify(key, 'proof', msg, signed))), [true, true, true]);
+  t.same(seen, ['verify:main', 'verify:worker', 'verify:worker'], 'one inline per turn');
+
+  // A task in flight (a signature): the verify goes to the worker too, even in a new turn.
+  seen.length = 0;
+  await nextTurn();
+  const signKey = { id: 'agent-i', seed: () => new Uint8Array(kp.secretSeed) };
+  const sig = pool.sign(signKey, 'proof', msg);
+  t.equal(await pool.verify(key, 'proof', msg, signed), true);
+  t.ok(signatureFromJson(await sig), 'the signature was made');
+  t.same(seen, ['sign:worker', 'verify:worker'], 'signing always on a worker; a verify beside it too');
+
+  // A malformed key inline rejects (the pipeline answers indeterminate), as a worker's error does.
+  await nextTurn();
+  seen.length = 0;
+  await t.rejects(pool.verify({ id: 'bad', publicKey: { ed25519: new Uint8Array(3), mldsa65: new Uint8Array(3) } }, 'proof', msg, signed), 'a malformed key rejects inline');
+  t.same(seen, ['verify:main'], 'it ran inline');
+  await pool.close();
+  await nextTurn();
+  seen.length = 0;
+  await t.rejects(pool.verify(key, 'proof', msg, signed), { message: /closed/ }, 'a closed pool refuses, also when idle');
+  t.same(seen, [], 'nothing ran');
+
+  // Without the option (the default of createProofCrypto), every verify goes to a worker.
+  const plain = createProofCrypto(1, { onTask });
+  t.teardown(() => plain.close());
+  t.equal(await plain.verify(key, 'proof', msg, signed), true);
+  t.same(seen, ['verify:worker']);
+});
+
 t.test('a lost task is failed by the stall watchdog; the queue is bounded; close rejects', async (t) => {
   const pool = new CryptoPool(1, { limits: { stallMs: 200, maxPending: 2 } });
   const key = keyOf(kp);
@@ -154,18 +208,37 @@ async function decisions(t: Test, sc: TestSidecar, f: Flow): Promise<void> {
   t.equal(sc.app.ctx.crypto.workers, sc.config.cryptoWorkers);
 }
 
-for (const workers of [0, 2]) {
-  t.test(`the decision flow with SIDECAR_CRYPTO_WORKERS=${workers}`, async (t) => {
-    const sc = await startSidecar({ cryptoWorkers: workers });
+async function cryptoTasks(sc: TestSidecar): Promise<Record<string, number>> {
+  const m = parsePrometheusText(await (await fetch(`${sc.url}/metrics`)).text());
+  const out: Record<string, number> = {};
+  for (const op of ['verify', 'sign']) {
+    for (const thread of ['main', 'worker']) out[`${op}:${thread}`] = sampleValue(m, 'agent_authz_crypto_tasks_total', 'agent_authz_crypto_tasks_total', { op, thread }) ?? 0;
+  }
+  return out;
+}
+
+for (const [workers, inlineWhenIdle] of [[0, true], [2, true], [2, false]] as const) {
+  t.test(`the decision flow with SIDECAR_CRYPTO_WORKERS=${workers}, SIDECAR_CRYPTO_INLINE_WHEN_IDLE=${inlineWhenIdle ? 1 : 0}`, async (t) => {
+    const sc = await startSidecar({ cryptoWorkers: workers, cryptoInlineWhenIdle: inlineWhenIdle });
     t.teardown(() => sc.close());
-    const f = await specFlow(sc, `pool${workers}@example.com`, { approve: ['data:read'] });
+    const f = await specFlow(sc, `pool${workers}${inlineWhenIdle}@example.com`, { approve: ['data:read'] });
     await decisions(t, sc, f);
     if (workers > 0) t.equal((sc.app.ctx.crypto as CryptoPool).threads().length, workers, 'the workers run');
+    // One verify at a time, each after the previous answer: the pool is idle for each.
+    const before = await cryptoTasks(sc);
+    for (let i = 0; i < 3; i++) expectDecision(t, await verify(f.platform, await bundleFor(f), 'data:read'), 'allow', 'authorized');
+    const after = await cryptoTasks(sc);
+    const d = (k: string): number => after[k]! - before[k]!;
+    t.equal(d('sign:main') + d('sign:worker'), 3, 'three signatures counted');
+    t.equal(d('sign:main'), workers === 0 ? 3 : 0, 'signing runs on the workers when there are any');
+    t.equal(d('verify:main'), workers === 0 || inlineWhenIdle ? 3 : 0, 'idle verifies: on the main thread unless turned off');
+    t.equal(d('verify:worker'), workers > 0 && !inlineWhenIdle ? 3 : 0, 'and otherwise on the workers');
   });
 }
 
 t.test('a worker killed under verify: indeterminate, nothing committed; under present: 503; then replaced', async (t) => {
-  const sc = await startSidecar({ cryptoWorkers: 1 });
+  // Every verify through the worker, so that killing it is what the verify meets.
+  const sc = await startSidecar({ cryptoWorkers: 1, cryptoInlineWhenIdle: false });
   t.teardown(() => sc.close());
   const f = await specFlow(sc, 'poolkill@example.com', { approve: ['data:read'] });
   const pool = sc.app.ctx.crypto as CryptoPool;

@@ -49,6 +49,8 @@ t.test('metrics after a real flow', async (t) => {
   t.equal(v('agent_authz_verify_duration_seconds', { outcome: 'deny' }, 'agent_authz_verify_duration_seconds_count'), 1);
   t.equal(v('agent_authz_present_duration_seconds', {}, 'agent_authz_present_duration_seconds_count'), 3);
   t.equal(v('agent_authz_sign_duration_seconds', { kind: 'proof' }, 'agent_authz_sign_duration_seconds_count'), 3);
+  t.equal(v('agent_authz_crypto_tasks_total', { op: 'sign', thread: 'worker' }), 3, 'proofs signed on a worker');
+  t.equal((v('agent_authz_crypto_tasks_total', { op: 'verify', thread: 'main' }) ?? 0) + (v('agent_authz_crypto_tasks_total', { op: 'verify', thread: 'worker' }) ?? 0), 2, 'proof signatures checked, on either thread');
   t.ok((v('agent_authz_sqlite_transaction_duration_seconds', { result: 'commit' }, 'agent_authz_sqlite_transaction_duration_seconds_count') ?? 0) > 0, 'transactions observed');
   const credits = fam.get('agent_authz_credits_remaining_dollars')!.samples;
   t.equal(credits.length, 1, 'one onboarded account');
