@@ -36,7 +36,7 @@ import { LRUCache } from 'lru-cache';
 import { getMlDsaBackend } from '../src/crypto/hybrid.ts';
 import type { HybridPublicKey, HybridSignature, HybridSignatureJson, MlDsaBackendName } from '../src/crypto/hybrid.ts';
 import { CryptoPoolError, InlineCrypto, POOL_LIMITS } from './proof-crypto.ts';
-import type { CryptoTaskHook, PoolLimits, ProofCrypto, SignKey, VerifyKey } from './proof-crypto.ts';
+import type { CryptoOp, CryptoTaskHook, PoolLimits, ProofCrypto, SignKey, VerifyKey } from './proof-crypto.ts';
 
 export { CryptoPoolError, InlineCrypto, POOL_LIMITS } from './proof-crypto.ts';
 export type { CryptoOp, CryptoTaskHook, CryptoThread, PoolLimits, ProofCrypto, SignKey, VerifyKey } from './proof-crypto.ts';
@@ -131,7 +131,7 @@ const WORKER_URL = new URL('./crypto-worker.mjs', import.meta.url);
 export class CryptoPool implements ProofCrypto {
   readonly workers: number;
   /** For tests: called with the worker a task is about to be posted to. */
-  beforePost: ((worker: Worker, op: 'verify' | 'sign') => void) | undefined;
+  beforePost: ((worker: Worker, op: CryptoOp) => void) | undefined;
   private readonly slots: (Slot | undefined)[];
   private readonly limits: PoolLimits;
   private readonly init: CryptoWorkerInit;
@@ -158,6 +158,7 @@ export class CryptoPool implements ProofCrypto {
     // Workers use the backend the main thread uses (tests and benchmarks may force one).
     this.init = { backend: getMlDsaBackend(), verifiers: this.limits.verifiers, signers: this.limits.signers };
     this.onTask = opts.onTask;
+    // Only verifies run there (signing always goes to a worker), so its signer cache stays minimal.
     if (opts.inlineWhenIdle) this.inline = new InlineCrypto({ verifiers: Math.min(INLINE_VERIFIERS, this.limits.verifiers), signers: 1 }, opts.onTask);
   }
 
@@ -226,7 +227,7 @@ export class CryptoPool implements ProofCrypto {
     await Promise.allSettled(exits);
   }
 
-  private submit<T>(op: 'verify' | 'sign', build: (slot: Slot, id: number) => Built & { again: () => Built }): Promise<T> {
+  private submit<T>(op: CryptoOp, build: (slot: Slot, id: number) => Built & { again: () => Built }): Promise<T> {
     if (this.closed) return Promise.reject(new CryptoPoolError('crypto pool closed'));
     if (this.inFlight >= this.limits.maxPending) return Promise.reject(new CryptoPoolError('crypto queue full'));
     let slot: Slot;
@@ -271,7 +272,7 @@ export class CryptoPool implements ProofCrypto {
    * (one message, one wake-up of the worker, instead of one per task), at most
    * {@link MAX_BATCH} in a message.
    */
-  private post(slot: Slot, op: 'verify' | 'sign', m: Built): void {
+  private post(slot: Slot, op: CryptoOp, m: Built): void {
     this.beforePost?.(slot.worker, op);
     slot.outbox.push(m.msg);
     if (m.transfer) slot.outboxTransfer.push(...m.transfer);

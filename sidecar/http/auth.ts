@@ -92,9 +92,14 @@ function checkCsrf(ctx: ServiceContext, request: FastifyRequest, session: Sessio
 /** API key shape: `aak_<12 hex prefix>_<43 base64url secret>`. */
 const API_KEY_RE = /^(aak_[0-9a-f]{12})_[A-Za-z0-9_-]{43}$/;
 
+/** HMAC-SHA256 of an API key under the pepper derived from the master key (32 raw bytes). */
+function apiKeyMac(ctx: ServiceContext, key: string): Buffer {
+  return crypto.createHmac('sha256', ctx.keys.apiKey).update(key).digest();
+}
+
 /** Digest of an API key under the pepper derived from the master key (hex, as stored). */
 export function apiKeyDigest(ctx: ServiceContext, key: string): string {
-  return crypto.createHmac('sha256', ctx.keys.apiKey).update(key).digest('hex');
+  return apiKeyMac(ctx, key).toString('hex');
 }
 
 /** A new API key with its public prefix (`aak_<hex>`) and digest. */
@@ -117,7 +122,7 @@ export async function authenticateApiKey(ctx: ServiceContext, key: unknown): Pro
   if (typeof key !== 'string') throw new ServiceError('invalid_api_key');
   const m = API_KEY_RE.exec(key);
   if (!m) throw new ServiceError('invalid_api_key');
-  const digest = crypto.createHmac('sha256', ctx.keys.apiKey).update(key).digest();
+  const digest = apiKeyMac(ctx, key);
   const cacheKey = digest.toString('base64');
   const cache = ctx.caches.apiKeys;
   const hit = cache.get(cacheKey, ctx.clock());

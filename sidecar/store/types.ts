@@ -195,10 +195,10 @@ export interface DelegationRequestRecord {
   createdAt: number;
 }
 
-/** A delegation certificate. */
 /** The columns of a certificate that present reads ({@link DelegationStore.activeCertificateForAgent}). */
 export type ActiveCertificate = Pick<CertificateRecord, 'id' | 'agentId' | 'certSha256' | 'status' | 'expiresAt'>;
 
+/** A delegation certificate. */
 export interface CertificateRecord {
   id: string;
   requestId: string;

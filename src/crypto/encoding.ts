@@ -6,7 +6,6 @@
  */
 import { createHash, createHmac, createSecretKey, randomBytes, timingSafeEqual } from 'node:crypto';
 
-
 /**
  * Encodes bytes as base64url without padding.
  *
@@ -33,7 +32,7 @@ export function b64urlDecode(s: string): Uint8Array | null {
   if (typeof s !== 'string') return null;
   // Node's decoder is lenient (both alphabets, padding, whitespace, non-zero trailing bits), so the
   // text must equal the (unpadded, canonical) base64url of what it decoded to: exactly the strict set
-  // above, checked with one encode and a string compare instead of a regex scan.
+  // the doc comment describes, checked with one encode and a string compare instead of a regex scan.
   const bytes = Buffer.from(s, 'base64url');
   if (bytes.toString('base64url') !== s) return null;
   return new Uint8Array(bytes);
