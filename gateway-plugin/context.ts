@@ -12,7 +12,6 @@
  */
 
 import { BlockList, isIP } from 'node:net';
-import { createHash } from 'node:crypto';
 import { ServiceError } from '../src/errors.ts';
 import { at, checkHeaderName, checkObject, checkString, fail, isPlainObject, item } from './validate.ts';
 import { JsonNumber, JsonSyntaxError, parseStrictJson, resolvePointer } from './json.ts';
@@ -209,12 +208,4 @@ export function deriveAmountCurrency(body: Buffer, contentType: string | undefin
     }
   }
   return out;
-}
-
-const EMPTY_SHA256 = createHash('sha256').digest('hex');
-
-/** Lowercase hex SHA-256 of `body`. */
-export function sha256Hex(body: Uint8Array): string {
-  if (body.length === 0) return EMPTY_SHA256; // GET, HEAD, DELETE: most proxied requests
-  return createHash('sha256').update(body).digest('hex');
 }

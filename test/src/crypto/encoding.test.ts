@@ -47,6 +47,7 @@ t.test('sha256Hex', async (tt) => {
   tt.equal(sha256Hex('abc'), abc, 'FIPS 180-2 "abc" vector (string)');
   tt.equal(sha256Hex(new TextEncoder().encode('abc')), abc, 'same for bytes');
   tt.equal(sha256Hex(''), 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
+  tt.equal(sha256Hex(new Uint8Array(0)), 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855', 'empty bytes too');
 });
 
 t.test('timingSafeEqualStr', async (tt) => {
