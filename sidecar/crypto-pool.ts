@@ -30,39 +30,23 @@
  * check itself; under load the pool is never idle and every verify goes to
  * the workers, so both cores keep working. Signing always goes to the workers
  * (a signature takes several times a verify and would hold the event loop).
+ *
+ * This file holds the policy (which worker, inline or not, replacement and
+ * stalls); one worker's task bookkeeping and batching is `crypto-slot.ts`,
+ * and the messages between the threads are `crypto-protocol.ts`.
  */
-import { Worker } from 'node:worker_threads';
-import { LRUCache } from 'lru-cache';
+import type { Worker } from 'node:worker_threads';
 import { getMlDsaBackend } from '../src/crypto/hybrid.ts';
-import type { HybridPublicKey, HybridSignature, HybridSignatureJson, MlDsaBackendName } from '../src/crypto/hybrid.ts';
+import type { HybridSignature, HybridSignatureJson } from '../src/crypto/hybrid.ts';
+import { WORKER_READY } from './crypto-protocol.ts';
+import type { CryptoWorkerInit, CryptoWorkerReply, CryptoWorkerRequest } from './crypto-protocol.ts';
+import { WorkerSlot } from './crypto-slot.ts';
+import type { Built, Task } from './crypto-slot.ts';
 import { CryptoPoolError, InlineCrypto, POOL_LIMITS } from './proof-crypto.ts';
 import type { CryptoOp, CryptoTaskHook, PoolLimits, ProofCrypto, SignKey, VerifyKey } from './proof-crypto.ts';
 
 export { CryptoPoolError, InlineCrypto, POOL_LIMITS } from './proof-crypto.ts';
 export type { CryptoOp, CryptoTaskHook, CryptoThread, PoolLimits, ProofCrypto, SignKey, VerifyKey } from './proof-crypto.ts';
-
-/** What a worker posts once it has loaded, before any answer. */
-export const WORKER_READY = 'ready';
-
-/** Data every worker starts with. */
-export interface CryptoWorkerInit {
-  backend: MlDsaBackendName;
-  verifiers: number;
-  signers: number;
-}
-
-/** A task sent to a worker. */
-export type CryptoWorkerRequest =
-  | { id: number; op: 'verify'; key: string; publicKey?: HybridPublicKey; domain: string; message: Uint8Array; signature: HybridSignature }
-  | { id: number; op: 'sign'; key: string; seed?: Uint8Array; domain: string; message: Uint8Array };
-
-/** What crosses to a worker in one message: the tasks posted to it in one event-loop turn. */
-export type CryptoWorkerBatch = CryptoWorkerRequest[];
-
-/** A worker's answer to one task (a worker answers each batch with one array of these). */
-export type CryptoWorkerReply =
-  | { id: number; ok: true; value: boolean | HybridSignatureJson }
-  | { id: number; ok: false; error: string; nokey?: boolean };
 
 /** Options of {@link createProofCrypto}. */
 export interface ProofCryptoOptions {
@@ -82,62 +66,22 @@ export function createProofCrypto(workers: number, opts: ProofCryptoOptions = {}
   return workers === 0 ? new InlineCrypto(opts.limits, opts.onTask) : new CryptoPool(workers, opts);
 }
 
-/** A message for a worker and the buffers it transfers. */
-interface Built {
-  msg: CryptoWorkerRequest;
-  transfer?: ArrayBuffer[];
-}
-
-interface Task {
-  resolve(value: unknown): void;
-  reject(err: Error): void;
-  /** Sends the task again with its key bytes (after a `nokey` answer); undefined once used. */
-  resend: (() => void) | undefined;
-}
-
-/** One worker thread and what the main thread knows about it. */
-interface Slot {
-  readonly index: number;
-  readonly worker: Worker;
-  readonly pending: Map<number, Task>;
-  /** Mirrors of the worker's key caches (ids only). */
-  readonly verifiers: LRUCache<string, true>;
-  readonly signers: LRUCache<string, true>;
-  readonly startedAt: number;
-  /** The worker has loaded (posted {@link WORKER_READY}); until then the start limit applies, not the stall limit. */
-  ready: boolean;
-  /** Tasks not yet posted (sent together at the end of the event-loop turn) and the buffers they transfer. */
-  outbox: CryptoWorkerRequest[];
-  outboxTransfer: ArrayBuffer[];
-  flushScheduled: boolean;
-  /** Last time the worker answered (or became busy). */
-  lastActivity: number;
-  dead: boolean;
-}
-
 /** Prepared verifiers kept on the main thread for the verifies it runs while the pool is idle. */
 const INLINE_VERIFIERS = 1_000;
 
-/** Most tasks in one message to a worker (a worker answers once per message, which keeps the stall watchdog fed). */
-const MAX_BATCH = 32;
-
 /** A worker that dies sooner than this after its start is replaced on the next task, not at once (no restart loop). */
 const QUICK_DEATH_MS = 1_000;
-
-/** The entry of every worker: registers tsx, then loads crypto-worker.ts (see the file). */
-const WORKER_URL = new URL('./crypto-worker.mjs', import.meta.url);
 
 /** Signature work on `size` worker threads. */
 export class CryptoPool implements ProofCrypto {
   readonly workers: number;
   /** For tests: called with the worker a task is about to be posted to. */
   beforePost: ((worker: Worker, op: CryptoOp) => void) | undefined;
-  private readonly slots: (Slot | undefined)[];
+  private readonly slots: (WorkerSlot | undefined)[];
   private readonly limits: PoolLimits;
   private readonly init: CryptoWorkerInit;
   private readonly log: ProofCryptoOptions['log'];
   private nextId = 1;
-  private inFlight = 0;
   private closed = false;
   private watchdog: NodeJS.Timeout | undefined;
   /** Threads started so far, replacements included (tests and logs). */
@@ -152,7 +96,7 @@ export class CryptoPool implements ProofCrypto {
   constructor(size: number, opts: ProofCryptoOptions = {}) {
     if (!Number.isInteger(size) || size < 1) throw new TypeError('crypto pool: size must be an integer ≥ 1');
     this.workers = size;
-    this.slots = new Array<Slot | undefined>(size).fill(undefined);
+    this.slots = new Array<WorkerSlot | undefined>(size).fill(undefined);
     this.limits = { ...POOL_LIMITS, ...opts.limits };
     this.log = opts.log;
     // Workers use the backend the main thread uses (tests and benchmarks may force one).
@@ -164,11 +108,11 @@ export class CryptoPool implements ProofCrypto {
 
   /** The live worker threads (tests). */
   threads(): Worker[] {
-    return this.slots.filter((s): s is Slot => s !== undefined && !s.dead).map((s) => s.worker);
+    return this.slots.filter((s): s is WorkerSlot => s !== undefined && !s.dead).map((s) => s.worker);
   }
 
   verify(key: VerifyKey, domain: string, message: Uint8Array, signature: HybridSignature): Promise<boolean> {
-    if (this.inline && this.inFlight === 0 && !this.inlineThisTurn && !this.closed) {
+    if (this.inline && this.inFlight() === 0 && !this.inlineThisTurn && !this.closed) {
       // At most one per turn: the requests read in the same turn as this one go to the workers.
       this.inlineThisTurn = true;
       setImmediate(this.endInlineTurn);
@@ -221,16 +165,16 @@ export class CryptoPool implements ProofCrypto {
     const exits: Promise<unknown>[] = [];
     for (const slot of this.slots) {
       if (!slot || slot.dead) continue;
-      this.fail(slot, new CryptoPoolError('crypto pool closed'));
+      slot.fail(new CryptoPoolError('crypto pool closed'));
       exits.push(slot.worker.terminate());
     }
     await Promise.allSettled(exits);
   }
 
-  private submit<T>(op: CryptoOp, build: (slot: Slot, id: number) => Built & { again: () => Built }): Promise<T> {
+  private submit<T>(op: CryptoOp, build: (slot: WorkerSlot, id: number) => Built & { again: () => Built }): Promise<T> {
     if (this.closed) return Promise.reject(new CryptoPoolError('crypto pool closed'));
-    if (this.inFlight >= this.limits.maxPending) return Promise.reject(new CryptoPoolError('crypto queue full'));
-    let slot: Slot;
+    if (this.inFlight() >= this.limits.maxPending) return Promise.reject(new CryptoPoolError('crypto queue full'));
+    let slot: WorkerSlot;
     try {
       slot = this.pick();
     } catch (err) {
@@ -251,69 +195,32 @@ export class CryptoPool implements ProofCrypto {
         reject,
         resend: () => { const m = first.again(); this.post(slot, op, m); },
       };
-      if (slot.pending.size === 0) {
-        slot.lastActivity = performance.now();
-        slot.worker.ref();
-      }
-      slot.pending.set(id, task);
-      this.inFlight++;
+      slot.add(id, task);
       try {
         this.post(slot, op, first);
       } catch (err) {
-        this.settle(slot, id);
+        slot.settle(id);
         reject(new CryptoPoolError(`crypto task could not be sent: ${(err as Error).message}`));
       }
     });
   }
 
-  /**
-   * Queues a task for `slot`'s worker. A task for an idle worker is posted at once; while the
-   * worker is busy, tasks are collected and posted together at the end of the event-loop turn
-   * (one message, one wake-up of the worker, instead of one per task), at most
-   * {@link MAX_BATCH} in a message.
-   */
-  private post(slot: Slot, op: CryptoOp, m: Built): void {
+  /** Tasks in flight or queued, over all workers. */
+  private inFlight(): number {
+    let n = 0;
+    for (const slot of this.slots) if (slot) n += slot.pending.size;
+    return n;
+  }
+
+  /** Queues a task for `slot`'s worker (see {@link WorkerSlot.post}). */
+  private post(slot: WorkerSlot, op: CryptoOp, m: Built): void {
     this.beforePost?.(slot.worker, op);
-    slot.outbox.push(m.msg);
-    if (m.transfer) slot.outboxTransfer.push(...m.transfer);
-    if (slot.pending.size <= 1 || slot.outbox.length >= MAX_BATCH) {
-      this.flush(slot);
-    } else if (!slot.flushScheduled) {
-      slot.flushScheduled = true;
-      setImmediate(() => { slot.flushScheduled = false; this.flush(slot); });
-    }
-  }
-
-  /** Posts `slot`'s queued tasks in one message; tasks that cannot be sent fail closed. */
-  private flush(slot: Slot): void {
-    if (slot.outbox.length === 0) return;
-    const batch: CryptoWorkerBatch = slot.outbox;
-    const transfer = slot.outboxTransfer;
-    slot.outbox = [];
-    slot.outboxTransfer = [];
-    if (slot.dead) return;
-    try {
-      slot.worker.postMessage(batch, transfer);
-    } catch (err) {
-      for (const msg of batch) {
-        const task = slot.pending.get(msg.id);
-        if (!task) continue;
-        this.settle(slot, msg.id);
-        task.reject(new CryptoPoolError(`crypto task could not be sent: ${(err as Error).message}`));
-      }
-    }
-  }
-
-  /** Removes a finished task from its slot. */
-  private settle(slot: Slot, id: number): void {
-    if (!slot.pending.delete(id)) return;
-    this.inFlight--;
-    if (slot.pending.size === 0) slot.worker.unref();
+    slot.post(m);
   }
 
   /** The least busy live worker, starting workers that are missing or were replaced lazily. */
-  private pick(): Slot {
-    let best: Slot | undefined;
+  private pick(): WorkerSlot {
+    let best: WorkerSlot | undefined;
     for (let i = 0; i < this.slots.length; i++) {
       let s = this.slots[i];
       if (!s || s.dead) s = this.spawn(i);
@@ -322,14 +229,10 @@ export class CryptoPool implements ProofCrypto {
     return best!;
   }
 
-  private spawn(index: number): Slot {
-    const worker = new Worker(WORKER_URL, { workerData: this.init });
-    worker.unref();
-    const slot: Slot = {
-      index, worker, pending: new Map(),
-      verifiers: new LRUCache({ max: this.limits.verifiers }), signers: new LRUCache({ max: this.limits.signers }),
-      startedAt: performance.now(), ready: false, outbox: [], outboxTransfer: [], flushScheduled: false, lastActivity: performance.now(), dead: false,
-    };
+  /** Starts the worker of slot `index` and wires its events. */
+  private spawn(index: number): WorkerSlot {
+    const slot = new WorkerSlot(index, this.init, this.limits);
+    const worker = slot.worker;
     this.slots[index] = slot;
     this.started++;
     worker.on('message', (replies: CryptoWorkerReply[] | typeof WORKER_READY) => {
@@ -338,7 +241,7 @@ export class CryptoPool implements ProofCrypto {
         slot.lastActivity = performance.now();
         return;
       }
-      for (const m of replies) this.onReply(slot, m);
+      for (const m of replies) slot.onReply(m);
     });
     worker.on('error', (err) => {
       this.log?.error({ err, worker: index }, 'crypto worker failed; failing its tasks closed and replacing it');
@@ -359,39 +262,10 @@ export class CryptoPool implements ProofCrypto {
     return slot;
   }
 
-  private onReply(slot: Slot, m: CryptoWorkerReply): void {
-    slot.lastActivity = performance.now();
-    const task = slot.pending.get(m.id);
-    if (!task) return;
-    if (!m.ok && m.nokey && task.resend) {
-      const resend = task.resend;
-      task.resend = undefined;
-      try {
-        resend();
-        return;
-      } catch (err) {
-        this.settle(slot, m.id);
-        task.reject(err instanceof Error ? err : new CryptoPoolError(String(err)));
-        return;
-      }
-    }
-    this.settle(slot, m.id);
-    if (m.ok) task.resolve(m.value);
-    else task.reject(new CryptoPoolError(`crypto worker: ${m.error}`));
-  }
-
-  /** Rejects every task of `slot`. */
-  private fail(slot: Slot, err: Error): void {
-    for (const task of slot.pending.values()) task.reject(err);
-    this.inFlight -= slot.pending.size;
-    slot.pending.clear();
-    slot.dead = true;
-  }
-
   /** Fails `slot`'s tasks, stops it and starts its replacement (at once, or on the next task after a quick death). */
-  private retire(slot: Slot, err: Error): void {
+  private retire(slot: WorkerSlot, err: Error): void {
     if (slot.dead) return;
-    this.fail(slot, err);
+    slot.fail(err);
     void slot.worker.terminate();
     if (this.closed || this.slots[slot.index] !== slot) return;
     if (performance.now() - slot.startedAt < QUICK_DEATH_MS) return;

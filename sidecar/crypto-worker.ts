@@ -11,7 +11,8 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { LRUCache } from 'lru-cache';
 import { createSigner, createVerifier, setMlDsaBackend, signatureToJson } from '../src/crypto/hybrid.ts';
 import type { HybridSigner, HybridVerifier } from '../src/crypto/hybrid.ts';
-import type { CryptoWorkerBatch, CryptoWorkerInit, CryptoWorkerReply, CryptoWorkerRequest, WORKER_READY } from './crypto-pool.ts';
+import { WORKER_READY } from './crypto-protocol.ts';
+import type { CryptoWorkerBatch, CryptoWorkerInit, CryptoWorkerReply, CryptoWorkerRequest } from './crypto-protocol.ts';
 
 const init = workerData as CryptoWorkerInit;
 setMlDsaBackend(init.backend);
@@ -57,6 +58,5 @@ port.on('message', (batch: CryptoWorkerBatch) => {
   }
   port.postMessage(replies);
 });
-// Loaded: from now on the pool's stall limit applies (the literal is WORKER_READY; the pool
-// module is not imported here, only its types).
-port.postMessage('ready' satisfies typeof WORKER_READY);
+// Loaded: from now on the pool's stall limit applies.
+port.postMessage(WORKER_READY);
