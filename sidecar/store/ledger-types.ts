@@ -1,0 +1,157 @@
+/**
+ * The store interface, second part: challenges, verify decisions, audit,
+ * metering and the webhook outbox (the ledger the decision path writes).
+ * `types.ts` holds the rest and re-exports this file, so importers use
+ * `store/types.ts` only. Like the rest, it names no SQLite type.
+ *
+ * Times are Unix milliseconds; sealed values are opaque `Uint8Array`s.
+ */
+
+/** A lifecycle event to put in the webhook outbox in the same transaction as its state change. */
+export interface OutboxEventInput {
+  /** Delivery id (UUID), also inside the sealed body. */
+  id: string;
+  accountId: string;
+  platformId: string;
+  connectionId: string | null;
+  eventType: string;
+  /** Sealed JSON body (aad = delivery id). */
+  bodyEnc: Uint8Array;
+  createdAt: number;
+}
+
+/** A challenge row; the `id` is the SHA-256 of the challenge value. */
+export interface ChallengeRecord {
+  id: string;
+  audienceConnectionId: string;
+  accountId: string;
+  expiresAt: number;
+  presentedAt: number | null;
+  consumedAt: number | null;
+  createdAt: number;
+}
+
+/** An audit event. */
+export interface AuditEventRecord {
+  id: string;
+  seq?: number;
+  accountId: string;
+  eventType: 'proof.presented' | 'proof.verified' | 'proof.rejected';
+  connectionId: string | null;
+  agentId: string | null;
+  certId: string | null;
+  requiredScope: string | null;
+  details: Record<string, unknown>;
+  createdAt: number;
+}
+
+/** What a verify commits in one transaction. */
+export interface DecisionCommit {
+  challengeId: string;
+  audienceConnectionId: string;
+  now: number;
+  accountId: string;
+  priceMicros: number;
+  decision: 'allow' | 'deny';
+  /** For an allow, the certificate whose status is re-read inside the transaction. */
+  certId: string | null;
+  audit: AuditEventRecord;
+}
+
+/** Result of {@link ProofStore.commitDecision}. */
+export type DecisionCommitResult = 'committed' | 'invalid_challenge' | 'credits_exhausted' | 'certificate_revoked';
+
+/** Challenges, presentations, verify decisions, audit and metering. */
+export interface ProofStore {
+  insertChallenge(c: ChallengeRecord): Promise<void>;
+  getChallenge(id: string): Promise<ChallengeRecord | undefined>;
+  /** Marks a live challenge presented and records `proof.presented`; false if it is unknown, presented, consumed or expired. */
+  presentChallenge(id: string, now: number, audit: AuditEventRecord): Promise<boolean>;
+  /** Balance check without debit (fast pre-check). */
+  creditsOf(accountId: string): Promise<number>;
+  /**
+   * One transaction: consume the challenge (must be unconsumed, unexpired and
+   * issued to the audience), debit the price, count the call and append the
+   * audit row. Nothing is written unless everything is. An allow whose
+   * certificate is no longer `approved` commits nothing and returns
+   * `certificate_revoked`.
+   */
+  commitDecision(c: DecisionCommit): Promise<DecisionCommitResult>;
+  /**
+   * For verify outcomes that are not decisions (400s): debit the call and,
+   * when `challengeId` is given, consume that challenge too; no audit row.
+   */
+  consumeAndDebit(challengeId: string | null, audienceConnectionId: string, now: number, accountId: string, priceMicros: number): Promise<DecisionCommitResult>;
+  /** Audit read, newest first; `before` is a seq cursor. */
+  listAudit(q: { accountId: string; limit: number; before?: number; eventType?: string; agentId?: string }): Promise<AuditEventRecord[]>;
+  /** Deletes challenges that are consumed or expired before `olderThan`; returns the count. */
+  purgeChallenges(olderThan: number): Promise<number>;
+  /** Deletes audit rows older than `olderThan` (retention); returns the count. */
+  purgeAudit(olderThan: number): Promise<number>;
+}
+
+/** A claimed delivery, ready to send. */
+export interface ClaimedDelivery {
+  id: string;
+  platformId: string;
+  eventType: string;
+  bodyEnc: Uint8Array;
+  /** Attempts made before this one. */
+  attempts: number;
+  createdAt: number;
+  callbackUrl: string | null;
+  callbackDisabled: boolean;
+  webhookSecretEnc: Uint8Array;
+}
+
+/** A delivery as listed to the account holder. */
+export interface DeliveryRecord {
+  id: string;
+  platformId: string;
+  connectionId: string | null;
+  eventType: string;
+  state: 'pending' | 'delivered' | 'dead' | 'disabled';
+  attempts: number;
+  nextAttemptAt: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  deliveredAt: number | null;
+  createdAt: number;
+  seq: number;
+}
+
+/** One delivery attempt. */
+export interface DeliveryAttemptRecord {
+  attempt: number;
+  attemptedAt: number;
+  status: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+/** The webhook outbox (filled by the other stores inside their transactions). */
+export interface OutboxStore {
+  /** Leases up to `limit` due deliveries until `now + leaseMs`. */
+  claimDue(now: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]>;
+  /**
+   * Records an attempt and moves the delivery: `delivered`, `pending` with a
+   * next attempt time, `dead` (schedule exhausted) or `disabled` (410).
+   */
+  recordAttempt(id: string, a: DeliveryAttemptRecord, next: { state: DeliveryRecord['state']; nextAttemptAt: number }): Promise<void>;
+  /** Releases a lease without recording an attempt (shutdown). */
+  release(id: string): Promise<void>;
+  /**
+   * Releases every lease of a pending delivery, without recording attempts;
+   * returns how many were released. Called once when the worker starts: one
+   * sidecar process owns the database, so at start nothing can be in flight
+   * and any lease left was held by a process that died (kill -9, crash).
+   */
+  releaseAllLeases(): Promise<number>;
+  listDeliveries(q: { accountId: string; platformId?: string; state?: string; limit: number; before?: number }): Promise<DeliveryRecord[]>;
+  getDelivery(id: string): Promise<(DeliveryRecord & { accountId: string }) | undefined>;
+  listAttempts(deliveryId: string): Promise<DeliveryAttemptRecord[]>;
+  /** Makes a delivery due now again (keeps its id and body). */
+  redeliver(id: string, now: number): Promise<void>;
+  /** Depth (pending) and the creation time of the oldest pending delivery. */
+  stats(): Promise<{ pending: number; oldestPendingAt: number | null }>;
+}
