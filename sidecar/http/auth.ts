@@ -11,10 +11,13 @@ import { ServiceError } from '../../src/errors.ts';
 import { b64urlEncode, sha256Hex, timingSafeEqualStr } from '../../src/crypto/encoding.ts';
 import type { ServiceContext } from '../context.ts';
 
-/** Cookie and header names. */
+/** The session cookie (spec: `service_session`, HttpOnly). */
 export const SESSION_COOKIE = 'service_session';
+/** The CSRF cookie, readable by the page, echoed in {@link CSRF_HEADER} (double submit). */
 export const CSRF_COOKIE = 'service_csrf';
+/** The header that must repeat the CSRF cookie on cookie-authenticated writes. */
 export const CSRF_HEADER = 'x-service-csrf';
+/** The header that carries a platform API key. */
 export const API_KEY_HEADER = 'x-service-api-key';
 
 /** Session lifetime (spec: 15 minutes), renewed by refresh. */
