@@ -11,7 +11,7 @@ import { ServiceError } from '../../src/errors.ts';
 import { b64urlEncode, sha256Hex, timingSafeEqualStr } from '../../src/crypto/encoding.ts';
 import type { ServiceContext } from '../context.ts';
 
-/** The session cookie (spec: `service_session`, HttpOnly). */
+/** The session cookie (HttpOnly; the spec names only the CSRF cookie, so this name is ours). */
 export const SESSION_COOKIE = 'service_session';
 /** The CSRF cookie, readable by the page, echoed in {@link CSRF_HEADER} (double submit). */
 export const CSRF_COOKIE = 'service_csrf';
