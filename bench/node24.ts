@@ -7,11 +7,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 
+/** The repository root. */
 export const ROOT = path.resolve(import.meta.dirname, '..');
 /** The Node 24 binary shipped by the `node@24` devDependency. */
 export const NODE24 = path.join(ROOT, 'node_modules/node/bin/node');
 /** Where the Node 24 build of better-sqlite3 lives. */
 export const SQLITE24_DIR = path.join(ROOT, '.cache/node24-sqlite');
+/** The native better-sqlite3 addon built for Node 24's ABI. */
 export const SQLITE24_BINDING = path.join(SQLITE24_DIR, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node');
 
 /** The better-sqlite3 version the project locks (so both builds are the same code). */

@@ -6,7 +6,9 @@
 
 /** Parts that `--only=` selects. */
 export const SECTIONS = ['crypto', 'present', 'verify', 'gateway', 'scaling', 'webhooks'] as const;
+/** One part of the benchmark. */
 export type Section = typeof SECTIONS[number];
+/** The ML-DSA-65 backend a sidecar runs: node:crypto on Node 24, or @noble/post-quantum on Node 20. */
 export type Backend = 'native' | 'noble';
 
 /** How long / how much each step runs. */

@@ -1,0 +1,40 @@
+/**
+ * What the benchmark's modules share: the output directory, the run's clock
+ * and progress log (stderr), `sleep`, the {@link Run} every step gets, and
+ * the two helpers that size how many bundles a step makes.
+ */
+import path from 'node:path';
+import type { MailSink } from './flow.ts';
+import { ROOT } from './node24.ts';
+import type { Plan } from './plan.ts';
+import { bestRps } from './report.ts';
+import type { BackendResults, Results } from './report.ts';
+
+/** Where results, charts and profiles go (bench/out). */
+export const OUT = path.join(ROOT, 'bench/out');
+/** When the benchmark started (`performance.now()`); the progress log counts from here. */
+export const T0 = performance.now();
+/** Writes one progress line to stderr, stamped with the seconds since {@link T0}. */
+export const log = (s: string): void => { process.stderr.write(`[bench ${((performance.now() - T0) / 1000).toFixed(1).padStart(5)} s] ${s}\n`); };
+/** Resolves after `ms` milliseconds. */
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Shared state of one run. */
+export interface Run {
+  plan: Plan;
+  mail: MailSink;
+  masterKey: string;
+  tmp: string;
+  sqlite24: string | undefined;
+  results: Results;
+}
+
+/** How many bundles `seconds` at `rate` per second need (15 % + 8 spare), at least 8 and at most `max`. */
+export function need(seconds: number, rate: number, max: number): number {
+  return Math.max(8, Math.min(max, Math.ceil(seconds * rate * 1.15) + 8));
+}
+
+/** Bundles per second the sidecar can make (challenge + present): measured, else from the sign ceiling. */
+export function presentRate(br: BackendResults): number {
+  return bestRps(br.present) ?? br.ceiling!.signPerSec * 0.6;
+}

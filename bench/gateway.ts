@@ -1,0 +1,235 @@
+/**
+ * The gateway comparison: the agent-authz gateway + sidecar against a stub
+ * sidecar behind the same gateway, a plain proxy, a jose JWT proxy and the
+ * upstream alone (bench/servers.ts processes), throughput at the plan's
+ * concurrency and latency at c=1, with the CPU per request; and the
+ * gateway's CPU profile.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import type { Backend } from './plan.ts';
+import { Child, childEnv, cpuSeconds, freePort, tsArgs, waitForHttp } from './procs.ts';
+import { makeBundles, pool } from './flow.ts';
+import type { Setup } from './flow.ts';
+import { pooled, runLoad } from './load.ts';
+import type { LoadResult, Req } from './load.ts';
+import { formatProfile, summarizeProfile } from './profile.ts';
+import { bestRps } from './report.ts';
+import type { BackendResults, GatewayVariant } from './report.ts';
+import { retryPort } from './sidecar.ts';
+import type { Sidecar } from './sidecar.ts';
+import { OUT, log, need, presentRate } from './common.ts';
+import type { Run } from './common.ts';
+
+async function startHelper(mode: 'upstream' | 'plain' | 'jose' | 'stub' | 'all', args: string[], env: Record<string, string> = {}): Promise<{ child: Child; urls: Record<string, string> }> {
+  const child = new Child(mode, process.execPath, [...tsArgs('bench/servers.ts'), mode, ...args], childEnv(env));
+  const names = mode === 'all' ? ['upstream', 'plain', 'jose', 'stub'] : [mode];
+  const urls: Record<string, string> = {};
+  for (const name of names) {
+    const m = await child.waitForLine(new RegExp(`^READY ${name} (\\d+)$`), 30_000);
+    urls[name] = `http://127.0.0.1:${m[1]}`;
+  }
+  return { child, urls };
+}
+
+function startGateway(run: Run, sc: Sidecar, s: Setup, upstreamUrl: string, nodeFlags: string[] = [], sidecarUrl = sc.url): Promise<{ child: Child; url: string }> {
+  return retryPort(() => startGatewayOnce(run, sidecarUrl, s, upstreamUrl, nodeFlags));
+}
+
+async function startGatewayOnce(run: Run, sidecarUrl: string, s: Setup, upstreamUrl: string, nodeFlags: string[]): Promise<{ child: Child; url: string }> {
+  const port = await freePort();
+  const file = path.join(run.tmp, `gateway-${port}.json`);
+  fs.writeFileSync(file, JSON.stringify({
+    upstream_url: upstreamUrl, sidecar_url: sidecarUrl, api_key_env: 'BENCH_GATEWAY_API_KEY',
+    routes: [{ method: 'GET', path: '/items/*', scope: s.scope }],
+    listen: { host: '127.0.0.1', port }, metrics: false, log_level: 'warn',
+  }, null, 2));
+  const child = new Child('gateway', process.execPath, [...tsArgs('gateway-plugin/main.ts', nodeFlags), '--config', file], childEnv({ BENCH_GATEWAY_API_KEY: s.apiKey }));
+  const url = `http://127.0.0.1:${port}`;
+  await waitForHttp(`${url}/readyz`, child, 60_000);
+  return { child, url };
+}
+
+/** The servers of the gateway comparison (upstream, plain proxy, jose proxy, gateway; the stub sidecar and its gateway). */
+export interface GatewayProcs {
+  children: Child[];
+  urls: Record<GatewayVariant, string>;
+  /** The process that serves each variant (the upstream for `direct`). */
+  pids: Record<GatewayVariant, number>;
+  /** The stand-in sidecar behind the `stub` variant's gateway. */
+  stubPid: number;
+  jwt: string;
+}
+
+/** Starts the servers of the gateway comparison (in smoke runs one helper process serves the baselines and the stub). */
+export async function startGatewayProcs(run: Run, sc: Sidecar, s: Setup): Promise<GatewayProcs> {
+  const { publicKey, privateKey } = await generateKeyPair('EdDSA', { extractable: true });
+  const jwt = await new SignJWT({ scope: s.scope }).setProtectedHeader({ alg: 'EdDSA' }).setIssuer('bench-issuer').setAudience('bench-api')
+    .setSubject('agent-1').setIssuedAt().setExpirationTime('2h').sign(privateKey);
+  const jwk = { BENCH_JWT_PUBLIC_JWK: JSON.stringify(await exportJWK(publicKey)) };
+  if (run.plan.smoke) {
+    // One helper process for the three baselines and the stub sidecar (startup dominates a tiny run).
+    const all = await startHelper('all', [`--scope=${s.scope}`], jwk);
+    const gws = await Promise.allSettled([startGateway(run, sc, s, all.urls.upstream!), startGateway(run, sc, s, all.urls.upstream!, [], all.urls.stub!)]);
+    if (gws.some((x) => x.status === 'rejected')) {
+      await Promise.all([all.child, ...gws.flatMap((x) => (x.status === 'fulfilled' ? [x.value.child] : []))].map((c) => c.stop(5000)));
+      throw (gws.find((x) => x.status === 'rejected') as PromiseRejectedResult).reason;
+    }
+    const [gw, gs] = gws.map((x) => (x as PromiseFulfilledResult<{ child: Child; url: string }>).value) as [{ child: Child; url: string }, { child: Child; url: string }];
+    return {
+      children: [all.child, gw.child, gs.child], urls: { gateway: gw.url, stub: gs.url, plain: all.urls.plain!, jose: all.urls.jose!, direct: all.urls.upstream! },
+      pids: { gateway: gw.child.pid, stub: gs.child.pid, plain: all.child.pid, jose: all.child.pid, direct: all.child.pid }, stubPid: all.child.pid, jwt,
+    };
+  }
+  const up = await startHelper('upstream', []);
+  const upstreamUrl = up.urls.upstream!;
+  type Started = { child: Child; urls: Record<string, string> };
+  const started = await Promise.allSettled([
+    startHelper('plain', [`--upstream=${upstreamUrl}`]),
+    startHelper('jose', [`--upstream=${upstreamUrl}`, `--scope=${s.scope}`], jwk),
+    startGateway(run, sc, s, upstreamUrl).then((g) => ({ child: g.child, urls: { gateway: g.url } })),
+    startHelper('stub', []),
+  ]);
+  let stubGw: PromiseSettledResult<Started> | undefined;
+  const stubUrl = started[3].status === 'fulfilled' ? started[3].value.urls.stub! : undefined;
+  if (stubUrl !== undefined) {
+    [stubGw] = await Promise.allSettled([startGateway(run, sc, s, upstreamUrl, [], stubUrl).then((g) => ({ child: g.child, urls: { stub: g.url } }))]);
+  }
+  const all = stubGw ? [...started, stubGw] : started;
+  const failed = all.find((x) => x.status === 'rejected');
+  if (failed) {
+    await Promise.all([up.child, ...all.flatMap((x) => (x.status === 'fulfilled' ? [x.value.child] : []))].map((c) => c.stop(5000)));
+    throw (failed as PromiseRejectedResult).reason;
+  }
+  const [plain, jose, gw, stubSc, gs] = all.map((x) => (x as PromiseFulfilledResult<Started>).value) as [Started, Started, Started, Started, Started];
+  return {
+    children: [up.child, plain.child, jose.child, gw.child, stubSc.child, gs.child],
+    urls: { gateway: gw.urls.gateway!, stub: gs.urls.stub!, plain: plain.urls.plain!, jose: jose.urls.jose!, direct: upstreamUrl },
+    pids: { gateway: gw.child.pid, stub: gs.child.pid, plain: plain.child.pid, jose: jose.child.pid, direct: up.child.pid }, stubPid: stubSc.child.pid, jwt,
+  };
+}
+
+/** The gateway comparison for one backend: fills `br.gateway`; stops the servers of `procs` at the end. */
+export async function gatewayComparison(run: Run, backend: Backend, sc: Sidecar, s: Setup, br: BackendResults, procs: GatewayProcs): Promise<void> {
+  const g = run.plan.gateway;
+  const ceil = br.ceiling!;
+  const { children, urls, jwt, pids } = procs;
+  const pools = { gateway: pool(urls.gateway, g.concurrency), stub: pool(urls.stub, g.concurrency), plain: pool(urls.plain, g.concurrency), jose: pool(urls.jose, g.concurrency), direct: pool(urls.direct, g.concurrency) };
+  const sp = pool(sc.url, 64);
+  try {
+    // Bundles: the gateway cannot beat the sidecar's verify rate; size from what verify achieved.
+    const best = Math.max(...(br.verify ?? []).map((r) => r.rps), 0) || ceil.verifyPerSec * 0.7;
+    const c1 = br.verify?.find((r) => r.concurrency === 1);
+    const latRate = 1e6 / ((c1?.p50 ?? 1e6 / ceil.verifyPerSec) + 600);
+    // The gateway adds a hop, so it runs below the sidecar's best verify rate: size for 80 % of it,
+    // within the generation budget.
+    let wantTp = need(g.tpSeconds, best * 0.8, run.plan.maxBundles);
+    let wantLat = need(g.latSeconds, latRate, run.plan.maxBundles);
+    const warm = need(g.warmupSeconds, best * 0.8, run.plan.maxBundles);
+    const budget = Math.floor(run.plan.genSeconds * presentRate(br));
+    if (warm + g.rounds * (wantTp + wantLat) > budget) {
+      const f = Math.max(0.05, (budget - warm) / (g.rounds * (wantTp + wantLat)));
+      wantTp = Math.max(8, Math.floor(wantTp * f));
+      wantLat = Math.max(8, Math.floor(wantLat * f));
+    }
+    const total = Math.min(run.plan.maxBundles, warm + g.rounds * (wantTp + wantLat));
+    log(`${backend}: gateway: making ${total} proof headers`);
+    const headers = await makeBundles(sp, s, total, 'header', 300);
+    let used = 0;
+    const auth = `Bearer ${jwt}`;
+    const variants: GatewayVariant[] = ['gateway', 'stub', 'plain', 'jose', 'direct'];
+    // The stub answers allow without reading the proof: one real header serves every stub request.
+    const stubHeader = headers[headers.length - 1]!;
+    const req = (v: GatewayVariant) => (i: number): Req => {
+      const path = `/items/${i}`;
+      if (v === 'gateway') return { method: 'GET', path, headers: { 'x-service-proof': headers[used + i]! } };
+      if (v === 'stub') return { method: 'GET', path, headers: { 'x-service-proof': stubHeader } };
+      if (v === 'jose') return { method: 'GET', path, headers: { authorization: auth } };
+      return { method: 'GET', path };
+    };
+    // CPU seconds per variant at c=50: the serving process, the upstream and (gateway) the sidecar.
+    const cpu: Record<GatewayVariant, { proxy: number; upstream: number; sidecar: number; n: number }> = {
+      gateway: { proxy: 0, upstream: 0, sidecar: 0, n: 0 }, stub: { proxy: 0, upstream: 0, sidecar: 0, n: 0 }, plain: { proxy: 0, upstream: 0, sidecar: 0, n: 0 },
+      jose: { proxy: 0, upstream: 0, sidecar: 0, n: 0 }, direct: { proxy: 0, upstream: 0, sidecar: 0, n: 0 },
+    };
+    const load = async (v: GatewayVariant, concurrency: number, count: number, seconds: number, account = false): Promise<LoadResult> => {
+      const n = v === 'gateway' ? Math.min(count, headers.length - used) : 200_000;
+      const sidecarPid = v === 'stub' ? procs.stubPid : sc.child.pid;
+      const c0 = account ? [cpuSeconds(pids[v]), cpuSeconds(pids.direct), cpuSeconds(sidecarPid)] : [];
+      const r = await runLoad({ pool: pools[v], concurrency, count: n, maxSeconds: seconds, request: req(v) });
+      if (account) {
+        const c = cpu[v];
+        c.proxy += cpuSeconds(pids[v]) - c0[0]!;
+        c.upstream += cpuSeconds(pids.direct) - c0[1]!;
+        c.sidecar += cpuSeconds(sidecarPid) - c0[2]!;
+        c.n += r.count;
+      }
+      if (v === 'gateway') {
+        for (let i = used; i < used + r.count; i++) headers[i] = '';
+        used += r.count;
+      }
+      return r;
+    };
+    // Warm-up at the measured concurrency, long enough for V8 to optimize every server's hot path
+    // (a short warm-up at low concurrency left the first round at about half the second's rate).
+    for (const v of variants) await load(v, g.concurrency, warm, g.warmupSeconds);
+    const tp: Record<GatewayVariant, LoadResult[]> = { gateway: [], stub: [], plain: [], jose: [], direct: [] };
+    const lat: Record<GatewayVariant, LoadResult[]> = { gateway: [], stub: [], plain: [], jose: [], direct: [] };
+    for (let round = 0; round < g.rounds; round++) {
+      for (const v of variants) tp[v].push(await load(v, g.concurrency, wantTp, g.tpSeconds, true));
+      for (const v of variants) lat[v].push(await load(v, 1, wantLat, g.latSeconds));
+      log(`${backend}: gateway round ${round + 1}/${g.rounds}: c=${g.concurrency} ${variants.map((v) => `${v} ${tp[v].at(-1)!.rps.toFixed(0)}/s`).join(', ')}`);
+    }
+    br.gateway = {};
+    for (const v of variants) {
+      const c = cpu[v];
+      const per = (x: number): number => (x * 1000) / Math.max(1, c.n);
+      br.gateway[v] = {
+        c50: pooled(tp[v]), c1: pooled(lat[v]),
+        cpuMsPerReq: { server: v === 'direct' ? per(c.upstream) : per(c.proxy), upstream: per(c.upstream), ...(v === 'gateway' || v === 'stub' ? { sidecar: per(c.sidecar) } : {}) },
+      };
+    }
+  } finally {
+    await Promise.all([...Object.values(pools), sp].map((p) => p.close().catch(() => undefined)));
+    await Promise.all(children.map((c) => c.stop(5000)));
+  }
+}
+
+/** Profiles the gateway: a fresh gateway process with --cpu-prof under c=50 load for a few seconds. */
+export async function profileGateway(run: Run, backend: Backend, sc: Sidecar, s: Setup, br: BackendResults): Promise<void> {
+  const dir = path.join(OUT, `prof-${backend}-gateway`);
+  fs.rmSync(dir, { recursive: true, force: true });
+  const up = await startHelper('upstream', []);
+  const gw = await startGateway(run, sc, s, up.urls.upstream!, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
+  const sp = pool(sc.url, 64);
+  const gp = pool(gw.url, 50);
+  const at = (): number => Number(process.hrtime.bigint() / 1000n);
+  let t0 = 0;
+  let t1 = 0;
+  let exit = 0;
+  try {
+    const best = (bestRps(br.verify) ?? br.ceiling!.verifyPerSec * 0.7) * 0.8;
+    const headers = await makeBundles(sp, s, Math.min(need(run.plan.profileSeconds, best, run.plan.maxBundles), Math.floor(run.plan.genSeconds * presentRate(br))), 'header', 300);
+    const req = (i: number): Req => ({ method: 'GET', path: `/items/${i}`, headers: { 'x-service-proof': headers[i]! } });
+    // Warm up at the measured concurrency, so connection set-up stays out of the profiled window.
+    const warm = Math.min(300, Math.floor(headers.length / 4));
+    await runLoad({ pool: gp, concurrency: 50, count: warm, maxSeconds: 10, request: req });
+    t0 = at();
+    await runLoad({ pool: gp, concurrency: 50, count: headers.length - warm, maxSeconds: run.plan.profileSeconds, request: (i) => req(warm + i) });
+    t1 = at();
+    await gp.close();
+    await gw.child.stop(10_000);
+    exit = at();
+  } finally {
+    await sp.close();
+    await gp.close().catch(() => undefined);
+    await gw.child.stop(10_000);
+    await up.child.stop(5000);
+  }
+  const file = fs.readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
+  if (!file) { log('gateway profile: no .cpuprofile written'); return; }
+  const summary = summarizeProfile(path.join(dir, file), { top: 15, fromEndUs: [exit - t0, exit - t1] });
+  br.profiles = { ...br.profiles, gateway: summary };
+  process.stderr.write(formatProfile(summary, `${backend}: gateway under c=50`) + '\n');
+}

@@ -1,0 +1,81 @@
+/**
+ * The sidecar as a benchmark process: start it (`node --import tsx
+ * sidecar/main.ts` with SIDECAR_* variables, on Node 24 for the native
+ * backend) and stop it, retry a start that lost its port, and the data-dir
+ * helpers of the store (fresh data dirs, database bytes after a checkpoint).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { BenchSeedDb, dbBytes } from '../sidecar/store/sqlite/bench-seed.ts';
+import { DB_FILE_NAME } from '../sidecar/store/index.ts';
+import { NODE24 } from './node24.ts';
+import type { Backend } from './plan.ts';
+import { Child, childEnv, freePort, tsArgs, waitForHttp } from './procs.ts';
+import { log, sleep } from './common.ts';
+import type { Run } from './common.ts';
+
+/** A running sidecar. */
+export interface Sidecar { child: Child; url: string; dataDir: string; dbFile: string; backend: Backend }
+
+/** Retries a start that lost the race for a port picked by freePort(). */
+export async function retryPort<T>(start: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (err) {
+      if (attempt >= 3 || !/EADDRINUSE/.test((err as Error).message)) throw err;
+      log(`port taken; retrying (${(err as Error).message.split('\n')[0]})`);
+    }
+  }
+}
+
+/** Starts a sidecar on `dataDir` (a free port; retried if the port was taken) and waits for /readyz. */
+export function startSidecar(run: Run, backend: Backend, dataDir: string, o: { nodeFlags?: string[]; name?: string; webhooks?: boolean } = {}): Promise<Sidecar> {
+  return retryPort(() => startSidecarOnce(run, backend, dataDir, o));
+}
+
+async function startSidecarOnce(run: Run, backend: Backend, dataDir: string, o: { nodeFlags?: string[]; name?: string; webhooks?: boolean }): Promise<Sidecar> {
+  const port = await freePort();
+  const env = childEnv({
+    SIDECAR_HOST: '127.0.0.1', SIDECAR_PORT: String(port), SIDECAR_DATA_DIR: dataDir, SIDECAR_SMTP_URL: run.mail.url,
+    SIDECAR_MASTER_KEY: run.masterKey, SIDECAR_INSECURE_COOKIES: '1', SIDECAR_ALPHA_CREDITS: '100000000',
+    SIDECAR_SEND_CODE_PER_MINUTE: '10000', SIDECAR_LOG_LEVEL: 'warn',
+    // Bundles are made ahead of the measured steps: keep them fresh for the whole run.
+    SIDECAR_CHALLENGE_TTL_SECONDS: '3600', SIDECAR_PROOF_FRESHNESS_SECONDS: '3600',
+    ...(o.webhooks ? { SIDECAR_WEBHOOK_ALLOW_INSECURE: '1' } : {}),
+    ...(process.env.BENCH_CRYPTO_WORKERS ? { SIDECAR_CRYPTO_WORKERS: process.env.BENCH_CRYPTO_WORKERS } : {}),
+    ...(process.env.BENCH_CRYPTO_INLINE_WHEN_IDLE ? { SIDECAR_CRYPTO_INLINE_WHEN_IDLE: process.env.BENCH_CRYPTO_INLINE_WHEN_IDLE } : {}),
+    ...(backend === 'native' ? { SIDECAR_SQLITE_BINDING: run.sqlite24! } : {}),
+  });
+  delete env.NODE_ENV;
+  const bin = backend === 'native' ? NODE24 : process.execPath;
+  const child = new Child(o.name ?? `sidecar(${backend})`, bin, tsArgs('sidecar/main.ts', o.nodeFlags ?? []), env);
+  const url = `http://127.0.0.1:${port}`;
+  await waitForHttp(`${url}/readyz`, child, 60_000);
+  return { child, url, dataDir, dbFile: path.join(dataDir, DB_FILE_NAME), backend };
+}
+
+/** Stops a sidecar; logs a warning when it does not exit with 0. */
+export async function stopSidecar(s: Sidecar): Promise<void> {
+  const code = await s.child.stop(15_000);
+  if (code !== 0) log(`warning: ${s.child.name} exited with ${code}`);
+}
+
+/** Checkpoints the WAL into the file (from a second connection) and returns file + WAL bytes. */
+export async function checkpointedBytes(dbFile: string): Promise<number> {
+  const db = new BenchSeedDb(dbFile, { live: true });
+  try {
+    for (let i = 0; i < 40 && !db.checkpoint(); i++) await sleep(50);
+  } finally {
+    db.close();
+  }
+  return dbBytes(dbFile);
+}
+
+/** Returns an empty directory `name` under the run's temp dir (removing what was there). */
+export function freshDir(run: Run, name: string): string {
+  const d = path.join(run.tmp, name);
+  fs.rmSync(d, { recursive: true, force: true });
+  fs.mkdirSync(d, { recursive: true });
+  return d;
+}
