@@ -21,71 +21,22 @@
  * A delivery whose body or secret cannot be opened (wrong master key) is not
  * attempted and keeps its lease, so it is retried after `leaseMs` without
  * spending attempts; an error is logged each time.
+ *
+ * This file holds the scheduling (claims, leases, the poll loop, start / stop /
+ * nudge) and each attempt's bookkeeping; sending one signed request and
+ * classifying its outcome is in `deliver.ts`.
  */
 import { performance } from 'node:perf_hooks';
-import { request } from 'undici';
 import type { Agent } from 'undici';
-import type { ClaimedDelivery, DeliveryRecord, OutboxStore } from '../store/types.ts';
+import type { ClaimedDelivery, OutboxStore } from '../store/types.ts';
 import { AAD } from '../secrets.ts';
 import type { SecretBox } from '../secrets.ts';
-import { WEBHOOK_USER_AGENT, signWebhook } from '../../src/webhooks.ts';
-import { createSafeDispatcher, validateCallbackUrl } from './ssrf.ts';
-import type { Resolver } from './ssrf.ts';
-import { nextAttemptAt, parseRetryAfter } from './schedule.ts';
+import { createSafeDispatcher } from './ssrf.ts';
+import { STOP, classifyOutcome, sendSigned } from './deliver.ts';
+import type { AttemptOutcome, WebhookWorkerOptions, WorkerLogger } from './types.ts';
 
-/** Final or intermediate outcome of one attempt, for metrics. */
-export type DeliveryResult = 'delivered' | 'failed' | 'dead' | 'disabled';
-
-/** The logger methods the worker uses (a pino logger fits). */
-export interface WorkerLogger {
-  debug(obj: object, msg?: string): void;
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
-
-/** Options of {@link WebhookWorker}. */
-export interface WebhookWorkerOptions {
-  store: OutboxStore;
-  /**
-   * Called after a 410 for stores whose `recordAttempt` does not disable the
-   * platform's callback itself (the SQLite store does; pass `undefined`).
-   */
-  platforms?: { disableCallback(platformId: string, now: number): Promise<void> } | undefined;
-  box: SecretBox;
-  /** Current time in Unix milliseconds (injectable for tests). Default `Date.now`. */
-  clock?: () => number;
-  /** Lifts the https and private-address rules (SIDECAR_WEBHOOK_ALLOW_INSECURE=1; development and tests only). */
-  allowInsecure: boolean;
-  /** Per-attempt deadline for the response headers, connect included. Default 15000. */
-  timeoutMs?: number;
-  /** Idle poll interval. Default 1000. */
-  pollIntervalMs?: number;
-  /** Deliveries in flight at once. Default 4. */
-  concurrency?: number;
-  /** Lease of a claimed delivery; must exceed `timeoutMs`. Default max(60 s, 2 × timeoutMs + 10 s). */
-  leaseMs?: number;
-  /** How long `stop()` waits for in-flight deliveries before aborting them and releasing their leases. Default 5000. */
-  stopGraceMs?: number;
-  logger: WorkerLogger;
-  /** Metrics hook: outcome of each attempt and its duration in seconds. */
-  onResult?: (result: DeliveryResult, seconds: number) => void;
-  /** Jitter source in [0, 1). Default `Math.random`. */
-  random?: () => number;
-  /** DNS resolver for the connect-time SSRF check (tests). Default `dns.lookup`. */
-  resolve?: Resolver;
-}
-
-/** What one attempt produced (returned by {@link WebhookWorker.tick} for tests and logs). */
-export interface AttemptOutcome {
-  deliveryId: string;
-  attempt: number;
-  result: DeliveryResult | 'skipped' | 'released';
-  status: number | null;
-  error: string | null;
-}
-
-const STOP = Symbol('worker stopping');
+/** The worker's options, logger, and attempt outcome types (defined in `types.ts`). */
+export type { AttemptOutcome, DeliveryResult, WebhookWorkerOptions, WorkerLogger } from './types.ts';
 
 /** Drains the webhook outbox. Construct with the store and box; `start()` / `stop()` from the server. */
 export class WebhookWorker {
@@ -294,89 +245,20 @@ export class WebhookWorker {
 
     const attemptedAt = this.clock();
     const t0 = performance.now();
-    let status: number | null = null;
-    let error: string | null = null;
-    let retryAfterMs: number | null = null;
-
-    const check = validateCallbackUrl(d.callbackUrl, this.allowInsecure);
-    if (!check.ok) {
-      error = `callback URL refused: ${check.reason}`;
-    } else {
-      const timestamp = Math.floor(attemptedAt / 1000);
-      const headers = {
-        'content-type': 'application/json',
-        'user-agent': WEBHOOK_USER_AGENT,
-        'x-service-delivery-id': d.id,
-        'x-service-timestamp': String(timestamp),
-        'x-service-signature': signWebhook(secret, timestamp, body),
-      };
-      const timeout = new AbortController();
-      const timer = setTimeout(() => timeout.abort(new Error(`timeout after ${this.timeoutMs} ms`)), this.timeoutMs);
-      const signal = AbortSignal.any([timeout.signal, stopSignal]);
-      try {
-        const res = await request(d.callbackUrl, {
-          method: 'POST',
-          headers,
-          body: Buffer.from(body.buffer, body.byteOffset, body.byteLength),
-          dispatcher: this.dispatcher,
-          signal,
-          headersTimeout: this.timeoutMs,
-          bodyTimeout: this.timeoutMs,
-        });
-        status = res.statusCode;
-        if (status >= 300 && status < 400) {
-          const loc = res.headers['location'];
-          error = `redirect not followed${loc ? ` (Location: ${String(loc).slice(0, 200)})` : ''}`;
-        } else if (status < 200 || status >= 300) {
-          error = `HTTP ${status}`;
-        }
-        if (status < 200 || status >= 300) {
-          retryAfterMs = parseRetryAfter(res.headers['retry-after'], this.clock());
-        }
-        // The answer body is not used; read a little of it so the connection can be reused.
-        await res.body.dump({ limit: 64 * 1024, signal }).catch(() => undefined);
-      } catch (err) {
-        if (stopSignal.aborted && stopSignal.reason === STOP) {
-          clearTimeout(timer);
-          await this.store.release(d.id);
-          this.log.info(logCtx, 'webhook delivery aborted by shutdown; lease released');
-          return { deliveryId: d.id, attempt, result: 'released', status: null, error: 'aborted by shutdown' };
-        }
-        const failure = timeout.signal.aborted ? timeout.signal.reason : err;
-        error = describeError(failure);
-        // The stored error is shown to the account holder: never reveal what a name resolves to
-        // inside the network. Operators get the detail in the log.
-        if (isSsrfBlock(failure)) this.log.warn({ ...logCtx, detail: String((failure as Error).message ?? failure).slice(0, 500) }, 'webhook target refused by the SSRF guard');
-      } finally {
-        clearTimeout(timer);
-      }
+    const sent = await sendSigned({
+      deliveryId: d.id, callbackUrl: d.callbackUrl, body, secret, attemptedAt, allowInsecure: this.allowInsecure,
+      timeoutMs: this.timeoutMs, dispatcher: this.dispatcher, stopSignal, clock: this.clock, log: this.log, logCtx,
+    });
+    if (sent.stopped) {
+      await this.store.release(d.id);
+      this.log.info(logCtx, 'webhook delivery aborted by shutdown; lease released');
+      return { deliveryId: d.id, attempt, result: 'released', status: null, error: 'aborted by shutdown' };
     }
+    const { status } = sent;
 
     const finishedAt = this.clock();
     const seconds = (performance.now() - t0) / 1000;
-    const ok = status !== null && status >= 200 && status < 300;
-    let state: DeliveryRecord['state'];
-    let next = finishedAt;
-    let result: DeliveryResult;
-    if (ok) {
-      state = 'delivered';
-      result = 'delivered';
-      error = null;
-    } else if (status === 410) {
-      state = 'disabled';
-      result = 'disabled';
-      error = 'HTTP 410: callback disabled';
-    } else {
-      const at = nextAttemptAt(attempt, finishedAt, retryAfterMs, this.random);
-      if (at === null) {
-        state = 'dead';
-        result = 'dead';
-      } else {
-        state = 'pending';
-        result = 'failed';
-        next = at;
-      }
-    }
+    const { state, result, next, error } = classifyOutcome(attempt, finishedAt, sent, this.random);
 
     await this.store.recordAttempt(d.id, { attempt, attemptedAt, status, error, durationMs: seconds * 1000 }, { state, nextAttemptAt: next });
     if (state === 'disabled') await this.platforms?.disableCallback(d.platformId, finishedAt);
@@ -390,21 +272,3 @@ export class WebhookWorker {
   }
 }
 
-/** True when the failure (or its cause) is a refusal of the SSRF guard. */
-function isSsrfBlock(err: unknown): boolean {
-  const code = (e: unknown): unknown => (e as { code?: unknown } | null)?.code;
-  return code(err) === 'SSRF_BLOCKED' || code((err as { cause?: unknown } | null)?.cause) === 'SSRF_BLOCKED';
-}
-
-/** A short, secret-free description of a request failure (SSRF refusals without the address). */
-function describeError(err: unknown): string {
-  if (isSsrfBlock(err)) return 'SSRF_BLOCKED: refused: the callback host is not a public address';
-  if (err instanceof Error) {
-    const code = (err as { code?: unknown }).code;
-    const cause = (err as { cause?: unknown }).cause;
-    let s = typeof code === 'string' ? `${code}: ${err.message}` : err.message;
-    if (cause instanceof Error && !s.includes(cause.message)) s += ` (${cause.message})`;
-    return s.slice(0, 500);
-  }
-  return String(err).slice(0, 500);
-}
