@@ -45,6 +45,7 @@ import type { Built, Task } from './crypto-slot.ts';
 import { CryptoPoolError, InlineCrypto, POOL_LIMITS } from './proof-crypto.ts';
 import type { CryptoOp, CryptoTaskHook, PoolLimits, ProofCrypto, SignKey, VerifyKey } from './proof-crypto.ts';
 
+/** Re-exported from proof-crypto.ts so the pool's users need one import. */
 export { CryptoPoolError, InlineCrypto, POOL_LIMITS } from './proof-crypto.ts';
 export type { CryptoOp, CryptoTaskHook, CryptoThread, PoolLimits, ProofCrypto, SignKey, VerifyKey } from './proof-crypto.ts';
 
@@ -74,6 +75,7 @@ const QUICK_DEATH_MS = 1_000;
 
 /** Signature work on `size` worker threads. */
 export class CryptoPool implements ProofCrypto {
+  /** Number of worker threads. */
   readonly workers: number;
   /** For tests: called with the worker a task is about to be posted to. */
   beforePost: ((worker: Worker, op: CryptoOp) => void) | undefined;
@@ -111,6 +113,7 @@ export class CryptoPool implements ProofCrypto {
     return this.slots.filter((s): s is WorkerSlot => s !== undefined && !s.dead).map((s) => s.worker);
   }
 
+  /** Checks both halves of a hybrid signature: inline when the pool is idle (see the file header), else on a worker. */
   verify(key: VerifyKey, domain: string, message: Uint8Array, signature: HybridSignature): Promise<boolean> {
     if (this.inline && this.inFlight() === 0 && !this.inlineThisTurn && !this.closed) {
       // At most one per turn: the requests read in the same turn as this one go to the workers.
@@ -129,6 +132,7 @@ export class CryptoPool implements ProofCrypto {
     });
   }
 
+  /** Makes a hybrid signature on a worker (the seed crosses once per worker and key, then is zeroed here). */
   sign(key: SignKey, domain: string, message: Uint8Array): Promise<HybridSignatureJson> {
     // The seed is copied into a buffer of its own, transferred (not cloned) to the worker and zeroed here.
     const withSeed = (base: CryptoWorkerRequest & { op: 'sign' }): { msg: CryptoWorkerRequest; transfer: ArrayBuffer[] } => {
@@ -149,6 +153,7 @@ export class CryptoPool implements ProofCrypto {
     });
   }
 
+  /** Starts the workers now (the server calls it when ready); a failure is logged and retried on the first task. */
   warm(): void {
     if (this.closed) return;
     try {
@@ -158,6 +163,7 @@ export class CryptoPool implements ProofCrypto {
     }
   }
 
+  /** Rejects every pending task and terminates the workers. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -276,6 +282,7 @@ export class CryptoPool implements ProofCrypto {
     }
   }
 
+  /** The watchdog: replaces workers that did not load within `startMs` or owe answers for longer than `stallMs`. */
   private checkStalls(): void {
     const now = performance.now();
     for (const slot of this.slots) {

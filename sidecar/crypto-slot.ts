@@ -33,26 +33,37 @@ const WORKER_URL = new URL('./crypto-worker.mjs', import.meta.url);
 
 /** One worker thread and what the main thread knows about it. */
 export class WorkerSlot {
+  /** The thread. */
   readonly worker: Worker;
+  /** Tasks posted or queued for the thread and not yet answered, by task id. */
   readonly pending = new Map<number, Task>();
-  /** Mirrors of the worker's key caches (ids only). */
+  /** Mirror of the worker's verifier cache (key ids only): a cached key is sent without its bytes. */
   readonly verifiers: LRUCache<string, true>;
+  /** Mirror of the worker's signer cache (agent ids only): a cached signer is sent without its seed. */
   readonly signers: LRUCache<string, true>;
-  readonly startedAt = performance.now();
+  /** When the thread was started (the start limit and quick-death window count from here). */
+  readonly startedAt: number;
   /** The worker has loaded (posted `WORKER_READY`); until then the start limit applies, not the stall limit. */
   ready = false;
   /** Last time the worker answered (or became busy). */
-  lastActivity = performance.now();
+  lastActivity: number;
+  /** Failed or replaced: its tasks were rejected and its thread terminated. */
   dead = false;
   /** Tasks not yet posted (sent together at the end of the event-loop turn) and the buffers they transfer. */
   private outbox: CryptoWorkerRequest[] = [];
   private outboxTransfer: ArrayBuffer[] = [];
   private flushScheduled = false;
 
-  /** Starts the worker thread (unref'd while it has no tasks); the caller wires its events. */
+  /**
+   * Starts the worker thread (unref'd while it has no tasks); the caller wires its events.
+   *
+   * @param index - The slot's place in the pool (logs, replacement).
+   */
   constructor(readonly index: number, init: CryptoWorkerInit, limits: PoolLimits) {
     this.worker = new Worker(WORKER_URL, { workerData: init });
     this.worker.unref();
+    this.startedAt = performance.now();
+    this.lastActivity = this.startedAt;
     this.verifiers = new LRUCache({ max: limits.verifiers });
     this.signers = new LRUCache({ max: limits.signers });
   }

@@ -10,8 +10,7 @@
 
 import type { OutboxEventInput, OutboxStore, ProofStore } from './ledger-types.ts';
 
-// The proof, audit and outbox parts of the interface are in ledger-types.ts; re-exported here so
-// the store has one import path.
+/** The proof, audit and outbox parts of the interface (ledger-types.ts), re-exported so the store has one import path. */
 export type * from './ledger-types.ts';
 
 /** An account holder. */

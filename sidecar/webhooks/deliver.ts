@@ -24,7 +24,9 @@ export const STOP = Symbol('worker stopping');
 
 /** What {@link sendSigned} needs for one attempt of one delivery. */
 export interface SendInput {
+  /** The delivery's id, sent as `X-Service-Delivery-Id`. */
   deliveryId: string;
+  /** The platform's callback URL, checked again before each attempt. */
   callbackUrl: string;
   /** The opened (plaintext) body; sent exactly. */
   body: Uint8Array;
@@ -32,14 +34,17 @@ export interface SendInput {
   secret: Uint8Array;
   /** When the attempt started (Unix ms); its whole seconds are the signed timestamp. */
   attemptedAt: number;
+  /** Lifts the https and private-address rules (development and tests only). */
   allowInsecure: boolean;
   /** Deadline for the response headers (connect included) and body reads. */
   timeoutMs: number;
+  /** The SSRF-safe agent (connect-time address checks). */
   dispatcher: Agent;
   /** Aborted with {@link STOP} when the worker stops. */
   stopSignal: AbortSignal;
   /** Current time in Unix ms (for an HTTP-date `Retry-After`). */
   clock: () => number;
+  /** Where the SSRF refusal warning goes. */
   log: WorkerLogger;
   /** The delivery's log fields (for the SSRF warning). */
   logCtx: object;
