@@ -9,12 +9,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import type { Backend } from './plan.ts';
+import { ROOT } from './node24.ts';
 import { Child, childEnv, cpuSeconds, freePort, tsArgs, waitForHttp } from './procs.ts';
 import { makeBundles, pool } from './flow.ts';
 import type { Setup } from './flow.ts';
 import { pooled, runLoad } from './load.ts';
 import type { LoadResult, Req } from './load.ts';
 import { formatProfile, summarizeProfile } from './profile.ts';
+import { writeFlameGraph } from './flamegraph.ts';
 import { bestRps } from './report.ts';
 import type { BackendResults, GatewayVariant } from './report.ts';
 import { retryPort } from './sidecar.ts';
@@ -149,20 +151,21 @@ export async function gatewayComparison(run: Run, backend: Backend, sc: Sidecar,
       return { method: 'GET', path };
     };
     // CPU seconds per variant at c=50: the serving process, the upstream and (gateway) the sidecar.
-    const cpu: Record<GatewayVariant, { proxy: number; upstream: number; sidecar: number; n: number }> = {
-      gateway: { proxy: 0, upstream: 0, sidecar: 0, n: 0 }, stub: { proxy: 0, upstream: 0, sidecar: 0, n: 0 }, plain: { proxy: 0, upstream: 0, sidecar: 0, n: 0 },
-      jose: { proxy: 0, upstream: 0, sidecar: 0, n: 0 }, direct: { proxy: 0, upstream: 0, sidecar: 0, n: 0 },
-    };
+    const cpu = Object.fromEntries(variants.map((v) => [v, { proxy: 0, upstream: 0, sidecar: 0, loadGen: 0, n: 0 }])) as
+      Record<GatewayVariant, { proxy: number; upstream: number; sidecar: number; loadGen: number; n: number }>;
     const load = async (v: GatewayVariant, concurrency: number, count: number, seconds: number, account = false): Promise<LoadResult> => {
       const n = v === 'gateway' ? Math.min(count, headers.length - used) : 200_000;
       const sidecarPid = v === 'stub' ? procs.stubPid : sc.child.pid;
       const c0 = account ? [cpuSeconds(pids[v]), cpuSeconds(pids.direct), cpuSeconds(sidecarPid)] : [];
+      const self0 = process.cpuUsage();
       const r = await runLoad({ pool: pools[v], concurrency, count: n, maxSeconds: seconds, request: req(v) });
       if (account) {
         const c = cpu[v];
+        const self = process.cpuUsage(self0);
         c.proxy += cpuSeconds(pids[v]) - c0[0]!;
         c.upstream += cpuSeconds(pids.direct) - c0[1]!;
         c.sidecar += cpuSeconds(sidecarPid) - c0[2]!;
+        c.loadGen += (self.user + self.system) / 1e6;
         c.n += r.count;
       }
       if (v === 'gateway') {
@@ -187,7 +190,10 @@ export async function gatewayComparison(run: Run, backend: Backend, sc: Sidecar,
       const per = (x: number): number => (x * 1000) / Math.max(1, c.n);
       br.gateway[v] = {
         c50: pooled(tp[v]), c1: pooled(lat[v]),
-        cpuMsPerReq: { server: v === 'direct' ? per(c.upstream) : per(c.proxy), upstream: per(c.upstream), ...(v === 'gateway' || v === 'stub' ? { sidecar: per(c.sidecar) } : {}) },
+        cpuMsPerReq: {
+          server: v === 'direct' ? per(c.upstream) : per(c.proxy), upstream: per(c.upstream), loadGen: per(c.loadGen),
+          ...(v === 'gateway' || v === 'stub' ? { sidecar: per(c.sidecar) } : {}),
+        },
       };
     }
   } finally {
@@ -232,4 +238,6 @@ export async function profileGateway(run: Run, backend: Backend, sc: Sidecar, s:
   const summary = summarizeProfile(path.join(dir, file), { top: 15, fromEndUs: [exit - t0, exit - t1] });
   br.profiles = { ...br.profiles, gateway: summary };
   process.stderr.write(formatProfile(summary, `${backend}: gateway under c=50`) + '\n');
+  writeFlameGraph(path.join(dir, file), path.join(dir, 'flame.svg'), { title: `Gateway under c=50 (${backend} sidecar behind it)`, fromEndUs: [exit - t0, exit - t1] });
+  log(`${backend}: flame graph in ${path.relative(ROOT, dir)}/flame.svg`);
 }

@@ -10,9 +10,47 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT } from './node24.ts';
 
-interface CallFrame { functionName: string; url: string; lineNumber: number }
+/** A function in a V8 CPU profile. */
+export interface CallFrame { functionName: string; url: string; lineNumber: number }
 interface ProfileNode { id: number; callFrame: CallFrame; children?: number[] }
-interface CpuProfile { nodes: ProfileNode[]; startTime: number; endTime: number; samples: number[]; timeDeltas: number[] }
+/** A V8 `.cpuprofile` (the parts read here). */
+export interface CpuProfile { nodes: ProfileNode[]; startTime: number; endTime: number; samples: number[]; timeDeltas: number[] }
+
+/** Reads a `.cpuprofile` file. */
+export function readProfile(file: string): CpuProfile {
+  return JSON.parse(fs.readFileSync(file, 'utf8')) as CpuProfile;
+}
+
+/**
+ * Calls `cb` for every sample inside `fromEndUs` (µs before the profile's end: [from, to]) with
+ * its stack (the sampled frame first, the outermost caller last) and its weight in µs: the
+ * interval to the next sample (or its own delta for the last one).
+ */
+export function forEachSample(p: CpuProfile, fromEndUs: [number, number] | undefined, cb: (stack: CallFrame[], us: number) => void): void {
+  const byId = new Map<number, ProfileNode>();
+  const parent = new Map<number, number>();
+  for (const n of p.nodes) byId.set(n.id, n);
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const stacks = new Map<number, CallFrame[]>();
+  const stackOf = (id: number): CallFrame[] => {
+    let s = stacks.get(id);
+    if (!s) {
+      s = [];
+      for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) s.push(byId.get(at)!.callFrame);
+      stacks.set(id, s);
+    }
+    return s;
+  };
+  let t = p.startTime;
+  const lo = fromEndUs ? p.endTime - fromEndUs[0] : -Infinity;
+  const hi = fromEndUs ? p.endTime - fromEndUs[1] : Infinity;
+  for (let i = 0; i < p.samples.length; i++) {
+    const dt = p.timeDeltas[i] ?? 0;
+    t += dt;
+    if (t < lo || t > hi || !byId.has(p.samples[i]!)) continue;
+    cb(stackOf(p.samples[i]!), Math.max(0, p.timeDeltas[i + 1] ?? dt));
+  }
+}
 
 /** One row of a summary. */
 export interface FrameTime { frame: string; ms: number; pct: number }
@@ -58,14 +96,18 @@ function area(cf: CallFrame): string {
   return u;
 }
 
-// Project .ts files run transpiled by tsx: their profile line numbers do not match the source, so only the file is shown.
-const frameKey = (cf: CallFrame): string => {
+/**
+ * How summaries and flame graphs name a frame: `function file[:line]`. Project .ts files run
+ * transpiled by tsx: their profile line numbers do not match the source, so only the file is shown.
+ */
+export const frameKey = (cf: CallFrame): string => {
   if (!cf.url) return cf.functionName || '(anonymous)';
   const file = shortUrl(cf.url);
   return `${cf.functionName || '(anonymous)'} ${file}${/\.ts$/.test(file) ? '' : `:${cf.lineNumber + 1}`}`;
 };
 
-const isOwn = (cf: CallFrame): boolean => /\/(sidecar|src|gateway-plugin)\//.test(cf.url) && !cf.url.includes('node_modules');
+/** Whether a frame is this project's own code. */
+export const isOwnFrame = (cf: CallFrame): boolean => /\/(sidecar|src|gateway-plugin)\//.test(cf.url) && !cf.url.includes('node_modules');
 
 /**
  * Summarises a profile. `window` (µs offsets from the profile's start, or
@@ -73,44 +115,29 @@ const isOwn = (cf: CallFrame): boolean => /\/(sidecar|src|gateway-plugin)\//.tes
  */
 export function summarizeProfile(file: string, opts: { top?: number; fromEndUs?: [number, number] } = {}): ProfileSummary {
   const top = opts.top ?? 15;
-  const p = JSON.parse(fs.readFileSync(file, 'utf8')) as CpuProfile;
-  const byId = new Map<number, ProfileNode>();
-  const parent = new Map<number, number>();
-  for (const n of p.nodes) byId.set(n.id, n);
-  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-  let t = p.startTime;
-  const lo = opts.fromEndUs ? p.endTime - opts.fromEndUs[0] : -Infinity;
-  const hi = opts.fromEndUs ? p.endTime - opts.fromEndUs[1] : Infinity;
+  const p = readProfile(file);
   const self = new Map<string, number>();
   const total = new Map<string, number>();
   const areas = new Map<string, number>();
   let windowUs = 0;
   let idleUs = 0;
-  for (let i = 0; i < p.samples.length; i++) {
-    const dt = p.timeDeltas[i] ?? 0;
-    t += dt;
-    if (t < lo || t > hi) continue;
-    const node = byId.get(p.samples[i]!);
-    if (!node) continue;
-    // A sample's weight is the interval to the next sample (or this delta for the last).
-    const w = Math.max(0, p.timeDeltas[i + 1] ?? dt);
+  forEachSample(p, opts.fromEndUs, (stack, w) => {
     windowUs += w;
-    const cf = node.callFrame;
+    const cf = stack[0]!;
     if (cf.functionName === '(idle)') { idleUs += w; }
     const key = frameKey(cf);
     self.set(key, (self.get(key) ?? 0) + w);
     const a = area(cf);
     areas.set(a, (areas.get(a) ?? 0) + w);
     const seen = new Set<string>();
-    for (let id: number | undefined = node.id; id !== undefined; id = parent.get(id)) {
-      const f = byId.get(id)!.callFrame;
-      if (!isOwn(f)) continue;
+    for (const f of stack) {
+      if (!isOwnFrame(f)) continue;
       const k = frameKey(f);
       if (seen.has(k)) continue;
       seen.add(k);
       total.set(k, (total.get(k) ?? 0) + w);
     }
-  }
+  });
   const busyUs = Math.max(1, windowUs - idleUs);
   const rows = (m: Map<string, number>, n: number, skipIdle: boolean): FrameTime[] => [...m]
     .filter(([k]) => !skipIdle || !k.startsWith('(idle)'))

@@ -1,10 +1,11 @@
 /**
- * Results of a benchmark run: their shape, the targets (met / not met), the
- * one printed table (Markdown) and the SVG chart.
+ * Results of a benchmark run: their shape, the targets (met / not met) and
+ * the one printed table (Markdown). The chart is drawn by chart.ts.
  */
 import type { LoadResult } from './load.ts';
 import type { ProfileSummary } from './profile.ts';
 import type { Backend } from './plan.ts';
+import { gatewayBounds, pathCpuMs } from './bounds.ts';
 
 /** The gateway comparison's variants: `stub` is the agent-authz gateway in front of bench/servers.ts's stand-in sidecar (reference only). */
 export type GatewayVariant = 'gateway' | 'stub' | 'plain' | 'jose' | 'direct';
@@ -26,8 +27,11 @@ export interface BackendResults {
   rssMb?: number;
   gateway?: Partial<Record<GatewayVariant, {
     c50: LoadResult; c1: LoadResult;
-    /** CPU ms per request at c=50 of the serving process (gateway / proxy / upstream), the upstream, and the sidecar (gateway: the real one; stub: the stand-in). */
-    cpuMsPerReq?: { server: number; upstream: number; sidecar?: number };
+    /**
+     * CPU ms per request at c=50 of the serving process (gateway / proxy / upstream), the upstream, the sidecar (gateway: the
+     * real one; stub: the stand-in) and the load generator (this process; absent in results from before it was measured).
+     */
+    cpuMsPerReq?: { server: number; upstream: number; sidecar?: number; loadGen?: number };
   }>>;
   profiles?: { verify?: ProfileSummary; present?: ProfileSummary; gateway?: ProfileSummary };
 }
@@ -54,7 +58,11 @@ export interface Results {
 }
 
 /** One target of the issue, evaluated. */
-export interface Target { id: string; label: string; backend: Backend; value: string; limit: string; met: boolean | undefined }
+export interface Target {
+  id: string; label: string; backend: Backend; value: string; limit: string; met: boolean | undefined;
+  /** For a missed gateway ratio: the highest ratio the machine allows in this run (bounds.ts), when it is below the limit. */
+  outOfReach?: string;
+}
 
 const int = (n: number | undefined): string => (n === undefined || !Number.isFinite(n) ? '—' : Math.round(n).toLocaleString('en-US'));
 const fix = (n: number | undefined, d = 2): string => (n === undefined || !Number.isFinite(n) ? '—' : n.toFixed(d));
@@ -93,6 +101,11 @@ export function evaluateTargets(res: Results, backend: Backend): Target[] {
   const gj = g?.gateway && g.jose ? g.gateway.c50.rps / g.jose.c50.rps : undefined;
   add('gw-plain', 'Gateway ÷ plain proxy (c=50 req/s)', gp, fix(gp), '≥ 0.35', (v) => v >= 0.35);
   add('gw-jose', 'Gateway ÷ jose JWT proxy (c=50 req/s)', gj, fix(gj), '≥ 0.60', (v) => v >= 0.6);
+  const bound = gatewayBounds(b, res.meta.machine.nproc);
+  for (const [id, ratio, limit] of [['gw-plain', bound?.plainRatio, 0.35], ['gw-jose', bound?.joseRatio, 0.6]] as const) {
+    const t = out.find((x) => x.id === id)!;
+    if (t.met === false && ratio !== undefined && ratio < limit) t.outOfReach = `bound ${fix(ratio)}`;
+  }
   const p99 = g?.gateway ? g.gateway.c50.p99 / 1000 : undefined;
   add('gw-p99', 'Gateway p99 at c=50', p99, `${fix(p99)} ms`, '≤ 40 ms', (v) => v <= 40);
   const added = g?.gateway && g.plain ? (g.gateway.c1.p50 - g.plain.c1.p50) : undefined;
@@ -106,7 +119,11 @@ export function evaluateTargets(res: Results, backend: Backend): Target[] {
   return out;
 }
 
-const status = (t: Target | undefined): string => (t === undefined || t.met === undefined ? 'n/a' : t.met ? 'met' : '**NOT MET**');
+const status = (t: Target | undefined): string => {
+  if (t === undefined || t.met === undefined) return 'n/a';
+  if (t.met) return 'met';
+  return t.outOfReach ? `**NOT MET** (out of reach here: ${t.outOfReach})` : '**NOT MET**';
+};
 
 /** The one table (Markdown), with every figure and each target. */
 export function renderTable(res: Results): string {
@@ -167,6 +184,18 @@ export function renderTable(res: Results): string {
       const stubbed = g.stub?.cpuMsPerReq ? `; with the stub: gateway ${ms(g.stub.cpuMsPerReq.server)} + stub ${ms(g.stub.cpuMsPerReq.sidecar)}` : '';
       return `plain ${ms(g.plain?.cpuMsPerReq?.server)}, jose ${ms(g.jose?.cpuMsPerReq?.server)}, gateway ${ms(g.gateway.cpuMsPerReq.server)} + sidecar ${ms(g.gateway.cpuMsPerReq.sidecar)}${stubbed} ms`;
     });
+    per('CPU per request at c=50, whole path (+ load generator, upstream)', (b) => {
+      const v = (['plain', 'jose', 'gateway', 'stub'] as const).map((x) => [x, pathCpuMs(b, x)] as const);
+      return v.some(([, ms]) => ms !== undefined) ? `${v.map(([x, ms]) => `${x} ${fix(ms, 3)}`).join(', ')} ms` : '—';
+    });
+    per('Bound: cores ÷ (plain path CPU + hybrid verify CPU)', (b) => {
+      const x = gatewayBounds(b, res.meta.machine.nproc);
+      return x ? `${int(x.rps)}/s = ${fix(x.plainRatio)}× plain, ${fix(x.joseRatio)}× jose` : '—';
+    });
+    per('Reference: this gateway with a sidecar costing only the check', (b) => {
+      const x = gatewayBounds(b, res.meta.machine.nproc);
+      return x?.withGatewayRps !== undefined ? `${int(x.withGatewayRps)}/s = ${fix(x.withGatewayPlainRatio)}× plain, ${fix(x.withGatewayJoseRatio)}× jose` : '—';
+    });
     per('Gateway ÷ plain proxy (c=50 req/s)', (b) => (b.gateway?.gateway && b.gateway.plain ? fix(b.gateway.gateway.c50.rps / b.gateway.plain.c50.rps) : '—'), 'gw-plain');
     per('Gateway ÷ jose JWT proxy (c=50 req/s)', (b) => (b.gateway?.gateway && b.gateway.jose ? fix(b.gateway.gateway.c50.rps / b.gateway.jose.c50.rps) : '—'), 'gw-jose');
     per('Gateway p99 at c=50', (b) => (b.gateway?.gateway ? `${fix(b.gateway.gateway.c50.p99 / 1000)} ms` : '—'), 'gw-p99');
@@ -203,99 +232,4 @@ export function renderTable(res: Results): string {
 /** The results without latency samples (for the JSON file). */
 export function stripSamples(res: Results): unknown {
   return JSON.parse(JSON.stringify(res, (k, v: unknown) => (k === 'samples' ? undefined : v)));
-}
-
-const esc = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-
-/** The chart: verify latency (p50/p99) against concurrency, and gateway throughput against the baselines. */
-export function renderSvg(res: Results): string {
-  const W = 960;
-  const H = 400;
-  const colors: Record<Backend, string> = { native: '#1f6fb4', noble: '#e07b14' };
-  const out: string[] = [];
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif" font-size="12">`);
-  out.push(`<rect width="${W}" height="${H}" fill="#ffffff"/>`);
-  const m = res.meta;
-  out.push(`<text x="${W / 2}" y="20" text-anchor="middle" font-size="14" font-weight="bold">agent-authz benchmark${m.smoke ? ' (smoke run, not a measurement)' : ''}${m.scale !== 1 ? ` (shortened run, --scale=${m.scale})` : ''}</text>`);
-  out.push(`<text x="${W / 2}" y="37" text-anchor="middle" fill="#555">${esc(`${m.date.slice(0, 16)}Z · ${m.machine.nproc} cores ${m.machine.cpuModel} · sidecar Node ${[m.node.native, m.node.noble].filter(Boolean).join(' / ')}`)}</text>`);
-
-  // Panel 1: verify latency vs concurrency (log scale).
-  const p1 = { x: 70, y: 60, w: 360, h: 270 };
-  const levels = [1, 16, 64];
-  const series: { name: string; color: string; dash: string; pts: [number, number][] }[] = [];
-  for (const b of ['native', 'noble'] as Backend[]) {
-    const v = res.backends[b]?.verify;
-    if (!v) continue;
-    for (const [q, dash] of [['p50', ''], ['p99', '6,4']] as const) {
-      const pts = levels.map((c, i) => [i, v.find((r) => r.concurrency === c)?.[q]] as [number, number | undefined]).filter((p): p is [number, number] => p[1] !== undefined && Number.isFinite(p[1]));
-      series.push({ name: `${b} ${q}`, color: colors[b], dash, pts });
-    }
-  }
-  const vals = series.flatMap((s) => s.pts.map((p) => p[1]));
-  const lo = vals.length ? 10 ** Math.floor(Math.log10(Math.min(...vals))) : 100;
-  const hi = vals.length ? 10 ** Math.ceil(Math.log10(Math.max(...vals))) : 100_000;
-  const yLog = (v: number): number => p1.y + p1.h - ((Math.log10(v) - Math.log10(lo)) / Math.max(1e-9, Math.log10(hi) - Math.log10(lo))) * p1.h;
-  const xCat = (i: number): number => p1.x + 30 + (i * (p1.w - 60)) / (levels.length - 1);
-  out.push(`<text x="${p1.x + p1.w / 2}" y="${p1.y - 6}" text-anchor="middle" font-weight="bold">Verify latency vs concurrency</text>`);
-  for (let d = lo; d <= hi * 1.0001; d *= 10) {
-    for (const k of [1, 2, 5]) {
-      const v = d * k;
-      if (v > hi * 1.0001) break;
-      const y = yLog(v);
-      out.push(`<line x1="${p1.x}" y1="${y.toFixed(1)}" x2="${p1.x + p1.w}" y2="${y.toFixed(1)}" stroke="${k === 1 ? '#ccc' : '#eee'}"/>`);
-      out.push(`<text x="${p1.x - 6}" y="${(y + 4).toFixed(1)}" text-anchor="end" fill="#444">${v >= 1000 ? `${v / 1000} ms` : `${v} µs`}</text>`);
-    }
-  }
-  out.push(`<rect x="${p1.x}" y="${p1.y}" width="${p1.w}" height="${p1.h}" fill="none" stroke="#888"/>`);
-  levels.forEach((c, i) => out.push(`<text x="${xCat(i)}" y="${p1.y + p1.h + 16}" text-anchor="middle">${c}</text>`));
-  out.push(`<text x="${p1.x + p1.w / 2}" y="${p1.y + p1.h + 32}" text-anchor="middle" fill="#444">concurrent clients</text>`);
-  for (const s of series) {
-    if (!s.pts.length) continue;
-    out.push(`<polyline fill="none" stroke="${s.color}" stroke-width="2" ${s.dash ? `stroke-dasharray="${s.dash}"` : ''} points="${s.pts.map(([i, v]) => `${xCat(i).toFixed(1)},${yLog(v).toFixed(1)}`).join(' ')}"/>`);
-    for (const [i, v] of s.pts) out.push(`<circle cx="${xCat(i).toFixed(1)}" cy="${yLog(v).toFixed(1)}" r="3" fill="${s.color}"><title>${esc(`${s.name} c=${levels[i]}: ${Math.round(v)} µs`)}</title></circle>`);
-  }
-  series.forEach((s, i) => {
-    const y = p1.y + 14 + i * 16;
-    out.push(`<line x1="${p1.x + 10}" y1="${y - 4}" x2="${p1.x + 34}" y2="${y - 4}" stroke="${s.color}" stroke-width="2" ${s.dash ? `stroke-dasharray="${s.dash}"` : ''}/>`);
-    out.push(`<text x="${p1.x + 40}" y="${y}">${esc(s.name)}</text>`);
-  });
-
-  // Panel 2: gateway throughput at c=50 against the baselines.
-  const p2 = { x: 540, y: 60, w: 390, h: 270 };
-  const variants: [GatewayVariant, string][] = [['direct', 'upstream'], ['plain', 'plain proxy'], ['jose', 'jose proxy'], ['gateway', 'agent-authz'], ['stub', 'stub (ref.)']];
-  const bks = (['native', 'noble'] as Backend[]).filter((b) => res.backends[b]?.gateway);
-  const tp = bks.flatMap((b) => variants.map(([v]) => res.backends[b]!.gateway![v]?.c50.rps ?? 0));
-  const max = tp.length ? Math.max(...tp) * 1.15 : 1;
-  const step = 10 ** Math.floor(Math.log10(max / 2));
-  const tick = [1, 2, 5].map((k) => k * step).find((t) => max / t <= 6) ?? step * 10;
-  const yLin = (v: number): number => p2.y + p2.h - (v / max) * p2.h;
-  out.push(`<text x="${p2.x + p2.w / 2}" y="${p2.y - 6}" text-anchor="middle" font-weight="bold">Throughput at 50 concurrent clients (req/s)</text>`);
-  for (let v = 0; v <= max; v += tick) {
-    out.push(`<line x1="${p2.x}" y1="${yLin(v).toFixed(1)}" x2="${p2.x + p2.w}" y2="${yLin(v).toFixed(1)}" stroke="#e5e5e5"/>`);
-    out.push(`<text x="${p2.x - 6}" y="${(yLin(v) + 4).toFixed(1)}" text-anchor="end" fill="#444">${v.toLocaleString('en-US')}</text>`);
-  }
-  out.push(`<rect x="${p2.x}" y="${p2.y}" width="${p2.w}" height="${p2.h}" fill="none" stroke="#888"/>`);
-  const gw = p2.w / variants.length;
-  const bw = Math.min(36, (gw - 16) / Math.max(1, bks.length));
-  variants.forEach(([v, label], i) => {
-    const gx = p2.x + i * gw + (gw - bw * bks.length) / 2;
-    bks.forEach((b, j) => {
-      const r = res.backends[b]!.gateway![v]?.c50.rps ?? 0;
-      const x = gx + j * bw;
-      out.push(`<rect x="${x.toFixed(1)}" y="${yLin(r).toFixed(1)}" width="${(bw - 3).toFixed(1)}" height="${(p2.y + p2.h - yLin(r)).toFixed(1)}" fill="${colors[b]}"><title>${esc(`${label} (${b} sidecar): ${Math.round(r)} req/s`)}</title></rect>`);
-      out.push(`<text x="${(x + (bw - 3) / 2).toFixed(1)}" y="${(yLin(r) - 4).toFixed(1)}" text-anchor="middle" font-size="10">${Math.round(r).toLocaleString('en-US')}</text>`);
-    });
-    out.push(`<text x="${(p2.x + i * gw + gw / 2).toFixed(1)}" y="${p2.y + p2.h + 16}" text-anchor="middle" font-size="11">${esc(label)}</text>`);
-  });
-  bks.forEach((b, j) => {
-    const x = p2.x + p2.w - 160;
-    const y = p2.y + 40 + j * 16;
-    out.push(`<rect x="${x}" y="${y - 10}" width="12" height="12" fill="${colors[b]}"/>`);
-    out.push(`<text x="${x + 18}" y="${y}">${b === 'native' ? 'native ML-DSA sidecar' : 'noble ML-DSA sidecar'}</text>`);
-  });
-  if (!bks.length) out.push(`<text x="${p2.x + p2.w / 2}" y="${p2.y + p2.h / 2}" text-anchor="middle" fill="#888">gateway not run</text>`);
-  out.push(`<text x="${W / 2}" y="${H - 26}" text-anchor="middle" fill="#666" font-size="11">Right: each backend's bars come from its own run; the baselines do not use the sidecar and run in the same interleaved rounds as the gateway.</text>`);
-  out.push(`<text x="${W / 2}" y="${H - 12}" text-anchor="middle" fill="#666" font-size="11">stub (ref.): the agent-authz gateway in front of a stand-in sidecar that answers allow without any work (a reference, not a target).</text>`);
-  out.push('</svg>');
-  return out.join('\n') + '\n';
 }

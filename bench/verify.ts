@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Pool } from 'undici';
-import { NODE24 } from './node24.ts';
+import { NODE24, ROOT } from './node24.ts';
 import type { Backend } from './plan.ts';
 import { Child, childEnv, cpuSeconds, rssBytes, tsArgs } from './procs.ts';
 import { makeBundles, makeChallenges, pool, presentAll } from './flow.ts';
@@ -15,6 +15,7 @@ import type { Setup } from './flow.ts';
 import { runLoad } from './load.ts';
 import type { LoadResult } from './load.ts';
 import { formatProfile, summarizeProfile } from './profile.ts';
+import { writeFlameGraph } from './flamegraph.ts';
 import { bestRps } from './report.ts';
 import type { BackendResults } from './report.ts';
 import { checkpointedBytes, startSidecar, stopSidecar } from './sidecar.ts';
@@ -170,6 +171,12 @@ export async function profileSidecar(run: Run, backend: Backend, sc: Sidecar, s:
     br.profiles = { ...br.profiles, verify, present };
     process.stderr.write(formatProfile(verify, `${backend}: sidecar main thread, verify c=64`) + '\n');
     process.stderr.write(formatProfile(present, `${backend}: sidecar main thread, present c=16`) + '\n');
+    const node = backend === 'native' ? 'Node 24, native ML-DSA-65' : 'Node 20, @noble/post-quantum';
+    writeFlameGraph(f, path.join(dir, 'flame-verify.svg'), { title: `Sidecar main thread, verify at c=64 (${node})`, fromEndUs: [marks.exit - marks.v0, marks.exit - marks.v1] });
+    writeFlameGraph(f, path.join(dir, 'flame-present.svg'), { title: `Sidecar main thread, present at c=16 (${node})`, fromEndUs: [marks.exit - marks.p0, marks.exit - marks.p1] });
+    const worker = files.find((x) => x !== file);
+    if (worker) writeFlameGraph(path.join(dir, worker), path.join(dir, 'flame-verify-worker.svg'), { title: `Sidecar crypto worker, verify at c=64 (${node})`, fromEndUs: [marks.exit - marks.v0, marks.exit - marks.v1] });
+    log(`${backend}: flame graphs in ${path.relative(ROOT, dir)}/flame-*.svg`);
     for (const w of files.filter((x) => x !== file)) {
       const wf = path.join(dir, w);
       process.stderr.write(formatProfile(summarizeProfile(wf, { top: 5, fromEndUs: [marks.exit - marks.v0, marks.exit - marks.v1] }), `${backend}: crypto worker ${w}, verify c=64`) + '\n');
