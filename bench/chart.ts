@@ -1,7 +1,7 @@
 /**
  * The benchmark's chart (SVG): verify latency (p50 and p99) against
  * concurrency for each backend, and gateway throughput at c=50 against the
- * baselines (upstream, plain proxy, jose proxy) and the stub reference.
+ * baselines (upstream, plain proxy, jose proxy) and the stub and hop references.
  */
 import type { Backend } from './plan.ts';
 import type { GatewayVariant, Results } from './report.ts';
@@ -63,7 +63,7 @@ export function renderSvg(res: Results): string {
 
   // Panel 2: gateway throughput at c=50 against the baselines.
   const p2 = { x: 540, y: 60, w: 390, h: 270 };
-  const variants: [GatewayVariant, string][] = [['direct', 'upstream'], ['plain', 'plain proxy'], ['jose', 'jose proxy'], ['gateway', 'agent-authz'], ['stub', 'stub (ref.)']];
+  const variants: [GatewayVariant, string][] = [['direct', 'upstream'], ['plain', 'plain proxy'], ['jose', 'jose proxy'], ['gateway', 'agent-authz'], ['stub', 'stub (ref.)'], ['hop', 'hop (ref.)']];
   const bks = (['native', 'noble'] as Backend[]).filter((b) => res.backends[b]?.gateway);
   const tp = bks.flatMap((b) => variants.map(([v]) => res.backends[b]!.gateway![v]?.c50.rps ?? 0));
   const max = tp.length ? Math.max(...tp) * 1.15 : 1;
@@ -96,7 +96,7 @@ export function renderSvg(res: Results): string {
   });
   if (!bks.length) out.push(`<text x="${p2.x + p2.w / 2}" y="${p2.y + p2.h / 2}" text-anchor="middle" fill="#888">gateway not run</text>`);
   out.push(`<text x="${W / 2}" y="${H - 26}" text-anchor="middle" fill="#666" font-size="11">Right: each backend's bars come from its own run; the baselines do not use the sidecar and run in the same interleaved rounds as the gateway.</text>`);
-  out.push(`<text x="${W / 2}" y="${H - 12}" text-anchor="middle" fill="#666" font-size="11">stub (ref.): the agent-authz gateway in front of a stand-in sidecar that answers allow without any work (a reference, not a target).</text>`);
+  out.push(`<text x="${W / 2}" y="${H - 12}" text-anchor="middle" fill="#666" font-size="11">References, not targets: stub = the agent-authz gateway in front of a sidecar that answers allow without any work; hop = the plain proxy + one call to a do-nothing verify service.</text>`);
   out.push('</svg>');
   return out.join('\n') + '\n';
 }

@@ -137,10 +137,11 @@ export function renderFlameGraph(root: FlameNode, opts: { title: string; subtitl
   ].filter(Boolean).join('\n') + '\n';
 }
 
-/** Reads a `.cpuprofile` and writes its flame graph (busy time inside `fromEndUs`) to `out`. */
-export function writeFlameGraph(file: string, out: string, opts: { title: string; subtitle?: string; fromEndUs?: [number, number] }): void {
+/** Reads a `.cpuprofile` and writes its flame graph (busy time inside `fromEndUs`) to `out`; returns `out`. */
+export function writeFlameGraph(file: string, out: string, opts: { title: string; subtitle?: string; fromEndUs?: [number, number] }): string {
   const tree = flameTree(readProfile(file), { fromEndUs: opts.fromEndUs });
   fs.writeFileSync(out, renderFlameGraph(tree, { title: opts.title, subtitle: opts.subtitle ?? path.basename(file) }));
+  return out;
 }
 
 if (process.argv[1] && import.meta.filename === path.resolve(process.argv[1])) {

@@ -24,15 +24,40 @@ import type { Sidecar } from './sidecar.ts';
 import { OUT, log, need, presentRate } from './common.ts';
 import type { Run } from './common.ts';
 
-async function startHelper(mode: 'upstream' | 'plain' | 'jose' | 'stub' | 'all', args: string[], env: Record<string, string> = {}): Promise<{ child: Child; urls: Record<string, string> }> {
+type HelperMode = 'upstream' | 'plain' | 'jose' | 'stub' | 'allow' | 'hop';
+/** A started server process and its base URL. */
+type Proc = { child: Child; url: string };
+
+/** Starts bench/servers.ts in `mode` ('all': every helper in one process; the URLs by name). */
+async function startHelpers(mode: HelperMode | 'all', args: string[], env: Record<string, string> = {}): Promise<{ child: Child; urls: Record<string, string> }> {
   const child = new Child(mode, process.execPath, [...tsArgs('bench/servers.ts'), mode, ...args], childEnv(env));
-  const names = mode === 'all' ? ['upstream', 'plain', 'jose', 'stub'] : [mode];
+  const names = mode === 'all' ? ['upstream', 'plain', 'jose', 'stub', 'allow', 'hop'] : [mode];
   const urls: Record<string, string> = {};
-  for (const name of names) {
-    const m = await child.waitForLine(new RegExp(`^READY ${name} (\\d+)$`), 30_000);
-    urls[name] = `http://127.0.0.1:${m[1]}`;
+  try {
+    for (const name of names) {
+      const m = await child.waitForLine(new RegExp(`^READY ${name} (\\d+)$`), 30_000);
+      urls[name] = `http://127.0.0.1:${m[1]}`;
+    }
+  } catch (err) {
+    await child.stop(5000);
+    throw err;
   }
   return { child, urls };
+}
+
+/** Starts one helper server. */
+async function startHelper(mode: HelperMode, args: string[], env: Record<string, string> = {}): Promise<Proc> {
+  const h = await startHelpers(mode, args, env);
+  return { child: h.child, url: h.urls[mode]! };
+}
+
+/** Waits for every start; if one failed, stops the others and throws its error. */
+async function startedAll(starts: Promise<Proc>[], children: Child[]): Promise<Proc[]> {
+  const r = await Promise.allSettled(starts);
+  for (const x of r) if (x.status === 'fulfilled') children.push(x.value.child);
+  const failed = r.find((x): x is PromiseRejectedResult => x.status === 'rejected');
+  if (failed) throw failed.reason;
+  return r.map((x) => (x as PromiseFulfilledResult<Proc>).value);
 }
 
 function startGateway(run: Run, sc: Sidecar, s: Setup, upstreamUrl: string, nodeFlags: string[] = [], sidecarUrl = sc.url): Promise<{ child: Child; url: string }> {
@@ -53,7 +78,7 @@ async function startGatewayOnce(run: Run, sidecarUrl: string, s: Setup, upstream
   return { child, url };
 }
 
-/** The servers of the gateway comparison (upstream, plain proxy, jose proxy, gateway; the stub sidecar and its gateway). */
+/** The servers of the gateway comparison (upstream, proxies, gateway; the stub sidecar and its gateway; the verify-hop floor and its allow service). */
 export interface GatewayProcs {
   children: Child[];
   urls: Record<GatewayVariant, string>;
@@ -61,55 +86,51 @@ export interface GatewayProcs {
   pids: Record<GatewayVariant, number>;
   /** The stand-in sidecar behind the `stub` variant's gateway. */
   stubPid: number;
+  /** The allow service behind the `hop` variant. */
+  allowPid: number;
   jwt: string;
 }
 
-/** Starts the servers of the gateway comparison (in smoke runs one helper process serves the baselines and the stub). */
+/** Starts the servers of the gateway comparison (in smoke runs one helper process serves the baselines, the stub and the hop). */
 export async function startGatewayProcs(run: Run, sc: Sidecar, s: Setup): Promise<GatewayProcs> {
   const { publicKey, privateKey } = await generateKeyPair('EdDSA', { extractable: true });
   const jwt = await new SignJWT({ scope: s.scope }).setProtectedHeader({ alg: 'EdDSA' }).setIssuer('bench-issuer').setAudience('bench-api')
     .setSubject('agent-1').setIssuedAt().setExpirationTime('2h').sign(privateKey);
   const jwk = { BENCH_JWT_PUBLIC_JWK: JSON.stringify(await exportJWK(publicKey)) };
-  if (run.plan.smoke) {
-    // One helper process for the three baselines and the stub sidecar (startup dominates a tiny run).
-    const all = await startHelper('all', [`--scope=${s.scope}`], jwk);
-    const gws = await Promise.allSettled([startGateway(run, sc, s, all.urls.upstream!), startGateway(run, sc, s, all.urls.upstream!, [], all.urls.stub!)]);
-    if (gws.some((x) => x.status === 'rejected')) {
-      await Promise.all([all.child, ...gws.flatMap((x) => (x.status === 'fulfilled' ? [x.value.child] : []))].map((c) => c.stop(5000)));
-      throw (gws.find((x) => x.status === 'rejected') as PromiseRejectedResult).reason;
+  const children: Child[] = [];
+  try {
+    if (run.plan.smoke) {
+      // One helper process for the baselines, the stub sidecar and the hop (startup dominates a tiny run).
+      const all = await startHelpers('all', [`--scope=${s.scope}`], jwk);
+      children.push(all.child);
+      const [gw, gs] = await startedAll([startGateway(run, sc, s, all.urls.upstream!), startGateway(run, sc, s, all.urls.upstream!, [], all.urls.stub!)], children) as [Proc, Proc];
+      const h = all.child.pid;
+      return {
+        children, urls: { gateway: gw.url, stub: gs.url, plain: all.urls.plain!, jose: all.urls.jose!, hop: all.urls.hop!, direct: all.urls.upstream! },
+        pids: { gateway: gw.child.pid, stub: gs.child.pid, plain: h, jose: h, hop: h, direct: h }, stubPid: h, allowPid: h, jwt,
+      };
     }
-    const [gw, gs] = gws.map((x) => (x as PromiseFulfilledResult<{ child: Child; url: string }>).value) as [{ child: Child; url: string }, { child: Child; url: string }];
+    const [up] = await startedAll([startHelper('upstream', [])], children) as [Proc];
+    const [plain, jose, gw, stub, allow] = await startedAll([
+      startHelper('plain', [`--upstream=${up.url}`]),
+      startHelper('jose', [`--upstream=${up.url}`, `--scope=${s.scope}`], jwk),
+      startGateway(run, sc, s, up.url),
+      startHelper('stub', []),
+      startHelper('allow', []),
+    ], children) as [Proc, Proc, Proc, Proc, Proc];
+    const [gs, hop] = await startedAll([
+      startGateway(run, sc, s, up.url, [], stub.url),
+      startHelper('hop', [`--upstream=${up.url}`, `--verify=${allow.url}`]),
+    ], children) as [Proc, Proc];
     return {
-      children: [all.child, gw.child, gs.child], urls: { gateway: gw.url, stub: gs.url, plain: all.urls.plain!, jose: all.urls.jose!, direct: all.urls.upstream! },
-      pids: { gateway: gw.child.pid, stub: gs.child.pid, plain: all.child.pid, jose: all.child.pid, direct: all.child.pid }, stubPid: all.child.pid, jwt,
+      children, urls: { gateway: gw.url, stub: gs.url, plain: plain.url, jose: jose.url, hop: hop.url, direct: up.url },
+      pids: { gateway: gw.child.pid, stub: gs.child.pid, plain: plain.child.pid, jose: jose.child.pid, hop: hop.child.pid, direct: up.child.pid },
+      stubPid: stub.child.pid, allowPid: allow.child.pid, jwt,
     };
+  } catch (err) {
+    await Promise.all(children.map((c) => c.stop(5000)));
+    throw err;
   }
-  const up = await startHelper('upstream', []);
-  const upstreamUrl = up.urls.upstream!;
-  type Started = { child: Child; urls: Record<string, string> };
-  const started = await Promise.allSettled([
-    startHelper('plain', [`--upstream=${upstreamUrl}`]),
-    startHelper('jose', [`--upstream=${upstreamUrl}`, `--scope=${s.scope}`], jwk),
-    startGateway(run, sc, s, upstreamUrl).then((g) => ({ child: g.child, urls: { gateway: g.url } })),
-    startHelper('stub', []),
-  ]);
-  let stubGw: PromiseSettledResult<Started> | undefined;
-  const stubUrl = started[3].status === 'fulfilled' ? started[3].value.urls.stub! : undefined;
-  if (stubUrl !== undefined) {
-    [stubGw] = await Promise.allSettled([startGateway(run, sc, s, upstreamUrl, [], stubUrl).then((g) => ({ child: g.child, urls: { stub: g.url } }))]);
-  }
-  const all = stubGw ? [...started, stubGw] : started;
-  const failed = all.find((x) => x.status === 'rejected');
-  if (failed) {
-    await Promise.all([up.child, ...all.flatMap((x) => (x.status === 'fulfilled' ? [x.value.child] : []))].map((c) => c.stop(5000)));
-    throw (failed as PromiseRejectedResult).reason;
-  }
-  const [plain, jose, gw, stubSc, gs] = all.map((x) => (x as PromiseFulfilledResult<Started>).value) as [Started, Started, Started, Started, Started];
-  return {
-    children: [up.child, plain.child, jose.child, gw.child, stubSc.child, gs.child],
-    urls: { gateway: gw.urls.gateway!, stub: gs.urls.stub!, plain: plain.urls.plain!, jose: jose.urls.jose!, direct: upstreamUrl },
-    pids: { gateway: gw.child.pid, stub: gs.child.pid, plain: plain.child.pid, jose: jose.child.pid, direct: up.child.pid }, stubPid: stubSc.child.pid, jwt,
-  };
 }
 
 /** The gateway comparison for one backend: fills `br.gateway`; stops the servers of `procs` at the end. */
@@ -117,7 +138,8 @@ export async function gatewayComparison(run: Run, backend: Backend, sc: Sidecar,
   const g = run.plan.gateway;
   const ceil = br.ceiling!;
   const { children, urls, jwt, pids } = procs;
-  const pools = { gateway: pool(urls.gateway, g.concurrency), stub: pool(urls.stub, g.concurrency), plain: pool(urls.plain, g.concurrency), jose: pool(urls.jose, g.concurrency), direct: pool(urls.direct, g.concurrency) };
+  const variants: GatewayVariant[] = ['gateway', 'stub', 'hop', 'plain', 'jose', 'direct'];
+  const pools = Object.fromEntries(variants.map((v) => [v, pool(urls[v], g.concurrency)])) as Record<GatewayVariant, ReturnType<typeof pool>>;
   const sp = pool(sc.url, 64);
   try {
     // Bundles: the gateway cannot beat the sidecar's verify rate; size from what verify achieved.
@@ -140,13 +162,12 @@ export async function gatewayComparison(run: Run, backend: Backend, sc: Sidecar,
     const headers = await makeBundles(sp, s, total, 'header', 300);
     let used = 0;
     const auth = `Bearer ${jwt}`;
-    const variants: GatewayVariant[] = ['gateway', 'stub', 'plain', 'jose', 'direct'];
-    // The stub answers allow without reading the proof: one real header serves every stub request.
+    // The stub and the allow service answer allow without reading the proof: one real header serves all their requests.
     const stubHeader = headers[headers.length - 1]!;
     const req = (v: GatewayVariant) => (i: number): Req => {
       const path = `/items/${i}`;
       if (v === 'gateway') return { method: 'GET', path, headers: { 'x-service-proof': headers[used + i]! } };
-      if (v === 'stub') return { method: 'GET', path, headers: { 'x-service-proof': stubHeader } };
+      if (v === 'stub' || v === 'hop') return { method: 'GET', path, headers: { 'x-service-proof': stubHeader } };
       if (v === 'jose') return { method: 'GET', path, headers: { authorization: auth } };
       return { method: 'GET', path };
     };
@@ -155,7 +176,7 @@ export async function gatewayComparison(run: Run, backend: Backend, sc: Sidecar,
       Record<GatewayVariant, { proxy: number; upstream: number; sidecar: number; loadGen: number; n: number }>;
     const load = async (v: GatewayVariant, concurrency: number, count: number, seconds: number, account = false): Promise<LoadResult> => {
       const n = v === 'gateway' ? Math.min(count, headers.length - used) : 200_000;
-      const sidecarPid = v === 'stub' ? procs.stubPid : sc.child.pid;
+      const sidecarPid = v === 'stub' ? procs.stubPid : v === 'hop' ? procs.allowPid : sc.child.pid;
       const c0 = account ? [cpuSeconds(pids[v]), cpuSeconds(pids.direct), cpuSeconds(sidecarPid)] : [];
       const self0 = process.cpuUsage();
       const r = await runLoad({ pool: pools[v], concurrency, count: n, maxSeconds: seconds, request: req(v) });
@@ -177,8 +198,8 @@ export async function gatewayComparison(run: Run, backend: Backend, sc: Sidecar,
     // Warm-up at the measured concurrency, long enough for V8 to optimize every server's hot path
     // (a short warm-up at low concurrency left the first round at about half the second's rate).
     for (const v of variants) await load(v, g.concurrency, warm, g.warmupSeconds);
-    const tp: Record<GatewayVariant, LoadResult[]> = { gateway: [], stub: [], plain: [], jose: [], direct: [] };
-    const lat: Record<GatewayVariant, LoadResult[]> = { gateway: [], stub: [], plain: [], jose: [], direct: [] };
+    const tp = Object.fromEntries(variants.map((v) => [v, [] as LoadResult[]])) as Record<GatewayVariant, LoadResult[]>;
+    const lat = Object.fromEntries(variants.map((v) => [v, [] as LoadResult[]])) as Record<GatewayVariant, LoadResult[]>;
     for (let round = 0; round < g.rounds; round++) {
       for (const v of variants) tp[v].push(await load(v, g.concurrency, wantTp, g.tpSeconds, true));
       for (const v of variants) lat[v].push(await load(v, 1, wantLat, g.latSeconds));
@@ -192,7 +213,7 @@ export async function gatewayComparison(run: Run, backend: Backend, sc: Sidecar,
         c50: pooled(tp[v]), c1: pooled(lat[v]),
         cpuMsPerReq: {
           server: v === 'direct' ? per(c.upstream) : per(c.proxy), upstream: per(c.upstream), loadGen: per(c.loadGen),
-          ...(v === 'gateway' || v === 'stub' ? { sidecar: per(c.sidecar) } : {}),
+          ...(v === 'gateway' || v === 'stub' || v === 'hop' ? { sidecar: per(c.sidecar) } : {}),
         },
       };
     }
@@ -207,7 +228,7 @@ export async function profileGateway(run: Run, backend: Backend, sc: Sidecar, s:
   const dir = path.join(OUT, `prof-${backend}-gateway`);
   fs.rmSync(dir, { recursive: true, force: true });
   const up = await startHelper('upstream', []);
-  const gw = await startGateway(run, sc, s, up.urls.upstream!, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
+  const gw = await startGateway(run, sc, s, up.url, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
   const sp = pool(sc.url, 64);
   const gp = pool(gw.url, 50);
   const at = (): number => Number(process.hrtime.bigint() / 1000n);
@@ -236,8 +257,8 @@ export async function profileGateway(run: Run, backend: Backend, sc: Sidecar, s:
   const file = fs.readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
   if (!file) { log('gateway profile: no .cpuprofile written'); return; }
   const summary = summarizeProfile(path.join(dir, file), { top: 15, fromEndUs: [exit - t0, exit - t1] });
-  br.profiles = { ...br.profiles, gateway: summary };
   process.stderr.write(formatProfile(summary, `${backend}: gateway under c=50`) + '\n');
-  writeFlameGraph(path.join(dir, file), path.join(dir, 'flame.svg'), { title: `Gateway under c=50 (${backend} sidecar behind it)`, fromEndUs: [exit - t0, exit - t1] });
+  const flame = writeFlameGraph(path.join(dir, file), path.join(dir, 'flame.svg'), { title: `Gateway under c=50 (${backend} sidecar behind it)`, fromEndUs: [exit - t0, exit - t1] });
+  br.profiles = { ...br.profiles, gateway: summary, flames: [...(br.profiles?.flames ?? []), path.relative(ROOT, flame)] };
   log(`${backend}: flame graph in ${path.relative(ROOT, dir)}/flame.svg`);
 }

@@ -163,7 +163,13 @@ async function main(): Promise<number> {
   fs.writeFileSync(path.join(OUT, 'latest-table.md'), table + '\n');
   const svg = renderSvg(run.results);
   fs.writeFileSync(path.join(OUT, 'chart.svg'), svg);
-  if (plan.full && !failed) fs.writeFileSync(path.join(ROOT, 'docs/benchmarks-chart.svg'), svg);
+  if (plan.full && !failed) {
+    fs.writeFileSync(path.join(ROOT, 'docs/benchmarks-chart.svg'), svg);
+    // The primary backend's flame graphs of this run: bench/out/prof-native-gateway/flame.svg → docs/flame-native-gateway.svg.
+    for (const f of run.results.backends[backends[0]!]?.profiles?.flames ?? []) {
+      fs.copyFileSync(path.join(ROOT, f), path.join(ROOT, 'docs', `${path.basename(path.dirname(f)).replace(/^prof-/, 'flame-')}${path.basename(f).replace(/^flame/, '')}`));
+    }
+  }
   process.stdout.write(table + '\n');
   log(`done in ${run.results.meta.durationS.toFixed(1)} s; results in ${path.relative(ROOT, OUT)}/latest.json`);
   const errors = Object.values(run.results.backends).flatMap((b) => [...(b.present ?? []), ...(b.verify ?? [])]).reduce((a, r) => a + r.errors, 0);

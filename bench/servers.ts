@@ -9,11 +9,19 @@
  *   stub      a stand-in sidecar for the gateway's reference row: answers every
  *             verify "allow" without looking at it (no crypto, no store), and
  *             /readyz 200. It measures the gateway's own cost, never a decision.
- *   all       the four in one process (smoke runs only: they share a thread)
+ *   allow     the cheapest verify service there is: node:http, reads the body,
+ *             answers 200 `{"decision":"allow"}` (behind `hop`)
+ *   hop       the plain proxy plus the least a gateway that calls a verify
+ *             service must do: POST the X-Service-Proof value to --verify=URL
+ *             (undici keep-alive pool) and proxy only on a 200 allow. With
+ *             `allow` behind it, it is the floor of any design that calls a
+ *             service per request (bench/bounds.ts), not a gateway.
+ *   all       all of them in one process (smoke runs only: they share a thread)
  *
  *   node --import tsx bench/servers.ts upstream
  *   node --import tsx bench/servers.ts plain --upstream=http://127.0.0.1:PORT
  *   BENCH_JWT_PUBLIC_JWK='{...}' node --import tsx bench/servers.ts jose --upstream=... --scope=data:read
+ *   node --import tsx bench/servers.ts hop --upstream=... --verify=http://127.0.0.1:PORT
  *
  * The proxies use the same undici settings and header-size limit as the
  * agent-authz gateway (gateway-plugin/index.ts), so the comparison differs
@@ -24,6 +32,7 @@ import Fastify from 'fastify';
 import type { FastifyRequest } from 'fastify';
 import httpProxy from '@fastify/http-proxy';
 import { importJWK, jwtVerify } from 'jose';
+import { Pool } from 'undici';
 import type { JWK } from 'jose';
 
 const mode = process.argv[2];
@@ -56,9 +65,23 @@ async function upstream(): Promise<string> {
   return `http://127.0.0.1:${port}`;
 }
 
-async function proxy(withJwt: boolean, target = arg('upstream')): Promise<void> {
+async function proxy(kind: 'plain' | 'jose' | 'hop', target = arg('upstream'), verifyUrl = arg('verify')): Promise<void> {
   if (!target) throw new TypeError('--upstream=URL is required');
+  const withJwt = kind === 'jose';
   const app = Fastify({ logger: false, http: { maxHeaderSize: MAX_HEADER_SIZE }, keepAliveTimeout: 60_000 });
+  if (kind === 'hop') {
+    if (!verifyUrl) throw new TypeError('--verify=URL is required');
+    const verify = new Pool(verifyUrl, { connections: 64, keepAliveTimeout: 30_000 });
+    app.addHook('onClose', async () => { await verify.close(); });
+    app.addHook('onRequest', async (request: FastifyRequest, reply) => {
+      const proof = request.headers['x-service-proof'];
+      if (typeof proof !== 'string') return reply.code(401).send({ error: 'proof required' });
+      const r = await verify.request({ method: 'POST', path: '/verify', headers: { 'content-type': 'text/plain' }, body: proof });
+      const text = await r.body.text();
+      if (r.statusCode !== 200 || (JSON.parse(text) as { decision?: unknown }).decision !== 'allow') return reply.code(403).send({ error: 'refused' });
+      return undefined;
+    });
+  }
   if (withJwt) {
     const jwk = JSON.parse(process.env.BENCH_JWT_PUBLIC_JWK ?? 'null') as JWK | null;
     if (!jwk) throw new TypeError('BENCH_JWT_PUBLIC_JWK is required');
@@ -84,7 +107,7 @@ async function proxy(withJwt: boolean, target = arg('upstream')): Promise<void> 
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   onSignals(() => app.close());
-  process.stdout.write(`READY ${withJwt ? 'jose' : 'plain'} ${(app.server.address() as { port: number }).port}\n`);
+  process.stdout.write(`READY ${kind} ${(app.server.address() as { port: number }).port}\n`);
 }
 
 /** The stand-in sidecar (see the file header). Its answer has the shape the gateway's outcome mapper requires. */
@@ -101,15 +124,35 @@ async function stub(): Promise<void> {
   process.stdout.write(`READY stub ${(app.server.address() as { port: number }).port}\n`);
 }
 
+/** The cheapest verify service (see the file header): node:http, no framework, a fixed allow. */
+async function allow(): Promise<string> {
+  const body = Buffer.from('{"decision":"allow","decision_reason":"authorized"}');
+  const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length });
+      res.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  onSignals(() => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }));
+  const port = (server.address() as { port: number }).port;
+  process.stdout.write(`READY allow ${port}\n`);
+  return `http://127.0.0.1:${port}`;
+}
+
 if (mode === 'upstream') await upstream();
 else if (mode === 'all') {
   const up = await upstream();
-  await proxy(false, up);
-  await proxy(true, up);
+  await proxy('plain', up);
+  await proxy('jose', up);
   await stub();
-} else if (mode === 'stub') await stub(); else if (mode === 'plain') await proxy(false);
-else if (mode === 'jose') await proxy(true);
+  await proxy('hop', up, await allow());
+} else if (mode === 'stub') await stub(); else if (mode === 'plain') await proxy('plain');
+else if (mode === 'jose') await proxy('jose');
+else if (mode === 'allow') await allow();
+else if (mode === 'hop') await proxy('hop');
 else {
-  process.stderr.write('usage: servers.ts upstream|plain|jose|stub|all [--upstream=URL] [--scope=SCOPE]\n');
+  process.stderr.write('usage: servers.ts upstream|plain|jose|stub|allow|hop|all [--upstream=URL] [--verify=URL] [--scope=SCOPE]\n');
   process.exit(2);
 }

@@ -172,10 +172,13 @@ export async function profileSidecar(run: Run, backend: Backend, sc: Sidecar, s:
     process.stderr.write(formatProfile(verify, `${backend}: sidecar main thread, verify c=64`) + '\n');
     process.stderr.write(formatProfile(present, `${backend}: sidecar main thread, present c=16`) + '\n');
     const node = backend === 'native' ? 'Node 24, native ML-DSA-65' : 'Node 20, @noble/post-quantum';
-    writeFlameGraph(f, path.join(dir, 'flame-verify.svg'), { title: `Sidecar main thread, verify at c=64 (${node})`, fromEndUs: [marks.exit - marks.v0, marks.exit - marks.v1] });
-    writeFlameGraph(f, path.join(dir, 'flame-present.svg'), { title: `Sidecar main thread, present at c=16 (${node})`, fromEndUs: [marks.exit - marks.p0, marks.exit - marks.p1] });
+    const flames = [
+      writeFlameGraph(f, path.join(dir, 'flame-verify.svg'), { title: `Sidecar main thread, verify at c=64 (${node})`, fromEndUs: [marks.exit - marks.v0, marks.exit - marks.v1] }),
+      writeFlameGraph(f, path.join(dir, 'flame-present.svg'), { title: `Sidecar main thread, present at c=16 (${node})`, fromEndUs: [marks.exit - marks.p0, marks.exit - marks.p1] }),
+    ];
     const worker = files.find((x) => x !== file);
-    if (worker) writeFlameGraph(path.join(dir, worker), path.join(dir, 'flame-verify-worker.svg'), { title: `Sidecar crypto worker, verify at c=64 (${node})`, fromEndUs: [marks.exit - marks.v0, marks.exit - marks.v1] });
+    if (worker) flames.push(writeFlameGraph(path.join(dir, worker), path.join(dir, 'flame-verify-worker.svg'), { title: `Sidecar crypto worker, verify at c=64 (${node})`, fromEndUs: [marks.exit - marks.v0, marks.exit - marks.v1] }));
+    br.profiles.flames = [...(br.profiles.flames ?? []), ...flames.map((x) => path.relative(ROOT, x))];
     log(`${backend}: flame graphs in ${path.relative(ROOT, dir)}/flame-*.svg`);
     for (const w of files.filter((x) => x !== file)) {
       const wf = path.join(dir, w);
