@@ -84,7 +84,8 @@ export function renderSvg(res: Results): string {
       const r = res.backends[b]!.gateway![v]?.c50.rps ?? 0;
       const x = gx + j * bw;
       out.push(`<rect x="${x.toFixed(1)}" y="${yLin(r).toFixed(1)}" width="${(bw - 3).toFixed(1)}" height="${(p2.y + p2.h - yLin(r)).toFixed(1)}" fill="${colors[b]}"><title>${esc(`${label} (${b} sidecar): ${Math.round(r)} req/s`)}</title></rect>`);
-      out.push(`<text x="${(x + (bw - 3) / 2).toFixed(1)}" y="${(yLin(r) - 4).toFixed(1)}" text-anchor="middle" font-size="10">${Math.round(r).toLocaleString('en-US')}</text>`);
+      const shown = r >= 10_000 ? `${(r / 1000).toFixed(1)}k` : Math.round(r).toLocaleString('en-US');
+      out.push(`<text x="${(x + (bw - 3) / 2).toFixed(1)}" y="${(yLin(r) - 4).toFixed(1)}" text-anchor="middle" font-size="9">${shown}</text>`);
     });
     out.push(`<text x="${(p2.x + i * gw + gw / 2).toFixed(1)}" y="${p2.y + p2.h + 16}" text-anchor="middle" font-size="11">${esc(label)}</text>`);
   });
@@ -96,7 +97,7 @@ export function renderSvg(res: Results): string {
   });
   if (!bks.length) out.push(`<text x="${p2.x + p2.w / 2}" y="${p2.y + p2.h / 2}" text-anchor="middle" fill="#888">gateway not run</text>`);
   out.push(`<text x="${W / 2}" y="${H - 26}" text-anchor="middle" fill="#666" font-size="11">Right: each backend's bars come from its own run; the baselines do not use the sidecar and run in the same interleaved rounds as the gateway.</text>`);
-  out.push(`<text x="${W / 2}" y="${H - 12}" text-anchor="middle" fill="#666" font-size="11">References, not targets: stub = the agent-authz gateway in front of a sidecar that answers allow without any work; hop = the plain proxy + one call to a do-nothing verify service.</text>`);
+  out.push(`<text x="${W / 2}" y="${H - 12}" text-anchor="middle" fill="#666" font-size="11">References, not targets. stub: this gateway + a sidecar doing no work; hop: the plain proxy + one call to a do-nothing verify service.</text>`);
   out.push('</svg>');
   return out.join('\n') + '\n';
 }
