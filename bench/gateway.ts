@@ -51,7 +51,7 @@ async function startHelper(mode: HelperMode, args: string[], env: Record<string,
   return { child: h.child, url: h.urls[mode]! };
 }
 
-/** Waits for every start; if one failed, stops the others and throws its error. */
+/** Waits for every start and records the started processes in `children` (the caller stops them); throws the first failure. */
 async function startedAll(starts: Promise<Proc>[], children: Child[]): Promise<Proc[]> {
   const r = await Promise.allSettled(starts);
   for (const x of r) if (x.status === 'fulfilled') children.push(x.value.child);
@@ -171,7 +171,7 @@ export async function gatewayComparison(run: Run, backend: Backend, sc: Sidecar,
       if (v === 'jose') return { method: 'GET', path, headers: { authorization: auth } };
       return { method: 'GET', path };
     };
-    // CPU seconds per variant at c=50: the serving process, the upstream and (gateway) the sidecar.
+    // CPU seconds per variant at c=50: the serving process, the upstream, the service behind it (sidecar, stub or allow) and this load generator.
     const cpu = Object.fromEntries(variants.map((v) => [v, { proxy: 0, upstream: 0, sidecar: 0, loadGen: 0, n: 0 }])) as
       Record<GatewayVariant, { proxy: number; upstream: number; sidecar: number; loadGen: number; n: number }>;
     const load = async (v: GatewayVariant, concurrency: number, count: number, seconds: number, account = false): Promise<LoadResult> => {

@@ -49,8 +49,9 @@ function onSignals(close: () => Promise<void>): void {
   }
 }
 
-async function upstream(): Promise<string> {
-  const body = Buffer.from('{"ok":true,"item":{"id":1,"name":"bench"}}');
+/** A node:http server that reads each request's body and answers 200 with `json`; prints `READY <name> <port>`, returns its URL. */
+async function fixedJsonServer(name: string, json: string): Promise<string> {
+  const body = Buffer.from(json);
   const server = http.createServer({ maxHeaderSize: MAX_HEADER_SIZE, keepAliveTimeout: 60_000 }, (req, res) => {
     req.resume();
     req.on('end', () => {
@@ -61,9 +62,12 @@ async function upstream(): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   onSignals(() => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }));
   const port = (server.address() as { port: number }).port;
-  process.stdout.write(`READY upstream ${port}\n`);
+  process.stdout.write(`READY ${name} ${port}\n`);
   return `http://127.0.0.1:${port}`;
 }
+
+/** The upstream behind every proxy: 40 bytes of JSON. */
+const upstream = (): Promise<string> => fixedJsonServer('upstream', '{"ok":true,"item":{"id":1,"name":"bench"}}');
 
 async function proxy(kind: 'plain' | 'jose' | 'hop', target = arg('upstream'), verifyUrl = arg('verify')): Promise<void> {
   if (!target) throw new TypeError('--upstream=URL is required');
@@ -125,21 +129,7 @@ async function stub(): Promise<void> {
 }
 
 /** The cheapest verify service (see the file header): node:http, no framework, a fixed allow. */
-async function allow(): Promise<string> {
-  const body = Buffer.from('{"decision":"allow","decision_reason":"authorized"}');
-  const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
-    req.resume();
-    req.on('end', () => {
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length });
-      res.end(body);
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  onSignals(() => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }));
-  const port = (server.address() as { port: number }).port;
-  process.stdout.write(`READY allow ${port}\n`);
-  return `http://127.0.0.1:${port}`;
-}
+const allow = (): Promise<string> => fixedJsonServer('allow', '{"decision":"allow","decision_reason":"authorized"}');
 
 if (mode === 'upstream') await upstream();
 else if (mode === 'all') {
