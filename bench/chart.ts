@@ -5,8 +5,7 @@
  */
 import type { Backend } from './plan.ts';
 import type { GatewayVariant, Results } from './report.ts';
-
-const esc = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+import { escapeXml as esc } from './svg.ts';
 
 /** The chart: verify latency (p50/p99) against concurrency, and gateway throughput against the baselines. */
 export function renderSvg(res: Results): string {

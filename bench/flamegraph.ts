@@ -4,8 +4,9 @@
  * called, callers below callees (Brendan Gregg's layout, children sorted by
  * name). Idle time is left out, so the full width is the busy time of the
  * window. Boxes are coloured by where the code lives: this project (blue),
- * npm packages (yellow), Node's own JavaScript (orange), native code, the
- * VM and the garbage collector (grey). Each box has a tooltip with its
+ * npm packages (yellow), Node's own JavaScript (orange), other files such as
+ * the benchmark's own or a loader's (green), native code, the VM and the
+ * garbage collector (grey). Each box has a tooltip with its
  * time and share.
  *
  *   node --import tsx bench/flamegraph.ts FILE.cpuprofile [OUT.svg]
@@ -16,17 +17,19 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { forEachSample, frameKey, isOwnFrame, readProfile } from './profile.ts';
 import type { CallFrame, CpuProfile } from './profile.ts';
+import { escapeXml } from './svg.ts';
 
 /** One call path of a flame graph. */
 export interface FlameNode {
   /** The frame, as the text summaries name it (`function file[:line]`). */
   name: string;
-  /** Where its code lives (the box colour). */
-  kind: 'own' | 'npm' | 'node' | 'native';
+  /** Where its code lives (the box colour): this project, an npm package, Node's JavaScript, another file, or native code / VM / GC. */
+  kind: 'own' | 'npm' | 'node' | 'other' | 'native';
   /** Time spent in this frame itself (µs). */
   self: number;
   /** Time spent in it and its callees (µs). */
   total: number;
+  /** The call paths it called (in order of first appearance). */
   children: FlameNode[];
 }
 
@@ -34,7 +37,7 @@ function kindOf(cf: CallFrame): FlameNode['kind'] {
   if (!cf.url) return 'native';
   if (cf.url.includes('node_modules/')) return 'npm';
   if (cf.url.startsWith('node:')) return 'node';
-  return isOwnFrame(cf) ? 'own' : 'npm';
+  return isOwnFrame(cf) ? 'own' : 'other';
 }
 
 /**
@@ -76,7 +79,6 @@ const FONT = 11;
 const CHAR_WIDTH = 6.4;
 const MIN_WIDTH = 0.5;
 
-const escapeXml = (s: string): string => s.replace(/[<>&"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 function hash(s: string): number {
   let h = 2166136261;
@@ -90,6 +92,7 @@ function colour(n: FlameNode): string {
     case 'own': return `hsl(205, 70%, ${Math.round(62 + v * 16)}%)`;
     case 'npm': return `hsl(${Math.round(44 + v * 12)}, 85%, ${Math.round(58 + v * 12)}%)`;
     case 'node': return `hsl(${Math.round(18 + v * 14)}, 85%, ${Math.round(60 + v * 10)}%)`;
+    case 'other': return `hsl(${Math.round(105 + v * 20)}, 45%, ${Math.round(62 + v * 12)}%)`;
     default: return `hsl(0, 0%, ${Math.round(68 + v * 14)}%)`;
   }
 }
@@ -99,13 +102,13 @@ export function renderFlameGraph(root: FlameNode, opts: { title: string; subtitl
   const width = opts.width ?? 1200;
   const pad = 10;
   const scale = root.total > 0 ? (width - 2 * pad) / root.total : 0;
-  const boxes: string[] = [];
+  const boxes: { node: FlameNode; x: number; w: number; level: number }[] = [];
   let depth = 0;
   const place = (n: FlameNode, x: number, level: number): void => {
     const w = n.total * scale;
     if (w < MIN_WIDTH) return;
     depth = Math.max(depth, level + 1);
-    boxes.push(`${level}\u0000${x.toFixed(2)}\u0000${w.toFixed(2)}\u0000${colour(n)}\u0000${n.name}\u0000${n.total}\u0000${n.self}`);
+    boxes.push({ node: n, x, w, level });
     let cx = x;
     for (const c of [...n.children].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
       place(c, cx, level + 1);
@@ -116,30 +119,32 @@ export function renderFlameGraph(root: FlameNode, opts: { title: string; subtitl
   const top = opts.subtitle ? 52 : 36;
   const height = top + depth * ROW + pad;
   const busyMs = root.total / 1000;
-  const rects = boxes.map((b) => {
-    const [level, x, w, fill, name, total, self] = b.split('\u0000') as [string, string, string, string, string, string, string];
-    const y = height - pad - (Number(level) + 1) * ROW;
-    const pct = root.total > 0 ? (100 * Number(total)) / root.total : 0;
-    const tip = `${name} — ${(Number(total) / 1000).toFixed(1)} ms (${pct.toFixed(1)} %), self ${(Number(self) / 1000).toFixed(1)} ms`;
-    const chars = Math.floor((Number(w) - 4) / CHAR_WIDTH);
-    const label = chars < 3 ? '' : name.length <= chars ? name : `${name.slice(0, chars - 1)}…`;
-    return `<g><title>${escapeXml(tip)}</title><rect x="${x}" y="${y}" width="${w}" height="${ROW - 1}" rx="2" fill="${fill}"/>`
-      + (label ? `<text x="${(Number(x) + 3).toFixed(2)}" y="${y + ROW - 4.5}">${escapeXml(label)}</text>` : '') + '</g>';
+  const rects = boxes.map(({ node: n, x, w, level }) => {
+    const y = height - pad - (level + 1) * ROW;
+    const pct = root.total > 0 ? (100 * n.total) / root.total : 0;
+    const tip = `${n.name} — ${(n.total / 1000).toFixed(1)} ms (${pct.toFixed(1)} %), self ${(n.self / 1000).toFixed(1)} ms`;
+    const chars = Math.floor((w - 4) / CHAR_WIDTH);
+    const label = chars < 3 ? '' : n.name.length <= chars ? n.name : `${n.name.slice(0, chars - 1)}…`;
+    return `<g><title>${escapeXml(tip)}</title><rect x="${x.toFixed(2)}" y="${y}" width="${w.toFixed(2)}" height="${ROW - 1}" rx="2" fill="${colour(n)}"/>`
+      + (label ? `<text x="${(x + 3).toFixed(2)}" y="${y + ROW - 4.5}">${escapeXml(label)}</text>` : '') + '</g>';
   });
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="monospace" font-size="${FONT}">`,
     `<rect width="100%" height="100%" fill="#fdfdf8"/>`,
     `<text x="${pad}" y="20" font-size="14" font-weight="bold">${escapeXml(opts.title)}</text>`,
     opts.subtitle ? `<text x="${pad}" y="38" fill="#555">${escapeXml(opts.subtitle)}</text>` : '',
-    `<text x="${width - pad}" y="20" text-anchor="end" fill="#555">busy ${busyMs.toFixed(0)} ms · blue: agent-authz · yellow: npm · orange: node · grey: native/VM/GC</text>`,
+    `<text x="${width - pad}" y="20" text-anchor="end" fill="#555">busy ${busyMs.toFixed(0)} ms · blue: agent-authz · yellow: npm · orange: node · green: other · grey: native/VM/GC</text>`,
     ...rects,
     '</svg>',
   ].filter(Boolean).join('\n') + '\n';
 }
 
-/** Reads a `.cpuprofile` and writes its flame graph (busy time inside `fromEndUs`) to `out`; returns `out`. */
-export function writeFlameGraph(file: string, out: string, opts: { title: string; subtitle?: string; fromEndUs?: [number, number] }): string {
-  const tree = flameTree(readProfile(file), { fromEndUs: opts.fromEndUs });
+/**
+ * Writes the flame graph of a `.cpuprofile` (busy time inside `fromEndUs`) to `out`; returns `out`.
+ * `profile` is the file's parsed content when the caller has it already.
+ */
+export function writeFlameGraph(file: string, out: string, opts: { title: string; subtitle?: string; fromEndUs?: [number, number]; profile?: CpuProfile }): string {
+  const tree = flameTree(opts.profile ?? readProfile(file), { fromEndUs: opts.fromEndUs });
   fs.writeFileSync(out, renderFlameGraph(tree, { title: opts.title, subtitle: opts.subtitle ?? path.basename(file) }));
   return out;
 }

@@ -15,7 +15,7 @@ import { makeBundles, pool } from './flow.ts';
 import type { Setup } from './flow.ts';
 import { pooled, runLoad } from './load.ts';
 import type { LoadResult, Req } from './load.ts';
-import { formatProfile, summarizeProfile } from './profile.ts';
+import { formatProfile, readProfile, summarizeProfile } from './profile.ts';
 import { writeFlameGraph } from './flamegraph.ts';
 import { bestRps } from './report.ts';
 import type { BackendResults, GatewayVariant } from './report.ts';
@@ -74,7 +74,12 @@ async function startGatewayOnce(run: Run, sidecarUrl: string, s: Setup, upstream
   }, null, 2));
   const child = new Child('gateway', process.execPath, [...tsArgs('gateway-plugin/main.ts', nodeFlags), '--config', file], childEnv({ BENCH_GATEWAY_API_KEY: s.apiKey }));
   const url = `http://127.0.0.1:${port}`;
-  await waitForHttp(`${url}/readyz`, child, 60_000);
+  try {
+    await waitForHttp(`${url}/readyz`, child, 60_000);
+  } catch (err) {
+    await child.stop(5000);
+    throw err;
+  }
   return { child, url };
 }
 
@@ -228,7 +233,13 @@ export async function profileGateway(run: Run, backend: Backend, sc: Sidecar, s:
   const dir = path.join(OUT, `prof-${backend}-gateway`);
   fs.rmSync(dir, { recursive: true, force: true });
   const up = await startHelper('upstream', []);
-  const gw = await startGateway(run, sc, s, up.url, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
+  let gw: Proc;
+  try {
+    gw = await startGateway(run, sc, s, up.url, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
+  } catch (err) {
+    await up.child.stop(5000);
+    throw err;
+  }
   const sp = pool(sc.url, 64);
   const gp = pool(gw.url, 50);
   const at = (): number => Number(process.hrtime.bigint() / 1000n);
@@ -256,9 +267,11 @@ export async function profileGateway(run: Run, backend: Backend, sc: Sidecar, s:
   }
   const file = fs.readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
   if (!file) { log('gateway profile: no .cpuprofile written'); return; }
-  const summary = summarizeProfile(path.join(dir, file), { top: 15, fromEndUs: [exit - t0, exit - t1] });
+  const window: [number, number] = [exit - t0, exit - t1];
+  const profile = readProfile(path.join(dir, file));
+  const summary = summarizeProfile(path.join(dir, file), { top: 15, fromEndUs: window, profile });
   process.stderr.write(formatProfile(summary, `${backend}: gateway under c=50`) + '\n');
-  const flame = writeFlameGraph(path.join(dir, file), path.join(dir, 'flame.svg'), { title: `Gateway under c=50 (${backend} sidecar behind it)`, fromEndUs: [exit - t0, exit - t1] });
+  const flame = writeFlameGraph(path.join(dir, file), path.join(dir, 'flame.svg'), { title: `Gateway under c=50 (${backend} sidecar behind it)`, fromEndUs: window, profile });
   br.profiles = { ...br.profiles, gateway: summary, flames: [...(br.profiles?.flames ?? []), path.relative(ROOT, flame)] };
   log(`${backend}: flame graph in ${path.relative(ROOT, dir)}/flame.svg`);
 }

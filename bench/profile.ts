@@ -110,12 +110,12 @@ export const frameKey = (cf: CallFrame): string => {
 export const isOwnFrame = (cf: CallFrame): boolean => /\/(sidecar|src|gateway-plugin)\//.test(cf.url) && !cf.url.includes('node_modules');
 
 /**
- * Summarises a profile. `window` (µs offsets from the profile's start, or
- * negative offsets from its end) restricts the samples counted.
+ * Summarises a profile. `fromEndUs` (µs before the profile's end: [from, to]) restricts the
+ * samples counted; `profile` is the file's parsed content when the caller has it already.
  */
-export function summarizeProfile(file: string, opts: { top?: number; fromEndUs?: [number, number] } = {}): ProfileSummary {
+export function summarizeProfile(file: string, opts: { top?: number; fromEndUs?: [number, number]; profile?: CpuProfile } = {}): ProfileSummary {
   const top = opts.top ?? 15;
-  const p = readProfile(file);
+  const p = opts.profile ?? readProfile(file);
   const self = new Map<string, number>();
   const total = new Map<string, number>();
   const areas = new Map<string, number>();

@@ -76,8 +76,8 @@ export interface Target {
 
 const int = (n: number | undefined): string => (n === undefined || !Number.isFinite(n) ? '—' : Math.round(n).toLocaleString('en-US'));
 const fix = (n: number | undefined, d = 2): string => (n === undefined || !Number.isFinite(n) ? '—' : n.toFixed(d));
-/** A bound's ratio, rounded down: a bound just under a limit never prints as the limit itself. */
-const down = (n: number): string => fix(Math.floor(n * 100) / 100);
+/** A bound's ratio to three decimals, rounded down: a bound just under a limit never prints as the limit itself. */
+const down = (n: number): string => fix(Math.floor(n * 1000) / 1000, 3);
 const lat = (r: LoadResult | undefined): string => (r ? `${int(r.rps)}/s · ${int(r.p50)} / ${int(r.p99)} / ${int(r.p999)} µs` : '—');
 const pow10 = (n: number): string => {
   const e = Math.log10(n);
@@ -206,8 +206,9 @@ export function renderTable(res: Results): string {
     });
     const ratios = (x: BoundRate | undefined): string => (x ? `${int(x.rps)}/s = ${down(x.plainRatio)}× plain, ${down(x.joseRatio)}× jose` : '—');
     per('CPU per request at c=50, whole path (+ load generator, upstream)', (b) => {
+      // Not in smoke runs: one helper process serves the baselines there, so its CPU would count more than once.
       const v = (['plain', 'jose', 'gateway', 'stub', 'hop'] as const).map((x) => [x, pathCpuMs(b, x)] as const);
-      return v.some(([, ms]) => ms !== undefined) ? `${v.map(([x, ms]) => `${x} ${fix(ms, 3)}`).join(', ')} ms` : '—';
+      return !res.meta.smoke && v.some(([, ms]) => ms !== undefined) ? `${v.map(([x, ms]) => `${x} ${fix(ms, 3)}`).join(', ')} ms` : '—';
     });
     per('Bound: cores ÷ (plain path CPU + hybrid verify CPU)', (b) => ratios(boundsOf(res, b)));
     per('Bound with a verify call: cores ÷ (hop path CPU + hybrid verify CPU)', (b) => ratios(boundsOf(res, b)?.hop));

@@ -14,7 +14,7 @@ import { makeBundles, makeChallenges, pool, presentAll } from './flow.ts';
 import type { Setup } from './flow.ts';
 import { runLoad } from './load.ts';
 import type { LoadResult } from './load.ts';
-import { formatProfile, summarizeProfile } from './profile.ts';
+import { formatProfile, readProfile, summarizeProfile } from './profile.ts';
 import { writeFlameGraph } from './flamegraph.ts';
 import { bestRps } from './report.ts';
 import type { BackendResults } from './report.ts';
@@ -166,25 +166,30 @@ export async function profileSidecar(run: Run, backend: Backend, sc: Sidecar, s:
   const file = files.find((f) => /\.0\.\d+\.cpuprofile$/.test(f)) ?? files[0];
   if (file) {
     const f = path.join(dir, file);
-    const verify = summarizeProfile(f, { top: 15, fromEndUs: [marks.exit - marks.v0, marks.exit - marks.v1] });
-    const present = summarizeProfile(f, { top: 15, fromEndUs: [marks.exit - marks.p0, marks.exit - marks.p1] });
+    // The two measured windows, in µs before the profile's end.
+    const vWin: [number, number] = [marks.exit - marks.v0, marks.exit - marks.v1];
+    const pWin: [number, number] = [marks.exit - marks.p0, marks.exit - marks.p1];
+    const main = readProfile(f);
+    const verify = summarizeProfile(f, { top: 15, fromEndUs: vWin, profile: main });
+    const present = summarizeProfile(f, { top: 15, fromEndUs: pWin, profile: main });
     br.profiles = { ...br.profiles, verify, present };
     process.stderr.write(formatProfile(verify, `${backend}: sidecar main thread, verify c=64`) + '\n');
     process.stderr.write(formatProfile(present, `${backend}: sidecar main thread, present c=16`) + '\n');
     const node = backend === 'native' ? 'Node 24, native ML-DSA-65' : 'Node 20, @noble/post-quantum';
     const flames = [
-      writeFlameGraph(f, path.join(dir, 'flame-verify.svg'), { title: `Sidecar main thread, verify at c=64 (${node})`, fromEndUs: [marks.exit - marks.v0, marks.exit - marks.v1] }),
-      writeFlameGraph(f, path.join(dir, 'flame-present.svg'), { title: `Sidecar main thread, present at c=16 (${node})`, fromEndUs: [marks.exit - marks.p0, marks.exit - marks.p1] }),
+      writeFlameGraph(f, path.join(dir, 'flame-verify.svg'), { title: `Sidecar main thread, verify at c=64 (${node})`, fromEndUs: vWin, profile: main }),
+      writeFlameGraph(f, path.join(dir, 'flame-present.svg'), { title: `Sidecar main thread, present at c=16 (${node})`, fromEndUs: pWin, profile: main }),
     ];
-    const worker = files.find((x) => x !== file);
-    if (worker) flames.push(writeFlameGraph(path.join(dir, worker), path.join(dir, 'flame-verify-worker.svg'), { title: `Sidecar crypto worker, verify at c=64 (${node})`, fromEndUs: [marks.exit - marks.v0, marks.exit - marks.v1] }));
+    const workers = files.filter((x) => x !== file);
+    workers.forEach((w, i) => {
+      const wf = path.join(dir, w);
+      const wp = readProfile(wf);
+      process.stderr.write(formatProfile(summarizeProfile(wf, { top: 5, fromEndUs: vWin, profile: wp }), `${backend}: crypto worker ${w}, verify c=64`) + '\n');
+      process.stderr.write(formatProfile(summarizeProfile(wf, { top: 5, fromEndUs: pWin, profile: wp }), `${backend}: crypto worker ${w}, present c=16`) + '\n');
+      if (i === 0) flames.push(writeFlameGraph(wf, path.join(dir, 'flame-verify-worker.svg'), { title: `Sidecar crypto worker, verify at c=64 (${node})`, fromEndUs: vWin, profile: wp }));
+    });
     br.profiles.flames = [...(br.profiles.flames ?? []), ...flames.map((x) => path.relative(ROOT, x))];
     log(`${backend}: flame graphs in ${path.relative(ROOT, dir)}/flame-*.svg`);
-    for (const w of files.filter((x) => x !== file)) {
-      const wf = path.join(dir, w);
-      process.stderr.write(formatProfile(summarizeProfile(wf, { top: 5, fromEndUs: [marks.exit - marks.v0, marks.exit - marks.v1] }), `${backend}: crypto worker ${w}, verify c=64`) + '\n');
-      process.stderr.write(formatProfile(summarizeProfile(wf, { top: 5, fromEndUs: [marks.exit - marks.p0, marks.exit - marks.p1] }), `${backend}: crypto worker ${w}, present c=16`) + '\n');
-    }
   } else log('sidecar profile: no .cpuprofile written');
   return startSidecar(run, backend, sc.dataDir);
 }
