@@ -97,9 +97,16 @@ export function verifyServerUs(b: BackendResults): number | undefined {
   return Math.max(0, c1.p50 - b.healthzC1.p50);
 }
 
-/** The CPU bounds of the gateway targets (bounds.ts); none for smoke runs, whose servers share one process. */
+/**
+ * Whether the run's per-process CPU adds up to whole paths: not in smoke runs, where one helper
+ * process serves the upstream, the proxies, the stub and the allow service, so its CPU would be
+ * counted once per role.
+ */
+const pathsAddUp = (res: Results): boolean => !res.meta.smoke;
+
+/** The CPU bounds of the gateway targets (bounds.ts), where paths add up. */
 function boundsOf(res: Results, b: BackendResults): GatewayBounds | undefined {
-  return res.meta.smoke ? undefined : gatewayBounds(b, res.meta.machine.nproc);
+  return pathsAddUp(res) ? gatewayBounds(b, res.meta.machine.nproc) : undefined;
 }
 
 /** Evaluates the issue's targets on `backend` (scaling on whichever backend ran it). */
@@ -206,9 +213,8 @@ export function renderTable(res: Results): string {
     });
     const ratios = (x: BoundRate | undefined): string => (x ? `${int(x.rps)}/s = ${down(x.plainRatio)}× plain, ${down(x.joseRatio)}× jose` : '—');
     per('CPU per request at c=50, whole path (+ load generator, upstream)', (b) => {
-      // Not in smoke runs: one helper process serves the baselines there, so its CPU would count more than once.
       const v = (['plain', 'jose', 'gateway', 'stub', 'hop'] as const).map((x) => [x, pathCpuMs(b, x)] as const);
-      return !res.meta.smoke && v.some(([, ms]) => ms !== undefined) ? `${v.map(([x, ms]) => `${x} ${fix(ms, 3)}`).join(', ')} ms` : '—';
+      return pathsAddUp(res) && v.some(([, ms]) => ms !== undefined) ? `${v.map(([x, ms]) => `${x} ${fix(ms, 3)}`).join(', ')} ms` : '—';
     });
     per('Bound: cores ÷ (plain path CPU + hybrid verify CPU)', (b) => ratios(boundsOf(res, b)));
     per('Bound with a verify call: cores ÷ (hop path CPU + hybrid verify CPU)', (b) => ratios(boundsOf(res, b)?.hop));
