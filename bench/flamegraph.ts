@@ -79,7 +79,6 @@ const FONT = 11;
 const CHAR_WIDTH = 6.4;
 const MIN_WIDTH = 0.5;
 
-
 function hash(s: string): number {
   let h = 2166136261;
   for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
