@@ -1,7 +1,8 @@
 /**
  * What the benchmark's modules share: the output directory, the run's clock
- * and progress log (stderr), `sleep`, the {@link Run} every step gets, and
- * the two helpers that size how many bundles a step makes.
+ * and progress log (stderr), `sleep`, the {@link Run} every step gets, the
+ * two helpers that size how many bundles a step makes, and the `BENCH_*`
+ * variables that tune the processes under test.
  */
 import path from 'node:path';
 import type { MailSink } from './flow.ts';
@@ -37,4 +38,26 @@ export function need(seconds: number, rate: number, max: number): number {
 /** Bundles per second the sidecar can make (challenge + present): measured, else from the sign ceiling. */
 export function presentRate(br: BackendResults): number {
   return bestRps(br.present) ?? br.ceiling!.signPerSec * 0.6;
+}
+
+/** The `BENCH_*` variables that change how the sidecar and the gateway run (shown in the table's title when set). */
+export const TUNING_VARS = ['BENCH_CRYPTO_WORKERS', 'BENCH_CRYPTO_INLINE_WHEN_IDLE', 'BENCH_NODE_FLAGS'] as const;
+
+/** `NAME=value` for each {@link TUNING_VARS} entry set in `env`. */
+export function tuningOf(env: NodeJS.ProcessEnv = process.env): string[] {
+  return TUNING_VARS.filter((k) => env[k]).map((k) => `${k}=${env[k]!.trim()}`);
+}
+
+/**
+ * The Node flags of `BENCH_NODE_FLAGS` (whitespace-separated, each `--name` or `--name=value`),
+ * given to the sidecar and gateway processes only: what an operator would put on their command
+ * line (e.g. `--single-threaded-gc`). Throws a TypeError naming the variable for anything else.
+ */
+export function productNodeFlags(env: NodeJS.ProcessEnv = process.env): string[] {
+  const raw = env.BENCH_NODE_FLAGS?.trim();
+  if (!raw) return [];
+  const flags = raw.split(/\s+/);
+  const bad = flags.find((f) => !/^--[a-z0-9][a-z0-9_-]*(=[^\s]+)?$/.test(f));
+  if (bad !== undefined) throw new TypeError(`BENCH_NODE_FLAGS: not a Node flag (--name or --name=value): ${JSON.stringify(bad)}`);
+  return flags;
 }

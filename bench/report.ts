@@ -52,6 +52,8 @@ export interface Results {
     date: string; smoke: boolean; full: boolean; scale: number; command: string; sections: string[]; backends: Backend[];
     machine: { nproc: number; cpuModel: string; memGb: number; loadAvg: number[] };
     node: { loadGenerator: string; native?: string; noble?: string };
+    /** The tuning variables set for the run (`NAME=value`; see `TUNING_VARS` in common.ts). */
+    tuning?: string[];
     durationS: number;
   };
   backends: Partial<Record<Backend, BackendResults>>;
@@ -248,7 +250,7 @@ export function renderTable(res: Results): string {
   const line = (r: string[]): string => `| ${r.map((c, i) => c.padEnd(width[i]!)).join(' | ')} |`;
   const m = res.meta;
   const title = `agent-authz benchmark${m.smoke ? ' (SMOKE: tiny counts, not a measurement)' : ''}${m.scale !== 1 ? ` (shortened: --scale=${m.scale})` : ''} — ${m.date} — ${m.machine.nproc} cores ${m.machine.cpuModel}, `
-    + `load generator Node ${m.node.loadGenerator}, load avg at start ${m.machine.loadAvg.join(' ')} — ${fix(m.durationS, 1)} s`;
+    + `load generator Node ${m.node.loadGenerator}, load avg at start ${m.machine.loadAvg.join(' ')}${m.tuning?.length ? ` — tuned: ${m.tuning.join(' ')}` : ''} — ${fix(m.durationS, 1)} s`;
   return [title, '', line(head), `|${width.map((n) => '-'.repeat(n + 2)).join('|')}|`, ...rows.map(line)].join('\n');
 }
 

@@ -33,7 +33,7 @@ import { cryptoCeiling, presentAndVerify, profileSidecar } from './verify.ts';
 import { snapshotBase, storeSections } from './store.ts';
 import type { StoreBase } from './store.ts';
 import { freshDir, startSidecar, stopSidecar } from './sidecar.ts';
-import { OUT, log } from './common.ts';
+import { OUT, log, productNodeFlags, tuningOf } from './common.ts';
 import type { Run } from './common.ts';
 
 function machine(): Results['meta']['machine'] {
@@ -46,6 +46,7 @@ async function main(): Promise<number> {
   let plan: Plan;
   try {
     plan = parsePlan(process.argv.slice(2));
+    productNodeFlags();
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n`);
     return 2;
@@ -78,7 +79,7 @@ async function main(): Promise<number> {
     results: {
       meta: {
         date: new Date().toISOString(), smoke: plan.smoke, full: plan.full, scale: plan.scale, command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
-        sections: [...plan.sections], backends, machine: machine(), node: { loadGenerator: process.version }, durationS: 0,
+        sections: [...plan.sections], backends, machine: machine(), node: { loadGenerator: process.version }, tuning: tuningOf(), durationS: 0,
       },
       backends: {},
     },

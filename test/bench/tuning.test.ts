@@ -1,0 +1,46 @@
+/**
+ * The benchmark's tuning variables (bench/common.ts): which Node flags reach
+ * the sidecar and gateway processes, what is refused, and that a tuned run
+ * says so in its table's title.
+ */
+import t from 'tap';
+import { productNodeFlags, tuningOf } from '../../bench/common.ts';
+import { renderTable } from '../../bench/report.ts';
+import type { Results } from '../../bench/report.ts';
+
+t.test('BENCH_NODE_FLAGS: whitespace-separated --name and --name=value flags', async (t) => {
+  t.same(productNodeFlags({}), []);
+  t.same(productNodeFlags({ BENCH_NODE_FLAGS: '   ' }), []);
+  t.same(productNodeFlags({ BENCH_NODE_FLAGS: '--single-threaded-gc' }), ['--single-threaded-gc']);
+  t.same(productNodeFlags({ BENCH_NODE_FLAGS: ' --single-threaded-gc\t--max-semi-space-size=32 ' }), ['--single-threaded-gc', '--max-semi-space-size=32']);
+});
+
+t.test('BENCH_NODE_FLAGS: anything else is a TypeError that names the variable and the value', async (t) => {
+  for (const bad of ['single-threaded-gc', '-e', '--', '--x y', '--require ./evil.js', '--a=b c', '--Upper']) {
+    t.throws(() => productNodeFlags({ BENCH_NODE_FLAGS: bad }), { name: 'TypeError', message: /^BENCH_NODE_FLAGS: not a Node flag/ }, bad);
+  }
+});
+
+t.test('tuningOf lists the set tuning variables in a fixed order', async (t) => {
+  t.same(tuningOf({}), []);
+  t.same(tuningOf({ BENCH_NODE_FLAGS: ' --single-threaded-gc ', BENCH_CRYPTO_WORKERS: '0', OTHER: 'x', BENCH_CRYPTO_INLINE_WHEN_IDLE: '' }),
+    ['BENCH_CRYPTO_WORKERS=0', 'BENCH_NODE_FLAGS=--single-threaded-gc']);
+});
+
+function results(tuning?: string[]): Results {
+  return {
+    meta: {
+      date: '2026-11-23T00:00:00.000Z', smoke: false, full: false, scale: 1, command: 'npm run bench', sections: ['crypto'], backends: ['native'],
+      machine: { nproc: 2, cpuModel: 'test', memGb: 1, loadAvg: [0, 0, 0] }, node: { loadGenerator: 'v20' }, durationS: 1,
+      ...(tuning ? { tuning } : {}),
+    },
+    backends: {},
+  };
+}
+
+t.test('the table title names the tuning of a tuned run, and nothing for an untuned one', async (t) => {
+  const title = (r: Results): string => renderTable(r).split('\n')[0]!;
+  t.match(title(results(['BENCH_NODE_FLAGS=--single-threaded-gc'])), / — tuned: BENCH_NODE_FLAGS=--single-threaded-gc — 1\.0 s$/);
+  t.notMatch(title(results([])), /tuned/);
+  t.notMatch(title(results()), /tuned/);
+});
