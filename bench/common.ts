@@ -43,15 +43,20 @@ export function presentRate(br: BackendResults): number {
 /** The `BENCH_*` variables that change how the sidecar and the gateway run (shown in the table's title when set). */
 export const TUNING_VARS = ['BENCH_CRYPTO_WORKERS', 'BENCH_CRYPTO_INLINE_WHEN_IDLE', 'BENCH_NODE_FLAGS'] as const;
 
-/** `NAME=value` for each {@link TUNING_VARS} entry set in `env`. */
+/** `NAME=value` for each {@link TUNING_VARS} entry set (not blank) in `env`. */
 export function tuningOf(env: NodeJS.ProcessEnv = process.env): string[] {
-  return TUNING_VARS.filter((k) => env[k]).map((k) => `${k}=${env[k]!.trim()}`);
+  return TUNING_VARS.filter((k) => env[k]?.trim()).map((k) => `${k}=${env[k]!.trim()}`);
 }
+
+/** Node options that would run other code than the benchmark's entry point, or open a debugger port. */
+const ENTRY_FLAGS = /^--(eval|print|require|import|loader|experimental-loader|inspect|inspect-brk|inspect-wait|inspect-port|debug-port|check|test|watch|watch-path|env-file|run)(=|$)/;
 
 /**
  * The Node flags of `BENCH_NODE_FLAGS` (whitespace-separated, each `--name` or `--name=value`),
  * given to the sidecar and gateway processes only: what an operator would put on their command
- * line (e.g. `--single-threaded-gc`). Throws a TypeError naming the variable for anything else.
+ * line (e.g. `--single-threaded-gc`). This checks the form and refuses options that replace the
+ * entry point or open a debugger; whether Node knows a flag is checked by `probeNodeFlags`
+ * (procs.ts) before the run starts. Throws a TypeError naming the variable.
  */
 export function productNodeFlags(env: NodeJS.ProcessEnv = process.env): string[] {
   const raw = env.BENCH_NODE_FLAGS?.trim();
@@ -59,5 +64,7 @@ export function productNodeFlags(env: NodeJS.ProcessEnv = process.env): string[]
   const flags = raw.split(/\s+/);
   const bad = flags.find((f) => !/^--[a-z0-9][a-z0-9_-]*(=[^\s]+)?$/.test(f));
   if (bad !== undefined) throw new TypeError(`BENCH_NODE_FLAGS: not a Node flag (--name or --name=value): ${JSON.stringify(bad)}`);
+  const entry = flags.find((f) => ENTRY_FLAGS.test(f));
+  if (entry !== undefined) throw new TypeError(`BENCH_NODE_FLAGS: ${JSON.stringify(entry)} would run other code or open a debugger; only runtime tuning flags are taken`);
   return flags;
 }

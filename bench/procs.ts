@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { request } from 'undici';
 import { ROOT } from './node24.ts';
@@ -160,4 +160,20 @@ export function rssBytes(pid: number): number {
 /** Node flags for a child written in TypeScript (loaded through tsx). */
 export function tsArgs(script: string, nodeFlags: string[] = []): string[] {
   return [...nodeFlags, '--import', 'tsx', path.join(ROOT, script)];
+}
+
+/**
+ * Starts each of `bins` once with `flags` and `-e 0` (bounded: 20 s each); throws a TypeError
+ * with Node's own complaint when one refuses them, so an unknown flag stops the run before it
+ * starts anything.
+ */
+export function probeNodeFlags(flags: string[], bins: string[]): void {
+  if (!flags.length) return;
+  for (const bin of bins) {
+    const r = spawnSync(bin, [...flags, '-e', '0'], { encoding: 'utf8', timeout: 20_000 });
+    if (r.status !== 0) {
+      const why = (r.stderr || r.error?.message || `exit ${r.status ?? r.signal}`).trim().split('\n')[0];
+      throw new TypeError(`BENCH_NODE_FLAGS: ${bin} refused ${flags.join(' ')}: ${why}`);
+    }
+  }
 }

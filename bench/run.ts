@@ -21,8 +21,8 @@ import path from 'node:path';
 import crypto from 'node:crypto';
 import { parsePlan } from './plan.ts';
 import type { Plan } from './plan.ts';
-import { ROOT, ensureNode24SqliteBinding, node24Available } from './node24.ts';
-import { killAll } from './procs.ts';
+import { NODE24, ROOT, ensureNode24SqliteBinding, node24Available } from './node24.ts';
+import { killAll, probeNodeFlags } from './procs.ts';
 import type { Child } from './procs.ts';
 import { setUp, startMailSink } from './flow.ts';
 import { evaluateTargets, renderTable, stripSamples } from './report.ts';
@@ -69,6 +69,13 @@ async function main(): Promise<number> {
     backends = backends.filter((b) => b !== 'noble');
   }
   if (!backends.length) { log('no backend to run'); return 1; }
+  try {
+    probeNodeFlags(productNodeFlags(), [process.execPath, ...(backends.includes('native') ? [NODE24] : [])]);
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n`);
+    return 2;
+  }
+  const tuning = tuningOf();
 
   fs.mkdirSync(OUT, { recursive: true });
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-authz-bench-'));
@@ -79,7 +86,7 @@ async function main(): Promise<number> {
     results: {
       meta: {
         date: new Date().toISOString(), smoke: plan.smoke, full: plan.full, scale: plan.scale, command: `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
-        sections: [...plan.sections], backends, machine: machine(), node: { loadGenerator: process.version }, tuning: tuningOf(), durationS: 0,
+        sections: [...plan.sections], backends, machine: machine(), node: { loadGenerator: process.version }, tuning, durationS: 0,
       },
       backends: {},
     },
@@ -164,7 +171,9 @@ async function main(): Promise<number> {
   fs.writeFileSync(path.join(OUT, 'latest-table.md'), table + '\n');
   const svg = renderSvg(run.results);
   fs.writeFileSync(path.join(OUT, 'chart.svg'), svg);
-  if (plan.full && !failed) {
+  // Only an untuned full run speaks for the defaults in docs/.
+  if (plan.full && !failed && tuning.length) log(`tuned run (${tuning.join(' ')}): docs/ charts and flame graphs left as they were`);
+  if (plan.full && !failed && !tuning.length) {
     fs.writeFileSync(path.join(ROOT, 'docs/benchmarks-chart.svg'), svg);
     // The primary backend's flame graphs of this run: bench/out/prof-native-gateway/flame.svg → docs/flame-native-gateway.svg.
     for (const f of run.results.backends[backends[0]!]?.profiles?.flames ?? []) {

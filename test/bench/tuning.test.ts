@@ -1,10 +1,12 @@
 /**
  * The benchmark's tuning variables (bench/common.ts): which Node flags reach
- * the sidecar and gateway processes, what is refused, and that a tuned run
- * says so in its table's title.
+ * the sidecar and gateway processes, what is refused (by form, by kind, and
+ * by Node itself in the probe of bench/procs.ts), and that a tuned run says
+ * so in its table's title.
  */
 import t from 'tap';
 import { productNodeFlags, tuningOf } from '../../bench/common.ts';
+import { probeNodeFlags } from '../../bench/procs.ts';
 import { renderTable } from '../../bench/report.ts';
 import type { Results } from '../../bench/report.ts';
 
@@ -16,13 +18,29 @@ t.test('BENCH_NODE_FLAGS: whitespace-separated --name and --name=value flags', a
 });
 
 t.test('BENCH_NODE_FLAGS: anything else is a TypeError that names the variable and the value', async (t) => {
-  for (const bad of ['single-threaded-gc', '-e', '--', '--x y', '--require ./evil.js', '--a=b c', '--Upper']) {
+  for (const bad of ['single-threaded-gc', '-e', '--', '--x y', '--a=b c', '--Upper']) {
     t.throws(() => productNodeFlags({ BENCH_NODE_FLAGS: bad }), { name: 'TypeError', message: /^BENCH_NODE_FLAGS: not a Node flag/ }, bad);
   }
 });
 
+t.test('BENCH_NODE_FLAGS: options that change what the process runs, or open a debugger, are refused', async (t) => {
+  for (const bad of ['--require=./x.js', '--import=./x.mjs', '--eval=1', '--print=1', '--loader=./l.mjs', '--inspect', '--inspect=0.0.0.0:9229', '--inspect-brk', '--env-file=.env', '--single-threaded-gc --watch']) {
+    t.throws(() => productNodeFlags({ BENCH_NODE_FLAGS: bad }), { name: 'TypeError', message: /^BENCH_NODE_FLAGS: ".*" would run other code or open a debugger/ }, bad);
+  }
+  // Look-alikes of those names are only checked by the probe below.
+  t.same(productNodeFlags({ BENCH_NODE_FLAGS: '--inspector-tuning' }), ['--inspector-tuning']);
+});
+
+t.test('the probe starts Node with the flags and refuses those it does not know, with its own message', async (t) => {
+  t.doesNotThrow(() => probeNodeFlags(['--single-threaded-gc'], [process.execPath]));
+  t.doesNotThrow(() => probeNodeFlags([], ['/nonexistent/node']), 'no flags: nothing to start');
+  t.throws(() => probeNodeFlags(['--single-thread-gc'], [process.execPath]), { name: 'TypeError', message: /^BENCH_NODE_FLAGS: .* refused --single-thread-gc: .*bad option/ });
+  t.throws(() => probeNodeFlags(['--single-threaded-gc'], ['/nonexistent/node']), { name: 'TypeError', message: /^BENCH_NODE_FLAGS: \/nonexistent\/node refused/ });
+});
+
 t.test('tuningOf lists the set tuning variables in a fixed order', async (t) => {
   t.same(tuningOf({}), []);
+  t.same(tuningOf({ BENCH_NODE_FLAGS: '  ', BENCH_CRYPTO_WORKERS: '' }), [], 'blank values are not tuning');
   t.same(tuningOf({ BENCH_NODE_FLAGS: ' --single-threaded-gc ', BENCH_CRYPTO_WORKERS: '0', OTHER: 'x', BENCH_CRYPTO_INLINE_WHEN_IDLE: '' }),
     ['BENCH_CRYPTO_WORKERS=0', 'BENCH_NODE_FLAGS=--single-threaded-gc']);
 });
