@@ -27,6 +27,8 @@ export interface Run {
   masterKey: string;
   tmp: string;
   sqlite24: string | undefined;
+  /** Node flags for the sidecar and gateway processes (`BENCH_NODE_FLAGS`, parsed once by {@link productNodeFlags}). */
+  nodeFlags: string[];
   results: Results;
 }
 

@@ -44,9 +44,10 @@ function machine(): Results['meta']['machine'] {
 async function main(): Promise<number> {
   const started = performance.now();
   let plan: Plan;
+  let nodeFlags: string[];
   try {
     plan = parsePlan(process.argv.slice(2));
-    productNodeFlags();
+    nodeFlags = productNodeFlags();
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n`);
     return 2;
@@ -70,7 +71,7 @@ async function main(): Promise<number> {
   }
   if (!backends.length) { log('no backend to run'); return 1; }
   try {
-    probeNodeFlags(productNodeFlags(), [process.execPath, ...(backends.includes('native') ? [NODE24] : [])]);
+    probeNodeFlags(nodeFlags, [process.execPath, ...(backends.includes('native') ? [NODE24] : [])]);
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n`);
     return 2;
@@ -81,7 +82,7 @@ async function main(): Promise<number> {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-authz-bench-'));
   const mail = await startMailSink();
   const run: Run = {
-    plan, mail, tmp, masterKey: crypto.randomBytes(32).toString('base64'),
+    plan, mail, tmp, nodeFlags, masterKey: crypto.randomBytes(32).toString('base64'),
     sqlite24: backends.includes('native') ? ensureNode24SqliteBinding(log) : undefined,
     results: {
       meta: {
@@ -172,8 +173,9 @@ async function main(): Promise<number> {
   const svg = renderSvg(run.results);
   fs.writeFileSync(path.join(OUT, 'chart.svg'), svg);
   // Only an untuned full run speaks for the defaults in docs/.
-  if (plan.full && !failed && tuning.length) log(`tuned run (${tuning.join(' ')}): docs/ charts and flame graphs left as they were`);
-  if (plan.full && !failed && !tuning.length) {
+  if (plan.full && !failed && tuning.length) {
+    log(`tuned run (${tuning.join(' ')}): docs/ charts and flame graphs left as they were`);
+  } else if (plan.full && !failed) {
     fs.writeFileSync(path.join(ROOT, 'docs/benchmarks-chart.svg'), svg);
     // The primary backend's flame graphs of this run: bench/out/prof-native-gateway/flame.svg → docs/flame-native-gateway.svg.
     for (const f of run.results.backends[backends[0]!]?.profiles?.flames ?? []) {

@@ -11,7 +11,7 @@ import { DB_FILE_NAME } from '../sidecar/store/index.ts';
 import { NODE24 } from './node24.ts';
 import type { Backend } from './plan.ts';
 import { Child, childEnv, freePort, tsArgs, waitForHttp } from './procs.ts';
-import { log, productNodeFlags, sleep } from './common.ts';
+import { log, sleep } from './common.ts';
 import type { Run } from './common.ts';
 
 /** A running sidecar. */
@@ -49,7 +49,7 @@ async function startSidecarOnce(run: Run, backend: Backend, dataDir: string, o: 
   });
   delete env.NODE_ENV;
   const bin = backend === 'native' ? NODE24 : process.execPath;
-  const child = new Child(o.name ?? `sidecar(${backend})`, bin, tsArgs('sidecar/main.ts', [...productNodeFlags(), ...(o.nodeFlags ?? [])]), env);
+  const child = new Child(o.name ?? `sidecar(${backend})`, bin, tsArgs('sidecar/main.ts', [...run.nodeFlags, ...(o.nodeFlags ?? [])]), env);
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(`${url}/readyz`, child, 60_000);
   return { child, url, dataDir, dbFile: path.join(dataDir, DB_FILE_NAME), backend };
