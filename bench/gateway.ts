@@ -19,7 +19,7 @@ import { formatProfile, readProfile, summarizeProfile } from './profile.ts';
 import { writeFlameGraph } from './flamegraph.ts';
 import { bestRps } from './report.ts';
 import type { BackendResults, GatewayVariant } from './report.ts';
-import { retryPort } from './sidecar.ts';
+import { retryPort, verifyThreads } from './sidecar.ts';
 import type { Sidecar } from './sidecar.ts';
 import { OUT, log, need, presentRate } from './common.ts';
 import type { Run } from './common.ts';
@@ -179,12 +179,17 @@ export async function gatewayComparison(run: Run, backend: Backend, sc: Sidecar,
     // CPU seconds per variant at c=50: the serving process, the upstream, the service behind it (sidecar, stub or allow) and this load generator.
     const cpu = Object.fromEntries(variants.map((v) => [v, { proxy: 0, upstream: 0, sidecar: 0, loadGen: 0, n: 0 }])) as
       Record<GatewayVariant, { proxy: number; upstream: number; sidecar: number; loadGen: number; n: number }>;
+    // Where the sidecar checked the signatures in the gateway's measured c=50 rounds (inline when the machine is shared).
+    const threads = { main: 0, worker: 0 };
     const load = async (v: GatewayVariant, concurrency: number, count: number, seconds: number, account = false): Promise<LoadResult> => {
       const n = v === 'gateway' ? Math.min(count, headers.length - used) : 200_000;
       const sidecarPid = v === 'stub' ? procs.stubPid : v === 'hop' ? procs.allowPid : sc.child.pid;
       const c0 = account ? [cpuSeconds(pids[v]), cpuSeconds(pids.direct), cpuSeconds(sidecarPid)] : [];
       const self0 = process.cpuUsage();
+      const t0 = account && v === 'gateway' ? await verifyThreads(sc.url) : undefined;
       const r = await runLoad({ pool: pools[v], concurrency, count: n, maxSeconds: seconds, request: req(v) });
+      const t1 = t0 ? await verifyThreads(sc.url) : undefined;
+      if (t0 && t1) { threads.main += t1.main - t0.main; threads.worker += t1.worker - t0.worker; }
       if (account) {
         const c = cpu[v];
         const self = process.cpuUsage(self0);
@@ -220,6 +225,7 @@ export async function gatewayComparison(run: Run, backend: Backend, sc: Sidecar,
           server: v === 'direct' ? per(c.upstream) : per(c.proxy), upstream: per(c.upstream), loadGen: per(c.loadGen),
           ...(v === 'gateway' || v === 'stub' || v === 'hop' ? { sidecar: per(c.sidecar) } : {}),
         },
+        ...(v === 'gateway' && threads.main + threads.worker > 0 ? { verifyThreads: { ...threads } } : {}),
       };
     }
   } finally {

@@ -38,6 +38,8 @@ export interface BackendResults {
      * it was measured).
      */
     cpuMsPerReq?: { server: number; upstream: number; sidecar?: number; loadGen?: number };
+    /** gateway only: the sidecar's verifies in the c=50 rounds by the thread that checked the signature (`agent_authz_crypto_tasks_total`). */
+    verifyThreads?: { main: number; worker: number };
   }>>;
   profiles?: {
     verify?: ProfileSummary; present?: ProfileSummary; gateway?: ProfileSummary;
@@ -212,6 +214,10 @@ export function renderTable(res: Results): string {
       if (!g?.gateway?.cpuMsPerReq) return '—';
       const stubbed = g.stub?.cpuMsPerReq ? `; with the stub: gateway ${ms(g.stub.cpuMsPerReq.server)} + stub ${ms(g.stub.cpuMsPerReq.sidecar)}` : '';
       return `plain ${ms(g.plain?.cpuMsPerReq?.server)}, jose ${ms(g.jose?.cpuMsPerReq?.server)}, gateway ${ms(g.gateway.cpuMsPerReq.server)} + sidecar ${ms(g.gateway.cpuMsPerReq.sidecar)}${stubbed} ms`;
+    });
+    per('Sidecar behind the gateway at c=50: signatures checked on the main thread', (b) => {
+      const t = b.gateway?.gateway?.verifyThreads;
+      return t && t.main + t.worker > 0 ? `${fix((100 * t.main) / (t.main + t.worker), 0)} % (${int(t.main)} of ${int(t.main + t.worker)})` : '—';
     });
     const ratios = (x: BoundRate | undefined): string => (x ? `${int(x.rps)}/s = ${down(x.plainRatio)}× plain, ${down(x.joseRatio)}× jose` : '—');
     per('CPU per request at c=50, whole path (+ load generator, upstream)', (b) => {

@@ -45,6 +45,7 @@ async function startSidecarOnce(run: Run, backend: Backend, dataDir: string, o: 
     ...(o.webhooks ? { SIDECAR_WEBHOOK_ALLOW_INSECURE: '1' } : {}),
     ...(process.env.BENCH_CRYPTO_WORKERS ? { SIDECAR_CRYPTO_WORKERS: process.env.BENCH_CRYPTO_WORKERS } : {}),
     ...(process.env.BENCH_CRYPTO_INLINE_WHEN_IDLE ? { SIDECAR_CRYPTO_INLINE_WHEN_IDLE: process.env.BENCH_CRYPTO_INLINE_WHEN_IDLE } : {}),
+    ...(process.env.BENCH_CRYPTO_INLINE_WHEN_SHARED ? { SIDECAR_CRYPTO_INLINE_WHEN_SHARED: process.env.BENCH_CRYPTO_INLINE_WHEN_SHARED } : {}),
     ...(backend === 'native' ? { SIDECAR_SQLITE_BINDING: run.sqlite24! } : {}),
   });
   delete env.NODE_ENV;
@@ -70,6 +71,22 @@ export async function checkpointedBytes(dbFile: string): Promise<number> {
     db.close();
   }
   return dbBytes(dbFile);
+}
+
+/** Verify tasks the sidecar counted so far by thread (`agent_authz_crypto_tasks_total`); undefined when /metrics cannot be read. */
+export async function verifyThreads(url: string): Promise<{ main: number; worker: number } | undefined> {
+  try {
+    const res = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(5_000) });
+    if (!res.ok) return undefined;
+    const text = await res.text();
+    const count = (thread: string): number => {
+      const m = new RegExp(`^agent_authz_crypto_tasks_total\\{op="verify",thread="${thread}"\\} (\\S+)$`, 'm').exec(text);
+      return m ? Number(m[1]) : 0;
+    };
+    return { main: count('main'), worker: count('worker') };
+  } catch {
+    return undefined;
+  }
 }
 
 /** Returns an empty directory `name` under the run's temp dir (removing what was there). */

@@ -40,6 +40,8 @@ export interface SidecarConfig {
   cryptoWorkers: number;
   /** With workers: a verify that arrives while the pool is idle runs on the main thread (lower latency at low load). */
   cryptoInlineWhenIdle: boolean;
+  /** With workers: while other processes keep the machine's cores busy, every verify runs on the main thread (sidecar/cpu-share.ts). */
+  cryptoInlineWhenShared: boolean;
   /** A separate listener for `GET /metrics` (then not served on the main port); null = the main port. */
   metricsListen: { host: string; port: number } | null;
 }
@@ -77,7 +79,8 @@ export const ENV_VARS = [
   'SIDECAR_CHALLENGE_TTL_SECONDS', 'SIDECAR_PROOF_FRESHNESS_SECONDS', 'SIDECAR_API_KEY_GRACE_SECONDS',
   'SIDECAR_SEND_CODE_PER_MINUTE', 'SIDECAR_LOG_LEVEL', 'SIDECAR_BODY_LIMIT_BYTES', 'SIDECAR_TRUST_PROXY',
   'SIDECAR_AUDIT_RETENTION_DAYS', 'SIDECAR_CHALLENGE_RETENTION_HOURS', 'SIDECAR_SHUTDOWN_TIMEOUT_MS',
-  'SIDECAR_SQLITE_BINDING', 'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_CRYPTO_INLINE_WHEN_IDLE', 'SIDECAR_METRICS_LISTEN',
+  'SIDECAR_SQLITE_BINDING', 'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_CRYPTO_INLINE_WHEN_IDLE',
+  'SIDECAR_CRYPTO_INLINE_WHEN_SHARED', 'SIDECAR_METRICS_LISTEN',
 ] as const;
 
 /** Micro-dollars per dollar: money is integer micro-units, never floats. */
@@ -198,6 +201,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     sqliteBinding: env.SIDECAR_SQLITE_BINDING ? path.resolve(env.SIDECAR_SQLITE_BINDING) : null,
     cryptoWorkers: int(env, 'SIDECAR_CRYPTO_WORKERS', defaultCryptoWorkers(), 0, MAX_CRYPTO_WORKERS),
     cryptoInlineWhenIdle: flag(env, 'SIDECAR_CRYPTO_INLINE_WHEN_IDLE', true),
+    cryptoInlineWhenShared: flag(env, 'SIDECAR_CRYPTO_INLINE_WHEN_SHARED', true),
     metricsListen: metricsListen(env.SIDECAR_METRICS_LISTEN, host, port),
   };
 }

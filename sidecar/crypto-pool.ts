@@ -31,6 +31,12 @@
  * the workers, so both cores keep working. Signing always goes to the workers
  * (a signature takes several times a verify and would hold the event loop).
  *
+ * Verifies also run inline while the machine is shared (`inlineWhenShared`,
+ * `SIDECAR_CRYPTO_INLINE_WHEN_SHARED`): when other processes leave this
+ * sidecar too few free cores (`cpu-share.ts`), a worker adds no core that is
+ * not already taken, and every hand-off waits for two thread wake-ups behind
+ * their threads; then every verify runs on the main thread.
+ *
  * This file holds the policy (which worker, inline or not, replacement and
  * stalls); one worker's task bookkeeping and batching is `crypto-slot.ts`,
  * and the messages between the threads are `crypto-protocol.ts`.
@@ -43,6 +49,7 @@ import type { CryptoWorkerInit, CryptoWorkerReply, CryptoWorkerRequest } from '.
 import { WorkerSlot } from './crypto-slot.ts';
 import type { Built, Task } from './crypto-slot.ts';
 import { CryptoPoolError, InlineCrypto, POOL_LIMITS } from './proof-crypto.ts';
+import type { CpuShare, CpuShareMonitor } from './cpu-share.ts';
 import type { CryptoOp, CryptoTaskHook, PoolLimits, ProofCrypto, SignKey, VerifyKey } from './proof-crypto.ts';
 
 /** Re-exported from proof-crypto.ts so the pool's users need one import. */
@@ -59,6 +66,8 @@ export interface ProofCryptoOptions {
   inlineWhenIdle?: boolean;
   /** Called once per task with where it runs (metrics). */
   onTask?: CryptoTaskHook;
+  /** While `shared` is true, every verify runs on the main thread (see the file header); the sidecar passes a {@link CpuShareMonitor}. */
+  inlineWhenShared?: CpuShare;
 }
 
 /** The pool for `workers` threads, or the inline implementation for 0. */
@@ -88,8 +97,10 @@ export class CryptoPool implements ProofCrypto {
   private watchdog: NodeJS.Timeout | undefined;
   /** Threads started so far, replacements included (tests and logs). */
   started = 0;
-  /** Verifies run on the main thread because the pool was idle (`inlineWhenIdle`). */
+  /** Verifies run on the main thread because the pool was idle (`inlineWhenIdle`) or the machine shared (`inlineWhenShared`). */
   private readonly inline: InlineCrypto | undefined;
+  private readonly idleInline: boolean;
+  private readonly share: CpuShare | undefined;
   private readonly onTask: CryptoTaskHook | undefined;
   /** A verify ran inline in this event-loop turn (cleared by setImmediate). */
   private inlineThisTurn = false;
@@ -104,8 +115,10 @@ export class CryptoPool implements ProofCrypto {
     // Workers use the backend the main thread uses (tests and benchmarks may force one).
     this.init = { backend: getMlDsaBackend(), verifiers: this.limits.verifiers, signers: this.limits.signers };
     this.onTask = opts.onTask;
+    this.idleInline = opts.inlineWhenIdle === true;
+    this.share = opts.inlineWhenShared;
     // Only verifies run there (signing always goes to a worker), so its signer cache stays minimal.
-    if (opts.inlineWhenIdle) this.inline = new InlineCrypto({ verifiers: Math.min(INLINE_VERIFIERS, this.limits.verifiers), signers: 1 }, opts.onTask);
+    if (this.idleInline || this.share) this.inline = new InlineCrypto({ verifiers: Math.min(INLINE_VERIFIERS, this.limits.verifiers), signers: 1 }, opts.onTask);
   }
 
   /** The live worker threads (tests). */
@@ -113,13 +126,16 @@ export class CryptoPool implements ProofCrypto {
     return this.slots.filter((s): s is WorkerSlot => s !== undefined && !s.dead).map((s) => s.worker);
   }
 
-  /** Checks both halves of a hybrid signature: inline when the pool is idle (see the file header), else on a worker. */
+  /** Checks both halves of a hybrid signature: inline when the machine is shared or the pool idle (see the file header), else on a worker. */
   verify(key: VerifyKey, domain: string, message: Uint8Array, signature: HybridSignature): Promise<boolean> {
-    if (this.inline && this.inFlight() === 0 && !this.inlineThisTurn && !this.closed) {
-      // At most one per turn: the requests read in the same turn as this one go to the workers.
-      this.inlineThisTurn = true;
-      setImmediate(this.endInlineTurn);
-      return this.inline.verify(key, domain, message, signature);
+    if (this.inline && !this.closed) {
+      if (this.share?.shared) return this.inline.verify(key, domain, message, signature);
+      if (this.idleInline && this.inFlight() === 0 && !this.inlineThisTurn) {
+        // At most one per turn: the requests read in the same turn as this one go to the workers.
+        this.inlineThisTurn = true;
+        setImmediate(this.endInlineTurn);
+        return this.inline.verify(key, domain, message, signature);
+      }
     }
     return this.submit<boolean>('verify', (slot, id) => {
       const base = { id, op: 'verify' as const, key: key.id, domain, message, signature };

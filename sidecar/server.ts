@@ -20,6 +20,7 @@ import type { Mailer } from './mail.ts';
 import { createMetrics } from './metrics.ts';
 import { DecisionCaches } from './decide/caches.ts';
 import { createProofCrypto } from './crypto-pool.ts';
+import { CpuShareMonitor } from './cpu-share.ts';
 import { installErrorHandlers } from './http/errors.ts';
 import { installAuth } from './http/auth.ts';
 import { registerAuthRoutes } from './routes/auth.ts';
@@ -125,6 +126,13 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     verify: { main: metrics.cryptoTasks.labels('verify', 'main'), worker: metrics.cryptoTasks.labels('verify', 'worker') },
     sign: { main: metrics.cryptoTasks.labels('sign', 'main'), worker: metrics.cryptoTasks.labels('sign', 'worker') },
   };
+  // With workers: is the machine shared with busy processes (then verifies run inline; cpu-share.ts)?
+  const share = config.cryptoWorkers > 0 && config.cryptoInlineWhenShared
+    ? new CpuShareMonitor({
+      onChange: (shared, others, cpus) => app.log.info({ other_cores: Math.round(others * 100) / 100, cpus },
+        shared ? 'other processes keep the cores busy: proof signatures are checked on the main thread' : 'cores free again: proof signatures are checked on the crypto workers'),
+    })
+    : undefined;
   let worker: WebhookWorker | undefined;
   const ctx: ServiceContext = {
     config, store, box, clock, metrics,
@@ -133,6 +141,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     caches: new DecisionCaches(),
     crypto: createProofCrypto(config.cryptoWorkers, {
       log: app.log, inlineWhenIdle: config.cryptoInlineWhenIdle, onTask: (op, thread) => cryptoTasks[op][thread].inc(),
+      ...(share ? { inlineWhenShared: share } : {}),
     }),
     keys: {
       csrf: crypto.createSecretKey(box.subkey('csrf')),
@@ -145,6 +154,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     outboxStats: () => store.outbox.stats(),
     lowestBalances: (n) => store.accounts.lowestBalances(n),
     clock,
+    ...(share ? { cpuShare: () => ({ shared: share.shared, others: share.others }) } : {}),
   });
   for (const id of await store.delegations.revokedCertificateIds()) ctx.caches.markRevoked(id);
 
@@ -190,7 +200,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     });
   }
   // Start the crypto workers with the server, so the first present or verify does not wait for them.
-  app.addHook('onReady', async () => { ctx.crypto.warm(); });
+  app.addHook('onReady', async () => { ctx.crypto.warm(); share?.start(); });
   const metricsServer = config.metricsListen === null ? null : await buildMetricsServer(ctx);
   app.decorate('metricsServer', metricsServer);
   app.addHook('onClose', async () => {
@@ -198,6 +208,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     await metricsServer?.close();
     if (retention) clearInterval(retention);
     await worker?.stop();
+    share?.stop();
     await ctx.crypto.close();
     ctx.mailer.close();
     await store.close();

@@ -219,7 +219,7 @@ async function cryptoTasks(sc: TestSidecar): Promise<Record<string, number>> {
 
 for (const [workers, inlineWhenIdle] of [[0, true], [2, true], [2, false]] as const) {
   t.test(`the decision flow with SIDECAR_CRYPTO_WORKERS=${workers}, SIDECAR_CRYPTO_INLINE_WHEN_IDLE=${inlineWhenIdle ? 1 : 0}`, async (t) => {
-    const sc = await startSidecar({ cryptoWorkers: workers, cryptoInlineWhenIdle: inlineWhenIdle });
+    const sc = await startSidecar({ cryptoWorkers: workers, cryptoInlineWhenIdle: inlineWhenIdle, cryptoInlineWhenShared: false });
     t.teardown(() => sc.close());
     const f = await specFlow(sc, `pool${workers}${inlineWhenIdle}@example.com`, { approve: ['data:read'] });
     await decisions(t, sc, f);
@@ -238,7 +238,7 @@ for (const [workers, inlineWhenIdle] of [[0, true], [2, true], [2, false]] as co
 
 t.test('a worker killed under verify: indeterminate, nothing committed; under present: 503; then replaced', async (t) => {
   // Every verify through the worker, so that killing it is what the verify meets.
-  const sc = await startSidecar({ cryptoWorkers: 1, cryptoInlineWhenIdle: false });
+  const sc = await startSidecar({ cryptoWorkers: 1, cryptoInlineWhenIdle: false, cryptoInlineWhenShared: false });
   t.teardown(() => sc.close());
   const f = await specFlow(sc, 'poolkill@example.com', { approve: ['data:read'] });
   const pool = sc.app.ctx.crypto as CryptoPool;
