@@ -184,12 +184,11 @@ export async function gatewayComparison(run: Run, backend: Backend, sc: Sidecar,
     const load = async (v: GatewayVariant, concurrency: number, count: number, seconds: number, account = false): Promise<LoadResult> => {
       const n = v === 'gateway' ? Math.min(count, headers.length - used) : 200_000;
       const sidecarPid = v === 'stub' ? procs.stubPid : v === 'hop' ? procs.allowPid : sc.child.pid;
+      // The scrapes of the sidecar's counters stay outside the CPU accounting below.
+      const t0 = account && v === 'gateway' ? await verifyThreads(sc.url) : undefined;
       const c0 = account ? [cpuSeconds(pids[v]), cpuSeconds(pids.direct), cpuSeconds(sidecarPid)] : [];
       const self0 = process.cpuUsage();
-      const t0 = account && v === 'gateway' ? await verifyThreads(sc.url) : undefined;
       const r = await runLoad({ pool: pools[v], concurrency, count: n, maxSeconds: seconds, request: req(v) });
-      const t1 = t0 ? await verifyThreads(sc.url) : undefined;
-      if (t0 && t1) { threads.main += t1.main - t0.main; threads.worker += t1.worker - t0.worker; }
       if (account) {
         const c = cpu[v];
         const self = process.cpuUsage(self0);
@@ -199,6 +198,8 @@ export async function gatewayComparison(run: Run, backend: Backend, sc: Sidecar,
         c.loadGen += (self.user + self.system) / 1e6;
         c.n += r.count;
       }
+      const t1 = t0 ? await verifyThreads(sc.url) : undefined;
+      if (t0 && t1) { threads.main += t1.main - t0.main; threads.worker += t1.worker - t0.worker; }
       if (v === 'gateway') {
         for (let i = used; i < used + r.count; i++) headers[i] = '';
         used += r.count;

@@ -31,11 +31,8 @@
  * the workers, so both cores keep working. Signing always goes to the workers
  * (a signature takes several times a verify and would hold the event loop).
  *
- * Verifies also run inline while the machine is shared (`inlineWhenShared`,
- * `SIDECAR_CRYPTO_INLINE_WHEN_SHARED`): when other processes leave this
- * sidecar too few free cores (`cpu-share.ts`), a worker adds no core that is
- * not already taken, and every hand-off waits for two thread wake-ups behind
- * their threads; then every verify runs on the main thread.
+ * While other processes leave the sidecar too few free cores (`inlineWhenShared`,
+ * `cpu-share.ts`), every verify runs on the main thread: a worker adds no free core.
  *
  * This file holds the policy (which worker, inline or not, replacement and
  * stalls); one worker's task bookkeeping and batching is `crypto-slot.ts`,
@@ -49,7 +46,7 @@ import type { CryptoWorkerInit, CryptoWorkerReply, CryptoWorkerRequest } from '.
 import { WorkerSlot } from './crypto-slot.ts';
 import type { Built, Task } from './crypto-slot.ts';
 import { CryptoPoolError, InlineCrypto, POOL_LIMITS } from './proof-crypto.ts';
-import type { CpuShare, CpuShareMonitor } from './cpu-share.ts';
+import type { CpuShare } from './cpu-share.ts';
 import type { CryptoOp, CryptoTaskHook, PoolLimits, ProofCrypto, SignKey, VerifyKey } from './proof-crypto.ts';
 
 /** Re-exported from proof-crypto.ts so the pool's users need one import. */
@@ -66,7 +63,7 @@ export interface ProofCryptoOptions {
   inlineWhenIdle?: boolean;
   /** Called once per task with where it runs (metrics). */
   onTask?: CryptoTaskHook;
-  /** While `shared` is true, every verify runs on the main thread (see the file header); the sidecar passes a {@link CpuShareMonitor}. */
+  /** While `shared` is true, every verify runs on the main thread (the sidecar passes its `CpuShareMonitor`). */
   inlineWhenShared?: CpuShare;
 }
 

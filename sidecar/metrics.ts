@@ -32,7 +32,7 @@ export interface MetricSources {
   outboxStats(): Promise<{ pending: number; oldestPendingAt: number | null }>;
   lowestBalances(limit: number): Promise<{ accountId: string; creditsMicros: number }[]>;
   clock(): number;
-  /** The crypto pool's view of the machine (`cpu-share.ts`); absent without workers or with SIDECAR_CRYPTO_INLINE_WHEN_SHARED=0. */
+  /** The crypto pool's view of the machine (`cpu-share.ts`); absent when the sidecar does not measure it (no workers, SIDECAR_CRYPTO_INLINE_WHEN_SHARED=0, or a machine it cannot judge). */
   cpuShare?: () => { shared: boolean; others: number | undefined };
 }
 
@@ -111,7 +111,7 @@ export function createMetrics(): SidecarMetrics {
   });
   new client.Gauge({
     name: 'agent_authz_machine_other_cores',
-    help: 'Cores the other processes on the machine kept busy in the last sampling interval (the input of SIDECAR_CRYPTO_INLINE_WHEN_SHARED).', registers: reg,
+    help: 'Cores the other processes on the machine kept busy in the last sampling interval (the input of SIDECAR_CRYPTO_INLINE_WHEN_SHARED; 0 while not measured).', registers: reg,
     collect() { const o = sources?.cpuShare?.().others; if (o !== undefined) this.set(Math.round(o * 100) / 100); },
   });
   for (const event of ['issued', 'consumed', 'expired']) m.challenges.inc({ event }, 0);

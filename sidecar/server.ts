@@ -20,7 +20,7 @@ import type { Mailer } from './mail.ts';
 import { createMetrics } from './metrics.ts';
 import { DecisionCaches } from './decide/caches.ts';
 import { createProofCrypto } from './crypto-pool.ts';
-import { CpuShareMonitor } from './cpu-share.ts';
+import { CpuShareMonitor, canJudgeMachine } from './cpu-share.ts';
 import { installErrorHandlers } from './http/errors.ts';
 import { installAuth } from './http/auth.ts';
 import { registerAuthRoutes } from './routes/auth.ts';
@@ -127,7 +127,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     sign: { main: metrics.cryptoTasks.labels('sign', 'main'), worker: metrics.cryptoTasks.labels('sign', 'worker') },
   };
   // With workers: is the machine shared with busy processes (then verifies run inline; cpu-share.ts)?
-  const share = config.cryptoWorkers > 0 && config.cryptoInlineWhenShared
+  const share = config.cryptoWorkers > 0 && config.cryptoInlineWhenShared && canJudgeMachine()
     ? new CpuShareMonitor({
       onChange: (shared, others, cpus) => app.log.info({ other_cores: Math.round(others * 100) / 100, cpus },
         shared ? 'other processes keep the cores busy: proof signatures are checked on the main thread' : 'cores free again: proof signatures are checked on the crypto workers'),
