@@ -32,7 +32,8 @@
  * (a signature takes several times a verify and would hold the event loop).
  *
  * While other processes leave the sidecar too few free cores (`inlineWhenShared`,
- * `cpu-share.ts`), every verify runs on the main thread: a worker adds no free core.
+ * `cpu-share.ts`), every verify runs on the main thread, where a worker adds no
+ * free core, unless a check costs more than `sharedInlineMaxMs` there.
  *
  * This file holds the policy (which worker, inline or not, replacement and
  * stalls); one worker's task bookkeeping and batching is `crypto-slot.ts`,
@@ -126,7 +127,9 @@ export class CryptoPool implements ProofCrypto {
   /** Checks both halves of a hybrid signature: inline when the machine is shared or the pool idle (see the file header), else on a worker. */
   verify(key: VerifyKey, domain: string, message: Uint8Array, signature: HybridSignature): Promise<boolean> {
     if (this.inline && !this.closed) {
-      if (this.share?.shared) return this.inline.verify(key, domain, message, signature);
+      // Unless a check has shown itself too costly for the main thread (its shortest run; the first one runs to measure it).
+      const cost = this.inline.minVerifyMs;
+      if (this.share?.shared && (cost === Infinity || cost <= this.limits.sharedInlineMaxMs)) return this.inline.verify(key, domain, message, signature);
       if (this.idleInline && this.inFlight() === 0 && !this.inlineThisTurn) {
         // At most one per turn: the requests read in the same turn as this one go to the workers.
         this.inlineThisTurn = true;

@@ -20,6 +20,7 @@ import type { Mailer } from './mail.ts';
 import { createMetrics } from './metrics.ts';
 import { DecisionCaches } from './decide/caches.ts';
 import { createProofCrypto } from './crypto-pool.ts';
+import type { PoolLimits } from './crypto-pool.ts';
 import { CpuShareMonitor, canJudgeMachine } from './cpu-share.ts';
 import { installErrorHandlers } from './http/errors.ts';
 import { installAuth } from './http/auth.ts';
@@ -55,6 +56,8 @@ export interface BuildOptions {
   startWorkers?: boolean;
   /** Webhook worker tuning (tests). */
   webhook?: { timeoutMs?: number; pollIntervalMs?: number; leaseMs?: number };
+  /** Crypto pool limits (tests). */
+  cryptoLimits?: Partial<PoolLimits>;
 }
 
 /**
@@ -142,6 +145,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     crypto: createProofCrypto(config.cryptoWorkers, {
       log: app.log, inlineWhenIdle: config.cryptoInlineWhenIdle, onTask: (op, thread) => cryptoTasks[op][thread].inc(),
       ...(share ? { inlineWhenShared: share } : {}),
+      ...(opts.cryptoLimits ? { limits: opts.cryptoLimits } : {}),
     }),
     keys: {
       csrf: crypto.createSecretKey(box.subkey('csrf')),

@@ -2,7 +2,8 @@
  * Verifies inline while the machine is shared (sidecar/cpu-share.ts and the
  * pool's `inlineWhenShared`): the other processes' cores from two samples,
  * the thresholds and the dwell of the mode, failing readings and observers,
- * real readings of this machine (units), the pool's routing in either mode,
+ * real readings of this machine (units), the pool's routing in either mode
+ * and with a check too costly for the main thread (sharedInlineMaxMs),
  * and, through a real sidecar, real busy processes turning the mode on
  * (`agent_authz_crypto_machine_shared`) so that verifies run on the main
  * thread. Config: SIDECAR_CRYPTO_INLINE_WHEN_SHARED.
@@ -115,7 +116,8 @@ t.test('the pool: every verify inline while shared, to the workers when not; sig
   const key: VerifyKey = { id: 'k', publicKey: kp.publicKey };
   const seen: string[] = [];
   const share = { shared: true };
-  const pool = new CryptoPool(1, { inlineWhenShared: share, onTask: (op: CryptoOp, thread: CryptoThread) => { seen.push(`${op}:${thread}`); } });
+  // Every check counts as cheap here (with the noble backend, Node 20, a check costs more than the default 0.5 ms).
+  const pool = new CryptoPool(1, { inlineWhenShared: share, limits: { sharedInlineMaxMs: 1_000 }, onTask: (op: CryptoOp, thread: CryptoThread) => { seen.push(`${op}:${thread}`); } });
   t.teardown(() => pool.close());
   t.same(await Promise.all([0, 1, 2].map(() => pool.verify(key, 'proof', msg, sig))), [true, true, true]);
   t.equal(await pool.verify(key, 'cert', msg, sig), false, 'inline still refuses a wrong signature');
@@ -131,6 +133,13 @@ t.test('the pool: every verify inline while shared, to the workers when not; sig
   share.shared = true;
   await pool.close();
   await t.rejects(pool.verify(key, 'proof', msg, sig), { message: /closed/ }, 'a closed pool refuses, also while shared');
+
+  // A check that costs more than sharedInlineMaxMs on the main thread: the first runs inline (to measure it), then the workers.
+  seen.length = 0;
+  const costly = new CryptoPool(1, { inlineWhenShared: { shared: true }, limits: { sharedInlineMaxMs: 0 }, onTask: (op: CryptoOp, thread: CryptoThread) => { seen.push(`${op}:${thread}`); } });
+  t.teardown(() => costly.close());
+  t.same(await Promise.all([0, 1, 2].map(() => costly.verify(key, 'proof', msg, sig))), [true, true, true]);
+  t.same(seen, ['verify:main', 'verify:worker', 'verify:worker'], 'measured once, then to the workers although shared');
 });
 
 t.test('config: SIDECAR_CRYPTO_INLINE_WHEN_SHARED', async (t) => {
@@ -155,7 +164,8 @@ const judge = canJudgeMachine() && os.cpus().length <= 16;
 t.test('through the sidecar: busy processes beside it turn the mode on, and verifies run on the main thread',
   { skip: judge ? false : 'this machine cannot be judged (1 CPU, a cpuset, or more than 16 CPUs to keep busy)' }, async (t) => {
     const cpus = os.cpus().length;
-    const sc = await startSidecar({ cryptoWorkers: 2, cryptoInlineWhenIdle: false, cryptoInlineWhenShared: true });
+    // Any check counts as cheap here: with the noble backend (Node 20) a check costs more than the default 0.5 ms.
+    const sc = await startSidecar({ cryptoWorkers: 2, cryptoInlineWhenIdle: false, cryptoInlineWhenShared: true }, { cryptoLimits: { sharedInlineMaxMs: 1_000 } });
     t.teardown(() => sc.close());
     const f = await specFlow(sc, 'shared@example.com', { approve: ['data:read'] });
     const metric = async (name: string, labels: Record<string, string> = {}): Promise<number | undefined> =>
