@@ -8,8 +8,9 @@
  * the interval. When they leave this sidecar fewer than
  * {@link SHARE_THRESHOLDS}.enterFree cores in {@link SHARE_DWELL_SAMPLES}
  * samples in a row, the machine counts as shared and the pool checks proof
- * signatures on the main thread: a hand-off to a worker then buys no core that
- * is not already taken, and costs two thread wake-ups that wait behind the
+ * signatures on the main thread if a check is cheap there (`sharedInlineMaxMs`
+ * in proof-crypto.ts): a hand-off to a worker then buys no core that is not
+ * already taken, and costs two thread wake-ups that wait behind the
  * other processes' threads (measured: docs/benchmarks.md, "Inline when the
  * machine is shared"). It counts as not shared again when more than
  * `leaveFree` cores are free in as many samples in a row (the gap and the

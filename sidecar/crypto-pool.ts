@@ -64,7 +64,7 @@ export interface ProofCryptoOptions {
   inlineWhenIdle?: boolean;
   /** Called once per task with where it runs (metrics). */
   onTask?: CryptoTaskHook;
-  /** While `shared` is true, every verify runs on the main thread (the sidecar passes its `CpuShareMonitor`). */
+  /** While `shared` is true, verifies run on the main thread if a check is cheap there (`sharedInlineMaxMs`; the sidecar passes its `CpuShareMonitor`). */
   inlineWhenShared?: CpuShare;
 }
 
@@ -100,6 +100,8 @@ export class CryptoPool implements ProofCrypto {
   private readonly idleInline: boolean;
   private readonly share: CpuShare | undefined;
   private readonly onTask: CryptoTaskHook | undefined;
+  /** Verifies sent to the workers while shared because a check was too costly inline (for the re-probe). */
+  private sharedSkipped = 0;
   /** A verify ran inline in this event-loop turn (cleared by setImmediate). */
   private inlineThisTurn = false;
   private readonly endInlineTurn = (): void => { this.inlineThisTurn = false; };
@@ -127,9 +129,14 @@ export class CryptoPool implements ProofCrypto {
   /** Checks both halves of a hybrid signature: inline when the machine is shared or the pool idle (see the file header), else on a worker. */
   verify(key: VerifyKey, domain: string, message: Uint8Array, signature: HybridSignature): Promise<boolean> {
     if (this.inline && !this.closed) {
-      // Unless a check has shown itself too costly for the main thread (its shortest run; the first one runs to measure it).
-      const cost = this.inline.minVerifyMs;
-      if (this.share?.shared && (cost === Infinity || cost <= this.limits.sharedInlineMaxMs)) return this.inline.verify(key, domain, message, signature);
+      // Unless a check has shown itself too costly for the main thread (its shortest successful run): the first check
+      // runs inline to measure it, and one in sharedReprobeEvery again (a cold first run must not decide for good).
+      if (this.share?.shared) {
+        const cost = this.inline.minVerifyMs;
+        if (cost === Infinity || cost <= this.limits.sharedInlineMaxMs || ++this.sharedSkipped % this.limits.sharedReprobeEvery === 0) {
+          return this.inline.verify(key, domain, message, signature);
+        }
+      }
       if (this.idleInline && this.inFlight() === 0 && !this.inlineThisTurn) {
         // At most one per turn: the requests read in the same turn as this one go to the workers.
         this.inlineThisTurn = true;

@@ -106,7 +106,7 @@ export function createMetrics(): SidecarMetrics {
   });
   new client.Gauge({
     name: 'agent_authz_crypto_machine_shared',
-    help: '1 while other processes keep the machine\'s cores busy and every verify runs on the main thread (SIDECAR_CRYPTO_INLINE_WHEN_SHARED); else 0.', registers: reg,
+    help: '1 while other processes keep the machine\'s cores busy (SIDECAR_CRYPTO_INLINE_WHEN_SHARED: verifies then run on the main thread if a check is cheap there); else 0.', registers: reg,
     collect() { this.set(sources?.cpuShare?.().shared ? 1 : 0); },
   });
   new client.Gauge({

@@ -129,11 +129,11 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     verify: { main: metrics.cryptoTasks.labels('verify', 'main'), worker: metrics.cryptoTasks.labels('verify', 'worker') },
     sign: { main: metrics.cryptoTasks.labels('sign', 'main'), worker: metrics.cryptoTasks.labels('sign', 'worker') },
   };
-  // With workers: is the machine shared with busy processes (then verifies run inline; cpu-share.ts)?
+  // With workers: is the machine shared with busy processes (then cheap verifies run inline; cpu-share.ts)?
   const share = config.cryptoWorkers > 0 && config.cryptoInlineWhenShared && canJudgeMachine()
     ? new CpuShareMonitor({
       onChange: (shared, others, cpus) => app.log.info({ other_cores: Math.round(others * 100) / 100, cpus },
-        shared ? 'other processes keep the cores busy: proof signatures are checked on the main thread' : 'cores free again: proof signatures are checked on the crypto workers'),
+        shared ? 'other processes keep the cores busy: proof signatures are checked on the main thread if a check is cheap there' : 'cores free again: proof signatures are checked on the crypto workers'),
     })
     : undefined;
   let worker: WebhookWorker | undefined;

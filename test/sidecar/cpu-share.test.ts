@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { CpuShareMonitor, SHARE_DWELL_SAMPLES, SHARE_THRESHOLDS, canJudgeMachine, othersCores, readCpu } from '../../sidecar/cpu-share.ts';
 import type { CpuSample } from '../../sidecar/cpu-share.ts';
-import { CryptoPool } from '../../sidecar/crypto-pool.ts';
+import { CryptoPool, InlineCrypto } from '../../sidecar/crypto-pool.ts';
 import type { CryptoOp, CryptoThread, VerifyKey } from '../../sidecar/crypto-pool.ts';
 import { loadConfig } from '../../sidecar/config.ts';
 import { createSigner, generateHybridKeyPair } from '../../src/crypto/hybrid.ts';
@@ -71,9 +71,10 @@ t.test('the mode: shared below enterFree free cores, not shared again above leav
 t.test('a failing reading or observer keeps the mode and the sampling', async (t) => {
   let fail = false;
   let now = start;
+  let read = (): CpuSample => { now = after(now, 10, 2, 0); return now; };
   const m = new CpuShareMonitor({
     intervalMs: 10,
-    read: () => { if (fail) throw new Error('no /proc'); now = after(now, 10, 2, 0); return now; },
+    read: () => { if (fail) throw new Error('no /proc'); return read(); },
     onChange: () => { throw new Error('observer failed'); },
   });
   m.start();
@@ -83,7 +84,11 @@ t.test('a failing reading or observer keeps the mode and the sampling', async (t
   fail = true;
   await new Promise((r) => setTimeout(r, 60));
   t.equal(m.shared, true, 'readings that throw keep the mode');
-  t.ok(m.running, 'and the timer runs on');
+  // The timer runs on: readings that work again, with the others idle, turn the mode off.
+  read = (): CpuSample => { now = after(now, 10, 0, 0); return now; };
+  fail = false;
+  for (const end = Date.now() + 3_000; m.shared && Date.now() < end;) await new Promise((r) => setTimeout(r, 10));
+  t.equal(m.shared, false, 'sampling went on after the failures');
   t.equal(othersCores(start, { ...after(start, 500, 1, 0), cpus: 0 }), undefined, 'no CPUs listed: nothing to judge');
   m.stop();
   t.notOk(m.running);
@@ -103,10 +108,9 @@ t.test('real readings of this machine', async (t) => {
   const wall = b.atMs - a.atMs;
   t.ok(b.ownMs - a.ownMs >= 150, `this process's CPU time in ms (${(b.ownMs - a.ownMs).toFixed(0)})`);
   t.ok(b.ownMs - a.ownMs <= wall * a.cpus + 20, 'and not more than its threads could use in the wall time');
-  t.ok(b.machineBusyMs - a.machineBusyMs <= wall * a.cpus + 50, 'the machine\'s busy time is in ms as well');
+  t.ok(b.machineBusyMs - a.machineBusyMs <= wall * a.cpus + 20 * a.cpus, 'the machine\'s busy time is in ms as well (10 ms ticks)');
   const others = othersCores(a, b);
   t.ok(others !== undefined && others >= 0 && others <= a.cpus, `others ${others?.toFixed(2)} of ${a.cpus} cores`);
-  t.equal(typeof canJudgeMachine(), 'boolean');
 });
 
 t.test('the pool: every verify inline while shared, to the workers when not; signing stays on the workers', async (t) => {
@@ -136,10 +140,26 @@ t.test('the pool: every verify inline while shared, to the workers when not; sig
 
   // A check that costs more than sharedInlineMaxMs on the main thread: the first runs inline (to measure it), then the workers.
   seen.length = 0;
-  const costly = new CryptoPool(1, { inlineWhenShared: { shared: true }, limits: { sharedInlineMaxMs: 0 }, onTask: (op: CryptoOp, thread: CryptoThread) => { seen.push(`${op}:${thread}`); } });
+  const costly = new CryptoPool(1, { inlineWhenShared: { shared: true }, limits: { sharedInlineMaxMs: 0, sharedReprobeEvery: 3 }, onTask: (op: CryptoOp, thread: CryptoThread) => { seen.push(`${op}:${thread}`); } });
   t.teardown(() => costly.close());
-  t.same(await Promise.all([0, 1, 2].map(() => costly.verify(key, 'proof', msg, sig))), [true, true, true]);
-  t.same(seen, ['verify:main', 'verify:worker', 'verify:worker'], 'measured once, then to the workers although shared');
+  t.same(await Promise.all([0, 1, 2, 3, 4].map(() => costly.verify(key, 'proof', msg, sig))), [true, true, true, true, true]);
+  t.same(seen, ['verify:main', 'verify:worker', 'verify:worker', 'verify:main', 'verify:worker'],
+    'measured once, then to the workers although shared, with one in sharedReprobeEvery measured again');
+});
+
+t.test('the inline cost: only successful checks are timed', async (t) => {
+  const kp = generateHybridKeyPair();
+  const msg = new TextEncoder().encode('{"a":1}');
+  const sig = createSigner(kp.secretSeed).sign('proof', msg);
+  const inline = new InlineCrypto();
+  const key: VerifyKey = { id: 'k', publicKey: kp.publicKey };
+  t.equal(inline.minVerifyMs, Infinity, 'nothing measured yet');
+  t.equal(await inline.verify(key, 'cert', msg, sig), false);
+  const forged = { ...sig, ed25519: new Uint8Array(64) };
+  t.equal(await inline.verify(key, 'proof', msg, forged), false, 'a wrong Ed25519 half stops before the ML-DSA half');
+  t.equal(inline.minVerifyMs, Infinity, 'failed checks are not timed (they can stop after one half)');
+  t.equal(await inline.verify(key, 'proof', msg, sig), true);
+  t.ok(inline.minVerifyMs > 0 && inline.minVerifyMs < 1_000, `a valid check is (${inline.minVerifyMs.toFixed(3)} ms)`);
 });
 
 t.test('config: SIDECAR_CRYPTO_INLINE_WHEN_SHARED', async (t) => {
@@ -171,7 +191,7 @@ t.test('through the sidecar: busy processes beside it turn the mode on, and veri
     const metric = async (name: string, labels: Record<string, string> = {}): Promise<number | undefined> =>
       sampleValue(parsePrometheusText(await (await fetch(`${sc.url}/metrics`)).text()), name, name, labels);
     // Enough busy processes that fewer than enterFree cores are left, whatever else runs.
-    const procs = burners(Math.max(1, Math.ceil(cpus - SHARE_THRESHOLDS.enterFree + 0.5)), 15_000);
+    const procs = burners(Math.max(1, Math.ceil(cpus - SHARE_THRESHOLDS.enterFree + 0.5)), 30_000);
     t.teardown(() => { for (const p of procs) p.kill('SIGKILL'); });
     let shared = 0;
     for (const end = Date.now() + 10_000; Date.now() < end && shared !== 1;) {
