@@ -50,6 +50,16 @@ export function tuningOf(env: NodeJS.ProcessEnv = process.env): string[] {
   return TUNING_VARS.filter((k) => env[k]?.trim()).map((k) => `${k}=${env[k]!.trim()}`);
 }
 
+/**
+ * The sidecar's own settings for the `BENCH_CRYPTO_*` entries of {@link TUNING_VARS} set (not empty) in `env`:
+ * `BENCH_CRYPTO_WORKERS=0` becomes `SIDECAR_CRYPTO_WORKERS=0`, and so on.
+ */
+export function sidecarTuningEnv(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of TUNING_VARS) if (k.startsWith('BENCH_CRYPTO_') && env[k]) out[k.replace(/^BENCH_/, 'SIDECAR_')] = env[k];
+  return out;
+}
+
 /** Node options that would run other code than the benchmark's entry point, or open a debugger port. */
 const ENTRY_FLAGS = /^--(eval|print|require|import|loader|experimental-loader|inspect|inspect-brk|inspect-wait|inspect-port|debug-port|check|test|watch|watch-path|env-file|run)(=|$)/;
 

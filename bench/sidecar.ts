@@ -11,7 +11,7 @@ import { DB_FILE_NAME } from '../sidecar/store/index.ts';
 import { NODE24 } from './node24.ts';
 import type { Backend } from './plan.ts';
 import { Child, childEnv, freePort, tsArgs, waitForHttp } from './procs.ts';
-import { log, sleep } from './common.ts';
+import { log, sidecarTuningEnv, sleep } from './common.ts';
 import type { Run } from './common.ts';
 
 /** A running sidecar. */
@@ -43,9 +43,7 @@ async function startSidecarOnce(run: Run, backend: Backend, dataDir: string, o: 
     // Bundles are made ahead of the measured steps: keep them fresh for the whole run.
     SIDECAR_CHALLENGE_TTL_SECONDS: '3600', SIDECAR_PROOF_FRESHNESS_SECONDS: '3600',
     ...(o.webhooks ? { SIDECAR_WEBHOOK_ALLOW_INSECURE: '1' } : {}),
-    ...(process.env.BENCH_CRYPTO_WORKERS ? { SIDECAR_CRYPTO_WORKERS: process.env.BENCH_CRYPTO_WORKERS } : {}),
-    ...(process.env.BENCH_CRYPTO_INLINE_WHEN_IDLE ? { SIDECAR_CRYPTO_INLINE_WHEN_IDLE: process.env.BENCH_CRYPTO_INLINE_WHEN_IDLE } : {}),
-    ...(process.env.BENCH_CRYPTO_INLINE_WHEN_SHARED ? { SIDECAR_CRYPTO_INLINE_WHEN_SHARED: process.env.BENCH_CRYPTO_INLINE_WHEN_SHARED } : {}),
+    ...sidecarTuningEnv(),
     ...(backend === 'native' ? { SIDECAR_SQLITE_BINDING: run.sqlite24! } : {}),
   });
   delete env.NODE_ENV;

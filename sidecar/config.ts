@@ -40,7 +40,7 @@ export interface SidecarConfig {
   cryptoWorkers: number;
   /** With workers: a verify that arrives while the pool is idle runs on the main thread (lower latency at low load). */
   cryptoInlineWhenIdle: boolean;
-  /** With workers: while other processes keep the machine's cores busy, every verify runs on the main thread (sidecar/cpu-share.ts). */
+  /** With workers: while other processes keep the machine's cores busy, verifies run on the main thread if a check is cheap there (sidecar/cpu-share.ts). */
   cryptoInlineWhenShared: boolean;
   /** A separate listener for `GET /metrics` (then not served on the main port); null = the main port. */
   metricsListen: { host: string; port: number } | null;

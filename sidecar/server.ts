@@ -158,7 +158,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     outboxStats: () => store.outbox.stats(),
     lowestBalances: (n) => store.accounts.lowestBalances(n),
     clock,
-    ...(share ? { cpuShare: () => ({ shared: share.shared, others: share.others }) } : {}),
+    ...(share ? { cpuShare: () => share } : {}),
   });
   for (const id of await store.delegations.revokedCertificateIds()) ctx.caches.markRevoked(id);
 

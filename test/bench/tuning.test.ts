@@ -5,7 +5,7 @@
  * so in its table's title.
  */
 import t from 'tap';
-import { productNodeFlags, tuningOf } from '../../bench/common.ts';
+import { productNodeFlags, sidecarTuningEnv, tuningOf } from '../../bench/common.ts';
 import { probeNodeFlags } from '../../bench/procs.ts';
 import { renderTable } from '../../bench/report.ts';
 import type { Results } from '../../bench/report.ts';
@@ -43,6 +43,12 @@ t.test('tuningOf lists the set tuning variables in a fixed order', async (t) => 
   t.same(tuningOf({ BENCH_NODE_FLAGS: '  ', BENCH_CRYPTO_WORKERS: '' }), [], 'blank values are not tuning');
   t.same(tuningOf({ BENCH_NODE_FLAGS: ' --single-threaded-gc ', BENCH_CRYPTO_WORKERS: '0', OTHER: 'x', BENCH_CRYPTO_INLINE_WHEN_IDLE: '' }),
     ['BENCH_CRYPTO_WORKERS=0', 'BENCH_NODE_FLAGS=--single-threaded-gc']);
+});
+
+t.test('sidecarTuningEnv: each BENCH_CRYPTO_* setting becomes the sidecar\'s SIDECAR_CRYPTO_* one', async (t) => {
+  t.same(sidecarTuningEnv({}), {});
+  t.same(sidecarTuningEnv({ BENCH_CRYPTO_WORKERS: '0', BENCH_CRYPTO_INLINE_WHEN_IDLE: '', BENCH_CRYPTO_INLINE_WHEN_SHARED: '0', BENCH_NODE_FLAGS: '--single-threaded-gc' }),
+    { SIDECAR_CRYPTO_WORKERS: '0', SIDECAR_CRYPTO_INLINE_WHEN_SHARED: '0' }, 'empty ones and the Node flags are not the sidecar\'s');
 });
 
 function results(tuning?: string[]): Results {
