@@ -70,7 +70,10 @@ t.test('online backup, restore with the same master key, verify allow', async (t
   fs.copyFileSync(backupFile, path.join(restored, DB_FILE_NAME));
   fs.copyFileSync(path.join(sc.dataDir, MASTER_KEY_FILE), path.join(restored, MASTER_KEY_FILE));
   const sc2 = await startSidecar({ dataDir: restored });
-  t.teardown(() => sc2.close());
+  t.teardown(async () => {
+    await sc2.close();
+    fs.rmSync(restored, { recursive: true, force: true });
+  });
   t.equal((await fetch(`${sc2.url}/readyz`)).status, 200, 'the restored sidecar is ready');
   const platform = new Client(sc2.url);
   platform.apiKey = f.reg.api_key;

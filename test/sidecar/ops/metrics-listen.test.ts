@@ -5,6 +5,7 @@
  * families, answers other paths there with the API's 404 error shape, names
  * the address in its startup log, and closes both listeners on SIGTERM.
  */
+import fs from 'node:fs';
 import net from 'node:net';
 import t from 'tap';
 import { exitWithin, parsePrometheusText, spawnSidecar } from './helpers.ts';
@@ -21,7 +22,11 @@ async function closed(port: number): Promise<boolean> {
 t.test('metrics on their own listener', async (t) => {
   const metricsPort = await freePort();
   const sc = await spawnSidecar({ env: { SIDECAR_METRICS_LISTEN: `127.0.0.1:${metricsPort}` } });
-  t.teardown(() => sc.kill());
+  t.teardown(async () => {
+    sc.kill();
+    await sc.exited;
+    fs.rmSync(sc.dataDir, { recursive: true, force: true });
+  });
   const metricsUrl = `http://127.0.0.1:${metricsPort}`;
 
   const onMain = await fetch(`${sc.url}/metrics`);
