@@ -46,28 +46,38 @@ export function node24Available(): boolean {
 /**
  * Returns the path of a better-sqlite3 binding built for Node 24, building it
  * first when missing (prints what it does). Throws when the build fails.
+ * The build and its load check run without the caller's `NODE_OPTIONS` and
+ * `TAP*` variables (a test runner's loader hooks are not the build's).
+ *
+ * @param log - Progress lines.
+ * @param o - `quiet`: keep npm's and the compiler's output, and show its end only in the error (tests: stdout is TAP).
  */
-export function ensureNode24SqliteBinding(log: (s: string) => void): string {
+export function ensureNode24SqliteBinding(log: (s: string) => void, o: { quiet?: boolean } = {}): string {
   const version = lockedSqliteVersion();
   const pkg = path.join(SQLITE24_DIR, 'node_modules/better-sqlite3/package.json');
   if (fs.existsSync(SQLITE24_BINDING) && fs.existsSync(pkg)
     && (JSON.parse(fs.readFileSync(pkg, 'utf8')) as { version: string }).version === version) return SQLITE24_BINDING;
   const headers = node24HeadersDir();
   fs.mkdirSync(SQLITE24_DIR, { recursive: true });
-  const cmd = ['install', '--prefix', SQLITE24_DIR, '--no-save', '--no-audit', '--no-fund', `better-sqlite3@${version}`];
+  // --prefer-offline: the tarball `npm ci` fetched is in npm's cache.
+  const cmd = ['install', '--prefix', SQLITE24_DIR, '--prefer-offline', '--no-save', '--no-audit', '--no-fund', `better-sqlite3@${version}`];
   log(`building better-sqlite3@${version} for Node 24 (once; takes a few minutes):`);
   log(`  PATH=${path.dirname(NODE24)}:$PATH npm_config_nodedir=${headers} npm_config_build_from_source=true npm ${cmd.join(' ')}`);
-  const env = {
-    ...process.env,
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (k !== 'NODE_OPTIONS' && !/^_?TAP/.test(k)) env[k] = v;
+  Object.assign(env, {
     PATH: `${path.dirname(NODE24)}${path.delimiter}${process.env.PATH ?? ''}`,
     npm_config_nodedir: headers,
     npm_config_build_from_source: 'true',
-  };
-  const r = spawnSync('npm', cmd, { env, stdio: ['ignore', 'inherit', 'inherit'], timeout: 15 * 60_000 });
-  if (r.status !== 0 || !fs.existsSync(SQLITE24_BINDING)) throw new Error(`building better-sqlite3 for Node 24 failed (exit ${r.status ?? r.signal})`);
+  });
+  const stdio = o.quiet ? 'pipe' as const : 'inherit' as const;
+  const tail = (r: { stdout?: Buffer | null; stderr?: Buffer | null }): string =>
+    o.quiet ? `\n${(String(r.stdout ?? '') + String(r.stderr ?? '')).slice(-3000)}` : '';
+  const r = spawnSync('npm', cmd, { env, stdio: ['ignore', stdio, stdio], timeout: 15 * 60_000 });
+  if (r.status !== 0 || !fs.existsSync(SQLITE24_BINDING)) throw new Error(`building better-sqlite3 for Node 24 failed (exit ${r.status ?? r.signal})${tail(r)}`);
   // Check the binding loads in Node 24.
-  const probe = spawnSync(NODE24, ['-e', `const D=require(${JSON.stringify(path.join(SQLITE24_DIR, 'node_modules/better-sqlite3'))});new D(':memory:').prepare('select 1').get()`], { stdio: 'inherit', timeout: 30_000 });
-  if (probe.status !== 0) throw new Error('the Node 24 better-sqlite3 build does not load');
+  const probe = spawnSync(NODE24, ['-e', `const D=require(${JSON.stringify(path.join(SQLITE24_DIR, 'node_modules/better-sqlite3'))});new D(':memory:').prepare('select 1').get()`], { env, stdio: ['ignore', stdio, stdio], timeout: 30_000 });
+  if (probe.status !== 0) throw new Error(`the Node 24 better-sqlite3 build does not load${tail(probe)}`);
   log(`  built ${path.relative(ROOT, SQLITE24_BINDING)}`);
   return SQLITE24_BINDING;
 }

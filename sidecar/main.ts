@@ -21,6 +21,7 @@ import { ConfigError, loadConfig } from './config.ts';
 import type { SidecarConfig } from './config.ts';
 import { buildServer } from './server.ts';
 import { installGracefulShutdown } from './shutdown.ts';
+import { getMlDsaBackend } from '../src/crypto/hybrid.ts';
 
 function readConfig(): SidecarConfig {
   try {
@@ -61,6 +62,7 @@ async function main(): Promise<void> {
     data_dir: config.dataDir, production: config.production, log_level: config.logLevel,
     mailer: config.smtpUrl ? 'smtp' : 'development-log', audit_retention_days: config.auditRetentionDays,
     challenge_retention_hours: config.challengeRetentionHours, shutdown_timeout_ms: config.shutdownTimeoutMs,
+    crypto_workers: config.cryptoWorkers, mldsa_backend: getMlDsaBackend(),
   }, 'agent-authz sidecar ready');
 }
 

@@ -1,0 +1,149 @@
+/**
+ * The sidecar as a real process on Node 24 (the `node@24` devDependency's binary, with a
+ * better-sqlite3 binding built for its ABI into `.cache/node24-sqlite/` on first use, as the
+ * benchmark does): the runtime of the Docker image, where ML-DSA-65 is native. The other
+ * sidecar tests run on the Node that runs tap (20 here, the noble backend).
+ *
+ * Checked over HTTP, with the crypto workers and with `SIDECAR_CRYPTO_WORKERS=0`: the ready
+ * log names the backend (`native`); the spec flow; 16 presents and their 16 verifies at once
+ * all allow; a bundle with one bit of either signature half changed is 400
+ * `invalid_signature` and spends its challenge; /metrics counts every sign and check on the
+ * thread the settings put it on (idle and shared-machine inlining turned off for the workers,
+ * so that the counts are exact); SIGTERM exits 0.
+ */
+import t from 'tap';
+import type { Test } from 'tap';
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { ensureNode24SqliteBinding, NODE24 } from '../../bench/node24.ts';
+import { remoteSidecar, specFlow, startMailSink } from '../helpers/sidecar.ts';
+import type { MailSink } from '../helpers/sidecar.ts';
+import { freePort } from '../helpers/net.ts';
+import { bundleFor, clone, expectDecision, expectError, flipB64, verify } from './decide/helpers.ts';
+import type { Bundle } from './decide/helpers.ts';
+import { parsePrometheusText, sampleValue } from './ops/helpers.ts';
+
+// The first run builds better-sqlite3 for Node 24 (about a minute or two on two cores).
+t.setTimeout(15 * 60_000);
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const binding = ensureNode24SqliteBinding((s) => t.comment(s), { quiet: true });
+
+interface Proc { url: string; output(): string; stop(): Promise<number | null> }
+
+/** Starts `sidecar/main.ts` on Node 24 with `extra` env; resolves once /readyz answers 200 (at most 30 s). */
+async function startNode24Sidecar(dir: string, mail: MailSink, extra: Record<string, string> = {}): Promise<Proc> {
+  const port = await freePort();
+  const child = spawn(NODE24, ['--import', 'tsx', 'sidecar/main.ts'], {
+    cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      PATH: process.env.PATH ?? '', SIDECAR_HOST: '127.0.0.1', SIDECAR_PORT: String(port), SIDECAR_DATA_DIR: dir,
+      SIDECAR_SMTP_URL: mail.url, SIDECAR_INSECURE_COOKIES: '1', SIDECAR_LOG_LEVEL: 'info', SIDECAR_SEND_CODE_PER_MINUTE: '100',
+      SIDECAR_SQLITE_BINDING: binding, ...extra,
+    },
+  });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => { out += c.toString(); });
+  child.stderr.on('data', (c: Buffer) => { out += c.toString(); });
+  const exit = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  let exited = false;
+  void exit.then(() => { exited = true; });
+  const url = `http://127.0.0.1:${port}`;
+  const proc: Proc = {
+    url,
+    output: () => out,
+    async stop() {
+      if (!exited) child.kill('SIGTERM');
+      const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      const code = await exit;
+      clearTimeout(killer);
+      return code;
+    },
+  };
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (exited) throw new Error(`the Node 24 sidecar exited during startup:\n${out}`);
+    try {
+      const r = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1000) });
+      await r.arrayBuffer();
+      if (r.status === 200) return proc;
+    } catch { /* not listening yet */ }
+    if (Date.now() > deadline) { await proc.stop(); throw new Error(`the Node 24 sidecar was not ready within 30 s:\n${out}`); }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** `agent_authz_crypto_tasks_total` by op and thread, from the sidecar's /metrics. */
+async function cryptoTasks(url: string): Promise<Record<string, number>> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const families = parsePrometheusText(text);
+  const out: Record<string, number> = {};
+  for (const op of ['verify', 'sign']) {
+    for (const thread of ['main', 'worker']) {
+      out[`${op}/${thread}`] = sampleValue(families, 'agent_authz_crypto_tasks_total', 'agent_authz_crypto_tasks_total', { op, thread }) ?? 0;
+    }
+  }
+  return out;
+}
+
+const mail = await startMailSink();
+const dir = await mkdtemp(join(tmpdir(), 'node24-sidecar-'));
+t.teardown(async () => {
+  await mail.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** The flow, 16 concurrent presents and verifies, the two tampered halves; returns the verifies made (18). */
+async function exercise(t: Test, url: string, email: string): Promise<number> {
+  const f = await specFlow(remoteSidecar(url, mail), email, { scopes: ['data:read'], approve: ['data:read'] });
+  const bundles = await Promise.all(Array.from({ length: 16 }, () => bundleFor(f)));
+  const rs = await Promise.all(bundles.map((b) => verify(f.platform, b, 'data:read')));
+  rs.forEach((r, i) => expectDecision(t, r, 'allow', 'authorized', undefined, `verify ${i}`));
+  const ed: Bundle = clone(await bundleFor(f));
+  ed.sig.ed25519 = flipB64(ed.sig.ed25519 as string);
+  expectError(t, await verify(f.platform, ed, 'data:read'), 400, 'invalid_signature', 'Ed25519 half altered');
+  const b: Bundle = await bundleFor(f);
+  const ml = clone(b);
+  ml.sig.ml_dsa_65 = flipB64(ml.sig.ml_dsa_65 as string);
+  expectError(t, await verify(f.platform, ml, 'data:read'), 400, 'invalid_signature', 'ML-DSA-65 half altered');
+  const again = await verify(f.platform, b, 'data:read');
+  t.not(again.body?.decision, 'allow', 'the challenge of a refused bundle is spent');
+  return 18;
+}
+
+/** The fields of the ready log line. */
+function readyLog(sc: Proc): Record<string, unknown> {
+  const line = sc.output().split('\n').find((l) => l.includes('agent-authz sidecar ready'));
+  return JSON.parse(line ?? '{}') as Record<string, unknown>;
+}
+
+t.test('with the crypto workers', async (t) => {
+  const sc = await startNode24Sidecar(join(dir, 'w'), mail, { SIDECAR_CRYPTO_WORKERS: '2', SIDECAR_CRYPTO_INLINE_WHEN_IDLE: '0', SIDECAR_CRYPTO_INLINE_WHEN_SHARED: '0' });
+  let stopped = false;
+  t.teardown(async () => { if (!stopped) await sc.stop(); });
+  t.equal(readyLog(sc).mldsa_backend, 'native', 'ready log: native ML-DSA-65');
+  t.equal(readyLog(sc).crypto_workers, 2, 'ready log: 2 crypto workers');
+  const n = await exercise(t, sc.url, 'node24w@example.com');
+  const tasks = await cryptoTasks(sc.url);
+  t.equal(tasks['verify/worker'], n, 'every signature check on a worker');
+  t.equal(tasks['sign/worker'], n, 'every present signed on a worker');
+  t.equal(tasks['verify/main']! + tasks['sign/main']!, 0, 'none on the main thread');
+  stopped = true;
+  t.equal(await sc.stop(), 0, 'SIGTERM: exit 0');
+});
+
+t.test('SIDECAR_CRYPTO_WORKERS=0: on the main thread', async (t) => {
+  const sc = await startNode24Sidecar(join(dir, 'inline'), mail, { SIDECAR_CRYPTO_WORKERS: '0' });
+  let stopped = false;
+  t.teardown(async () => { if (!stopped) await sc.stop(); });
+  t.equal(readyLog(sc).crypto_workers, 0, 'ready log: no crypto workers');
+  const n = await exercise(t, sc.url, 'node24i@example.com');
+  const tasks = await cryptoTasks(sc.url);
+  t.equal(tasks['verify/main'], n, 'every signature check inline');
+  t.equal(tasks['sign/main'], n, 'every present signed inline');
+  t.equal(tasks['verify/worker']! + tasks['sign/worker']!, 0, 'none on a worker');
+  stopped = true;
+  t.equal(await sc.stop(), 0, 'SIGTERM: exit 0');
+});
