@@ -50,7 +50,7 @@ export function node24Available(): boolean {
  * `TAP*` variables (a test runner's loader hooks are not the build's).
  *
  * @param log - Progress lines.
- * @param o - `quiet`: keep npm's and the compiler's output, and show its end only in the error (tests: stdout is TAP).
+ * @param o - `quiet`: capture npm's and the compiler's output instead of printing it, and show its end only in an error (tests: their stdout is TAP).
  */
 export function ensureNode24SqliteBinding(log: (s: string) => void, o: { quiet?: boolean } = {}): string {
   const version = lockedSqliteVersion();
