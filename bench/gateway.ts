@@ -157,12 +157,14 @@ export async function gatewayComparison(run: Run, backend: Backend, sc: Sidecar,
     let wantLat = need(g.latSeconds, latRate, run.plan.maxBundles);
     const warm = need(g.warmupSeconds, best * 0.8, run.plan.maxBundles);
     const budget = Math.floor(run.plan.genSeconds * presentRate(br));
-    if (warm + (g.rounds + 1) * wantLat + g.rounds * wantTp > budget) {
-      const f = Math.max(0.05, (budget - warm) / ((g.rounds + 1) * wantLat + g.rounds * wantTp));
+    // Headers for the warm-up round (c=50, then c=1) and for each measured round's two parts.
+    const needed = (): number => warm + wantLat + g.rounds * (wantTp + wantLat);
+    if (needed() > budget) {
+      const f = Math.max(0.05, (budget - warm) / (needed() - warm));
       wantTp = Math.max(8, Math.floor(wantTp * f));
       wantLat = Math.max(8, Math.floor(wantLat * f));
     }
-    const total = Math.min(run.plan.maxBundles, warm + wantLat + g.rounds * (wantTp + wantLat));
+    const total = Math.min(run.plan.maxBundles, needed());
     log(`${backend}: gateway: making ${total} proof headers`);
     const headers = await makeBundles(sp, s, total, 'header', 300);
     let used = 0;
