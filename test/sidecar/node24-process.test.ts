@@ -95,8 +95,14 @@ t.teardown(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** The flow, 16 concurrent presents and verifies, the two tampered halves; returns the verifies made (18). */
-async function exercise(t: Test, url: string, email: string): Promise<number> {
+/**
+ * Presents made and signatures checked by {@link exercise}: 16 allowed, and one for each altered
+ * half (the replay of a refused bundle stops at its spent challenge, before any check).
+ */
+const SIGNATURES = 18;
+
+/** The flow, 16 concurrent presents and verifies, the two altered halves, the replay. */
+async function exercise(t: Test, url: string, email: string): Promise<void> {
   const f = await specFlow(remoteSidecar(url, mail), email, { scopes: ['data:read'], approve: ['data:read'] });
   const bundles = await Promise.all(Array.from({ length: 16 }, () => bundleFor(f)));
   const rs = await Promise.all(bundles.map((b) => verify(f.platform, b, 'data:read')));
@@ -110,7 +116,6 @@ async function exercise(t: Test, url: string, email: string): Promise<number> {
   expectError(t, await verify(f.platform, ml, 'data:read'), 400, 'invalid_signature', 'ML-DSA-65 half altered');
   const again = await verify(f.platform, b, 'data:read');
   t.not(again.body?.decision, 'allow', 'the challenge of a refused bundle is spent');
-  return 18;
 }
 
 /** The fields of the ready log line. */
@@ -119,31 +124,27 @@ function readyLog(sc: Proc): Record<string, unknown> {
   return JSON.parse(line ?? '{}') as Record<string, unknown>;
 }
 
-t.test('with the crypto workers', async (t) => {
-  const sc = await startNode24Sidecar(join(dir, 'w'), mail, { SIDECAR_CRYPTO_WORKERS: '2', SIDECAR_CRYPTO_INLINE_WHEN_IDLE: '0', SIDECAR_CRYPTO_INLINE_WHEN_SHARED: '0' });
-  let stopped = false;
-  t.teardown(async () => { if (!stopped) await sc.stop(); });
-  t.equal(readyLog(sc).mldsa_backend, 'native', 'ready log: native ML-DSA-65');
-  t.equal(readyLog(sc).crypto_workers, 2, 'ready log: 2 crypto workers');
-  const n = await exercise(t, sc.url, 'node24w@example.com');
-  const tasks = await cryptoTasks(sc.url);
-  t.equal(tasks['verify/worker'], n, 'every signature check on a worker');
-  t.equal(tasks['sign/worker'], n, 'every present signed on a worker');
-  t.equal(tasks['verify/main']! + tasks['sign/main']!, 0, 'none on the main thread');
-  stopped = true;
-  t.equal(await sc.stop(), 0, 'SIGTERM: exit 0');
-});
+// Idle and shared-machine inlining off for the workers, so that every task is counted where the setting puts it.
+const MODES = [
+  {
+    name: 'with the crypto workers', workers: 2, on: 'worker', off: 'main',
+    env: { SIDECAR_CRYPTO_WORKERS: '2', SIDECAR_CRYPTO_INLINE_WHEN_IDLE: '0', SIDECAR_CRYPTO_INLINE_WHEN_SHARED: '0' },
+  },
+  { name: 'SIDECAR_CRYPTO_WORKERS=0: on the main thread', workers: 0, on: 'main', off: 'worker', env: { SIDECAR_CRYPTO_WORKERS: '0' } },
+] as const;
 
-t.test('SIDECAR_CRYPTO_WORKERS=0: on the main thread', async (t) => {
-  const sc = await startNode24Sidecar(join(dir, 'inline'), mail, { SIDECAR_CRYPTO_WORKERS: '0' });
-  let stopped = false;
-  t.teardown(async () => { if (!stopped) await sc.stop(); });
-  t.equal(readyLog(sc).crypto_workers, 0, 'ready log: no crypto workers');
-  const n = await exercise(t, sc.url, 'node24i@example.com');
-  const tasks = await cryptoTasks(sc.url);
-  t.equal(tasks['verify/main'], n, 'every signature check inline');
-  t.equal(tasks['sign/main'], n, 'every present signed inline');
-  t.equal(tasks['verify/worker']! + tasks['sign/worker']!, 0, 'none on a worker');
-  stopped = true;
-  t.equal(await sc.stop(), 0, 'SIGTERM: exit 0');
-});
+for (const m of MODES) {
+  t.test(m.name, async (t) => {
+    const sc = await startNode24Sidecar(join(dir, m.on), mail, m.env);
+    t.teardown(() => sc.stop());
+    const ready = readyLog(sc);
+    t.equal(ready.mldsa_backend, 'native', 'ready log: native ML-DSA-65');
+    t.equal(ready.crypto_workers, m.workers, `ready log: ${m.workers} crypto workers`);
+    await exercise(t, sc.url, `node24-${m.on}@example.com`);
+    const tasks = await cryptoTasks(sc.url);
+    t.equal(tasks[`verify/${m.on}`], SIGNATURES, `every signature check on the ${m.on} thread`);
+    t.equal(tasks[`sign/${m.on}`], SIGNATURES, `every present signed on the ${m.on} thread`);
+    t.equal(tasks[`verify/${m.off}`]! + tasks[`sign/${m.off}`]!, 0, `none on the ${m.off} thread`);
+    t.equal(await sc.stop(), 0, 'SIGTERM: exit 0');
+  });
+}
