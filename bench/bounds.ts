@@ -23,7 +23,7 @@
  * that does no work) says what this gateway could reach if the sidecar cost
  * nothing but the signature check; it is a reference, not a bound.
  */
-import type { BackendResults, GatewayVariant } from './report.ts';
+import type { BackendResults, GatewayVariant } from './report.js';
 
 /** CPU per request (ms) of a variant's whole path at c=50: load generator, serving process, upstream, and the sidecar behind it. */
 export function pathCpuMs(b: BackendResults, v: GatewayVariant): number | undefined {

@@ -3,9 +3,9 @@
  * concurrency for each backend, and gateway throughput at c=50 against the
  * baselines (upstream, plain proxy, jose proxy) and the stub and hop references.
  */
-import type { Backend } from './plan.ts';
-import type { GatewayVariant, Results } from './report.ts';
-import { escapeXml as esc } from './svg.ts';
+import type { Backend } from './plan.js';
+import type { GatewayVariant, Results } from './report.js';
+import { escapeXml as esc } from './svg.js';
 
 /** The chart: verify latency (p50/p99) against concurrency, and gateway throughput against the baselines. */
 export function renderSvg(res: Results): string {

@@ -5,11 +5,11 @@
  * variables that tune the processes under test.
  */
 import path from 'node:path';
-import type { MailSink } from './flow.ts';
-import { ROOT } from './node24.ts';
-import type { Plan } from './plan.ts';
-import { bestRps } from './report.ts';
-import type { BackendResults, Results } from './report.ts';
+import type { MailSink } from './flow.js';
+import { ROOT } from './node24.js';
+import type { Plan } from './plan.js';
+import { bestRps } from './report.js';
+import type { BackendResults, Results } from './report.js';
 
 /** Where results, charts and profiles go (bench/out). */
 export const OUT = path.join(ROOT, 'bench/out');

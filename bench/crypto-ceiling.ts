@@ -7,10 +7,10 @@
  *   node --import tsx bench/crypto-ceiling.ts --backend=native --seconds=1.5
  */
 import { randomBytes } from 'node:crypto';
-import { createSigner, createVerifier, getMlDsaBackend, setMlDsaBackend } from '../src/crypto/hybrid.ts';
-import type { MlDsaBackendName } from '../src/crypto/hybrid.ts';
-import { canonicalBytes } from '../src/canonical.ts';
-import { PROOF_DOMAIN, PROOF_TYPE } from '../src/proof.ts';
+import { createSigner, createVerifier, getMlDsaBackend, setMlDsaBackend } from '../src/crypto/hybrid.js';
+import type { MlDsaBackendName } from '../src/crypto/hybrid.js';
+import { canonicalBytes } from '../src/canonical.js';
+import { PROOF_DOMAIN, PROOF_TYPE } from '../src/proof.js';
 
 const arg = (name: string, def: string): string => process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? def;
 const backend = arg('backend', 'noble') as MlDsaBackendName;

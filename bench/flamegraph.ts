@@ -15,9 +15,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { forEachSample, frameKey, isOwnFrame, readProfile } from './profile.ts';
-import type { CallFrame, CpuProfile } from './profile.ts';
-import { escapeXml } from './svg.ts';
+import { forEachSample, frameKey, isOwnFrame, readProfile } from './profile.js';
+import type { CallFrame, CpuProfile } from './profile.js';
+import { escapeXml } from './svg.js';
 
 /** One call path of a flame graph. */
 export interface FlameNode {

@@ -7,8 +7,8 @@
  */
 import { SMTPServer } from 'smtp-server';
 import { Pool, request } from 'undici';
-import { runLoad } from './load.ts';
-import type { LoadResult } from './load.ts';
+import { runLoad } from './load.js';
+import type { LoadResult } from './load.js';
 
 /** A real SMTP receiver on loopback (no auth, no TLS) that keeps the newest code per recipient. */
 export interface MailSink { url: string; codeFor(to: string): Promise<string>; close(): Promise<void> }
@@ -50,7 +50,12 @@ interface Res { status: number; body: any; text: string } // eslint-disable-line
 /** A small HTTP client with a cookie jar, the CSRF header and an optional API key. */
 export class Client {
   readonly jar = new Map<string, string>();
-  constructor(readonly base: string, public apiKey?: string) {}
+  readonly base: string;
+  apiKey: string | undefined;
+  constructor(base: string, apiKey?: string) {
+    this.base = base;
+    this.apiKey = apiKey;
+  }
 
   async req(method: 'GET' | 'POST' | 'PUT', p: string, body?: unknown): Promise<Res> {
     const headers: Record<string, string> = {};

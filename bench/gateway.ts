@@ -8,21 +8,21 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
-import type { Backend } from './plan.ts';
-import { ROOT } from './node24.ts';
-import { Child, childEnv, cpuSeconds, freePort, tsArgs, waitForHttp } from './procs.ts';
-import { makeBundles, pool } from './flow.ts';
-import type { Setup } from './flow.ts';
-import { pooled, runLoad } from './load.ts';
-import type { LoadResult, Req } from './load.ts';
-import { formatProfile, readProfile, summarizeProfile } from './profile.ts';
-import { writeFlameGraph } from './flamegraph.ts';
-import { bestRps } from './report.ts';
-import type { BackendResults, GatewayVariant } from './report.ts';
-import { retryPort, verifyThreads } from './sidecar.ts';
-import type { Sidecar } from './sidecar.ts';
-import { OUT, log, need, presentRate } from './common.ts';
-import type { Run } from './common.ts';
+import type { Backend } from './plan.js';
+import { ROOT } from './node24.js';
+import { Child, childEnv, cpuSeconds, freePort, tsArgs, waitForHttp } from './procs.js';
+import { makeBundles, pool } from './flow.js';
+import type { Setup } from './flow.js';
+import { pooled, runLoad } from './load.js';
+import type { LoadResult, Req } from './load.js';
+import { formatProfile, readProfile, summarizeProfile } from './profile.js';
+import { writeFlameGraph } from './flamegraph.js';
+import { bestRps } from './report.js';
+import type { BackendResults, GatewayVariant } from './report.js';
+import { retryPort, verifyThreads } from './sidecar.js';
+import type { Sidecar } from './sidecar.js';
+import { OUT, log, need, presentRate } from './common.js';
+import type { Run } from './common.js';
 
 type HelperMode = 'upstream' | 'plain' | 'jose' | 'stub' | 'allow' | 'hop';
 /** A started server process and its base URL. */

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { request } from 'undici';
-import { ROOT } from './node24.ts';
+import { ROOT } from './node24.js';
 
 const live = new Set<ChildProcess>();
 let hooked = false;
@@ -57,7 +57,10 @@ export class Child {
   /** The last stdout lines (bounded), so a wait can match a line printed before it started. */
   private readonly lines: string[] = [];
 
-  constructor(readonly name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv) {
+  readonly name: string;
+
+  constructor(name: string, cmd: string, args: string[], env: NodeJS.ProcessEnv) {
+    this.name = name;
     hookExit();
     this.proc = spawn(cmd, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     live.add(this.proc);

@@ -2,11 +2,11 @@
  * Results of a benchmark run: their shape, the targets (met / not met) and
  * the one printed table (Markdown). The chart is drawn by chart.ts.
  */
-import type { LoadResult } from './load.ts';
-import type { ProfileSummary } from './profile.ts';
-import type { Backend } from './plan.ts';
-import { gatewayBounds, pathCpuMs } from './bounds.ts';
-import type { BoundRate, GatewayBounds } from './bounds.ts';
+import type { LoadResult } from './load.js';
+import type { ProfileSummary } from './profile.js';
+import type { Backend } from './plan.js';
+import { gatewayBounds, pathCpuMs } from './bounds.js';
+import type { BoundRate, GatewayBounds } from './bounds.js';
 
 /**
  * The gateway comparison's variants. References, not targets: `stub` is the agent-authz gateway in front of

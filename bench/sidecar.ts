@@ -6,13 +6,13 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { BenchSeedDb, dbBytes } from '../sidecar/store/sqlite/bench-seed.ts';
-import { DB_FILE_NAME } from '../sidecar/store/index.ts';
-import { NODE24 } from './node24.ts';
-import type { Backend } from './plan.ts';
-import { Child, childEnv, freePort, tsArgs, waitForHttp } from './procs.ts';
-import { log, sidecarTuningEnv, sleep } from './common.ts';
-import type { Run } from './common.ts';
+import { BenchSeedDb, dbBytes } from '../sidecar/store/sqlite/bench-seed.js';
+import { DB_FILE_NAME } from '../sidecar/store/index.js';
+import { NODE24 } from './node24.js';
+import type { Backend } from './plan.js';
+import { Child, childEnv, freePort, tsArgs, waitForHttp } from './procs.js';
+import { log, sidecarTuningEnv, sleep } from './common.js';
+import type { Run } from './common.js';
 
 /** A running sidecar. */
 export interface Sidecar { child: Child; url: string; dataDir: string; dbFile: string; backend: Backend }

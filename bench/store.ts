@@ -6,19 +6,19 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { BenchSeedDb } from '../sidecar/store/sqlite/bench-seed.ts';
-import { DB_FILE_NAME } from '../sidecar/store/index.ts';
-import type { Backend } from './plan.ts';
-import { login, makeBundles, pool, setUp } from './flow.ts';
-import type { Setup } from './flow.ts';
-import { pooled, runLoad } from './load.ts';
-import type { LoadResult } from './load.ts';
-import { freshDir, startSidecar, stopSidecar } from './sidecar.ts';
-import type { Sidecar } from './sidecar.ts';
-import { verifyRunner } from './verify.ts';
-import { webhooksStep } from './webhooks.ts';
-import { log } from './common.ts';
-import type { Run } from './common.ts';
+import { BenchSeedDb } from '../sidecar/store/sqlite/bench-seed.js';
+import { DB_FILE_NAME } from '../sidecar/store/index.js';
+import type { Backend } from './plan.js';
+import { login, makeBundles, pool, setUp } from './flow.js';
+import type { Setup } from './flow.js';
+import { pooled, runLoad } from './load.js';
+import type { LoadResult } from './load.js';
+import { freshDir, startSidecar, stopSidecar } from './sidecar.js';
+import type { Sidecar } from './sidecar.js';
+import { verifyRunner } from './verify.js';
+import { webhooksStep } from './webhooks.js';
+import { log } from './common.js';
+import type { Run } from './common.js';
 
 async function verifyP50Rounds(run: Run, sides: { name: string; sc: Sidecar }[], s: Setup): Promise<Record<string, LoadResult>> {
   const k = run.plan.scaling.verifiesPerRound;

@@ -7,21 +7,21 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Pool } from 'undici';
-import { NODE24, ROOT } from './node24.ts';
-import type { Backend } from './plan.ts';
-import { Child, childEnv, cpuSeconds, rssBytes, tsArgs } from './procs.ts';
-import { makeBundles, makeChallenges, pool, presentAll } from './flow.ts';
-import type { Setup } from './flow.ts';
-import { runLoad } from './load.ts';
-import type { LoadResult } from './load.ts';
-import { formatProfile, readProfile, summarizeProfile } from './profile.ts';
-import { writeFlameGraph } from './flamegraph.ts';
-import { bestRps } from './report.ts';
-import type { BackendResults } from './report.ts';
-import { checkpointedBytes, startSidecar, stopSidecar } from './sidecar.ts';
-import type { Sidecar } from './sidecar.ts';
-import { OUT, log, need, presentRate, sleep } from './common.ts';
-import type { Run } from './common.ts';
+import { NODE24, ROOT } from './node24.js';
+import type { Backend } from './plan.js';
+import { Child, childEnv, cpuSeconds, rssBytes, tsArgs } from './procs.js';
+import { makeBundles, makeChallenges, pool, presentAll } from './flow.js';
+import type { Setup } from './flow.js';
+import { runLoad } from './load.js';
+import type { LoadResult } from './load.js';
+import { formatProfile, readProfile, summarizeProfile } from './profile.js';
+import { writeFlameGraph } from './flamegraph.js';
+import { bestRps } from './report.js';
+import type { BackendResults } from './report.js';
+import { checkpointedBytes, startSidecar, stopSidecar } from './sidecar.js';
+import type { Sidecar } from './sidecar.js';
+import { OUT, log, need, presentRate, sleep } from './common.js';
+import type { Run } from './common.js';
 
 /** Runs bench/crypto-ceiling.ts for `backend` and returns its sign and verify rates (the crypto-only ceiling). */
 export async function cryptoCeiling(run: Run, backend: Backend): Promise<NonNullable<BackendResults['ceiling']>> {

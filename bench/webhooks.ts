@@ -6,14 +6,14 @@
 import http from 'node:http';
 import crypto from 'node:crypto';
 import path from 'node:path';
-import { BenchSeedDb } from '../sidecar/store/sqlite/bench-seed.ts';
-import { DB_FILE_NAME } from '../sidecar/store/index.ts';
-import { AAD, createSecretBox } from '../sidecar/secrets.ts';
-import type { Backend } from './plan.ts';
-import type { Setup } from './flow.ts';
-import { startSidecar, stopSidecar } from './sidecar.ts';
-import { log, sleep } from './common.ts';
-import type { Run } from './common.ts';
+import { BenchSeedDb } from '../sidecar/store/sqlite/bench-seed.js';
+import { DB_FILE_NAME } from '../sidecar/store/index.js';
+import { AAD, createSecretBox } from '../sidecar/secrets.js';
+import type { Backend } from './plan.js';
+import type { Setup } from './flow.js';
+import { startSidecar, stopSidecar } from './sidecar.js';
+import { log, sleep } from './common.js';
+import type { Run } from './common.js';
 
 /** Runs the webhooks step on a copy (`copy('webhooks')`) of the store base; fills `run.results.webhooks`. */
 export async function webhooksStep(run: Run, backend: Backend, s: Setup, copy: (name: string) => string): Promise<void> {

@@ -4,4 +4,4 @@
 import { register } from 'tsx/esm/api';
 
 register();
-await import('../gateway-plugin/main.ts');
+await import('../gateway-plugin/main.js');

@@ -4,4 +4,4 @@
 import { register } from 'tsx/esm/api';
 
 register();
-await import('../sidecar/main.ts');
+await import('../sidecar/main.js');

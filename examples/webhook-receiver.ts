@@ -19,8 +19,8 @@
  * In an application, import from 'agent-authz/receiver' instead of the relative path.
  */
 import http from 'node:http';
-import { createNodeWebhookHandler, createWebhookReceiver } from '../receiver/index.ts';
-import type { WebhookEvent } from '../receiver/index.ts';
+import { createNodeWebhookHandler, createWebhookReceiver } from '../receiver/index.js';
+import type { WebhookEvent } from '../receiver/index.js';
 
 const secretEnv = process.env['WEBHOOK_SECRET'];
 if (!secretEnv) {

@@ -12,9 +12,9 @@
  */
 
 import { BlockList, isIP } from 'node:net';
-import { ServiceError } from '../src/errors.ts';
-import { at, checkHeaderName, checkObject, checkString, fail, isPlainObject, item } from './validate.ts';
-import { JsonNumber, JsonSyntaxError, parseStrictJson, resolvePointer } from './json.ts';
+import { ServiceError } from '../src/errors.js';
+import { at, checkHeaderName, checkObject, checkString, fail, isPlainObject, item } from './validate.js';
+import { JsonNumber, JsonSyntaxError, parseStrictJson, resolvePointer } from './json.js';
 
 /** The decimal-string form verify accepts for `amount`. */
 export const AMOUNT_PATTERN = /^(0|[1-9][0-9]{0,14})(\.[0-9]{1,6})?$/;

@@ -11,10 +11,10 @@
 
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { ERRORS, errorBody } from '../src/errors.ts';
-import type { ErrorCode } from '../src/errors.ts';
-import { countRequest } from './metrics.ts';
-import type { GatewayMetrics } from './metrics.ts';
+import { ERRORS, errorBody } from '../src/errors.js';
+import type { ErrorCode } from '../src/errors.js';
+import { countRequest } from './metrics.js';
+import type { GatewayMetrics } from './metrics.js';
 
 /**
  * Creates a `frameworkErrors` handler: an undecodable URL is 400

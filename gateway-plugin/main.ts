@@ -17,9 +17,9 @@
  * Importing this module starts the gateway; use `server.ts` to embed it.
  */
 
-import { loadConfigFile } from './config.ts';
-import { buildGateway } from './server.ts';
-import { installGracefulShutdown } from '../sidecar/shutdown.ts';
+import { loadConfigFile } from './config.js';
+import { buildGateway } from './server.js';
+import { installGracefulShutdown } from '../sidecar/shutdown.js';
 
 /** How long a graceful shutdown may take before remaining connections are cut and the process exits 1 (ms). */
 export const SHUTDOWN_GRACE_MS = 10_000;

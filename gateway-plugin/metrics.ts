@@ -21,8 +21,8 @@
  */
 
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { isErrorCode } from '../src/errors.ts';
-import { DENY_CODES } from './outcome.ts';
+import { isErrorCode } from '../src/errors.js';
+import { DENY_CODES } from './outcome.js';
 
 /** Metric name prefix. */
 export const METRIC_PREFIX = 'agent_authz_gateway_';

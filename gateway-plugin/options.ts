@@ -7,13 +7,13 @@
  * same validators with the label `config:`.
  */
 
-import { TrustedProxies, validateTenantRule } from './context.ts';
-import type { TenantRule } from './context.ts';
-import { compileRoutes } from './routes.ts';
-import type { RouteEntry, RouteTable } from './routes.ts';
-import { createGatewayMetrics, isGatewayMetrics } from './metrics.ts';
-import type { GatewayMetrics } from './metrics.ts';
-import { at, checkHttpUrl, checkInt, checkJsonPointer, checkObject, checkString, fail } from './validate.ts';
+import { TrustedProxies, validateTenantRule } from './context.js';
+import type { TenantRule } from './context.js';
+import { compileRoutes } from './routes.js';
+import type { RouteEntry, RouteTable } from './routes.js';
+import { createGatewayMetrics, isGatewayMetrics } from './metrics.js';
+import type { GatewayMetrics } from './metrics.js';
+import { at, checkHttpUrl, checkInt, checkJsonPointer, checkObject, checkString, fail } from './validate.js';
 
 /** Default deadline of a verify call (ms); the spec's sample value. */
 export const DEFAULT_VERIFY_TIMEOUT_MS = 10_000;

@@ -17,9 +17,9 @@
  * responses are restricted to short lowercase identifiers.
  */
 
-import { ServiceError } from '../src/errors.ts';
-import type { ErrorCode } from '../src/errors.ts';
-import type { VerifyResult } from './verify-client.ts';
+import { ServiceError } from '../src/errors.js';
+import type { ErrorCode } from '../src/errors.js';
+import type { VerifyResult } from './verify-client.js';
 
 /** Deny reasons that become the 403 `error.code` themselves. */
 export const DENY_CODES: ReadonlySet<string> = new Set(['not_delegated', 'delegation_revoked', 'delegation_expired', 'constraint_denied']);

@@ -25,7 +25,7 @@
  * must consist of printable ASCII without `#` (else 400 `invalid_request`).
  */
 
-import { ServiceError } from '../src/errors.ts';
+import { ServiceError } from '../src/errors.js';
 
 /**
  * Longest accepted NORMALIZED path, in characters. Equals the limit of the

@@ -23,9 +23,9 @@
 
 import { isAscii } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
-import { ServiceError } from '../src/errors.ts';
-import { MAX_BUNDLE_BYTES, parseProofBundle } from '../src/proof.ts';
-import { isPlainObject } from './validate.ts';
+import { ServiceError } from '../src/errors.js';
+import { MAX_BUNDLE_BYTES, parseProofBundle } from '../src/proof.js';
+import { isPlainObject } from './validate.js';
 
 /** The header carrying the proof bundle (lowercase). */
 export const PROOF_HEADER = 'x-service-proof';

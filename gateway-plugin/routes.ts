@@ -24,8 +24,8 @@
  * (400 `ambiguous_path`); the gateway never guesses which one the upstream uses.
  */
 
-import { at, checkJsonPointer, checkObject, checkString, fail, isPlainObject, item } from './validate.ts';
-import { MAX_PATH_LENGTH, isNormalizedPath } from './path.ts';
+import { at, checkJsonPointer, checkObject, checkString, fail, isPlainObject, item } from './validate.js';
+import { MAX_PATH_LENGTH, isNormalizedPath } from './path.js';
 
 /** Methods the gateway proxies (a route's `method` must be one of these or `'*'`). */
 export const SUPPORTED_METHODS = ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT'] as const;

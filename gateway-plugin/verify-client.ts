@@ -10,7 +10,7 @@
 
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
-import type { VerifyContext } from './context.ts';
+import type { VerifyContext } from './context.js';
 
 /** Longest sidecar response body read (bytes); longer is a bad response. */
 export const MAX_SIDECAR_RESPONSE_BYTES = 65_536;

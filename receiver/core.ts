@@ -28,10 +28,10 @@
  */
 import {
   WEBHOOK_TOLERANCE_SECONDS, isTimestampFresh, isWebhookEventType, verifyWebhookSignature,
-} from '../src/webhooks.ts';
-import type { WebhookEvent } from '../src/webhooks.ts';
-import type { DedupStore } from './dedup.ts';
-import { SqliteDedupStore } from './dedup-sqlite.ts';
+} from '../src/webhooks.js';
+import type { WebhookEvent } from '../src/webhooks.js';
+import type { DedupStore } from './dedup.js';
+import { SqliteDedupStore } from './dedup-sqlite.js';
 
 /** Headers as Node (`IncomingHttpHeaders`), Fetch (`Headers`) or a plain record give them. */
 export type WebhookHeaders =

@@ -9,7 +9,7 @@
  */
 import Database from 'better-sqlite3';
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
-import type { DedupStore } from './dedup.ts';
+import type { DedupStore } from './dedup.js';
 
 /** Options of {@link SqliteDedupStore}. */
 export interface SqliteDedupOptions {

@@ -24,7 +24,10 @@ export interface DedupStore {
 /** Delivery ids in a bounded in-memory map (oldest forgotten first). */
 export class MemoryDedupStore implements DedupStore {
   private readonly ids = new Map<string, number>();
-  constructor(private readonly maxEntries = 100_000) {}
+  private readonly maxEntries: number;
+  constructor(maxEntries = 100_000) {
+    this.maxEntries = maxEntries;
+  }
 
   has(deliveryId: string): boolean {
     return this.ids.has(deliveryId);

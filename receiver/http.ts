@@ -5,8 +5,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
-import { receiverError } from './core.ts';
-import type { WebhookReceiver, WebhookResponse } from './core.ts';
+import { receiverError } from './core.js';
+import type { WebhookReceiver, WebhookResponse } from './core.js';
 
 /** Largest body accepted by default (1 MiB). */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;

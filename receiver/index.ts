@@ -14,21 +14,21 @@
  * http.createServer(createNodeWebhookHandler(receiver)).listen(8080);
  * ```
  */
-export { createWebhookReceiver, headerValue, receiverError } from './core.ts';
+export { createWebhookReceiver, headerValue, receiverError } from './core.js';
 export type {
   ReceiverErrorCode, WebhookContext, WebhookHeaders, WebhookReceiver, WebhookReceiverOptions, WebhookRequest, WebhookResponse,
-} from './core.ts';
-export { MemoryDedupStore } from './dedup.ts';
-export type { DedupStore } from './dedup.ts';
-export { SqliteDedupStore } from './dedup-sqlite.ts';
-export type { SqliteDedupOptions } from './dedup-sqlite.ts';
-export { createNodeWebhookHandler, webhookFastifyPlugin, readRawBody, DEFAULT_MAX_BODY_BYTES } from './http.ts';
-export type { AdapterOptions } from './http.ts';
+} from './core.js';
+export { MemoryDedupStore } from './dedup.js';
+export type { DedupStore } from './dedup.js';
+export { SqliteDedupStore } from './dedup-sqlite.js';
+export type { SqliteDedupOptions } from './dedup-sqlite.js';
+export { createNodeWebhookHandler, webhookFastifyPlugin, readRawBody, DEFAULT_MAX_BODY_BYTES } from './http.js';
+export type { AdapterOptions } from './http.js';
 export {
   WEBHOOK_EVENT_TYPES, WEBHOOK_HEADERS, WEBHOOK_TOLERANCE_SECONDS, WEBHOOK_USER_AGENT,
   isTimestampFresh, isWebhookEventType, signWebhook, verifyWebhookSignature,
-} from '../src/webhooks.ts';
+} from '../src/webhooks.js';
 export type {
   ConnectionCreatedEvent, ConnectionKeyRotatedEvent, ConnectionRemovedEvent, DelegationApprovedEvent,
   DelegationDeniedEvent, DelegationRevokedEvent, WebhookEnvelope, WebhookEvent, WebhookEventType,
-} from '../src/webhooks.ts';
+} from '../src/webhooks.js';

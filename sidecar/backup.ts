@@ -14,9 +14,9 @@
  * Exit codes: 0 written, 1 backup failed, 2 usage or configuration error.
  */
 import path from 'node:path';
-import { ConfigError, loadConfig } from './config.ts';
-import { DB_FILE_NAME } from './store/index.ts';
-import { backupDatabase } from './store/sqlite/backup.ts';
+import { ConfigError, loadConfig } from './config.js';
+import { DB_FILE_NAME } from './store/index.js';
+import { backupDatabase } from './store/sqlite/backup.js';
 
 const USAGE = 'usage: npm run backup -- <backup-file>   (environment: SIDECAR_DATA_DIR)';
 

@@ -5,13 +5,13 @@
  */
 import type { KeyObject } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import type { SidecarConfig } from './config.ts';
-import type { Store } from './store/types.ts';
-import type { SecretBox } from './secrets.ts';
-import type { Mailer } from './mail.ts';
-import type { SidecarMetrics } from './metrics.ts';
-import type { DecisionCaches } from './decide/caches.ts';
-import type { ProofCrypto } from './crypto-pool.ts';
+import type { SidecarConfig } from './config.js';
+import type { Store } from './store/types.js';
+import type { SecretBox } from './secrets.js';
+import type { Mailer } from './mail.js';
+import type { SidecarMetrics } from './metrics.js';
+import type { DecisionCaches } from './decide/caches.js';
+import type { ProofCrypto } from './crypto-pool.js';
 
 /** A clock returning Unix milliseconds; injectable for tests. */
 export type Clock = () => number;

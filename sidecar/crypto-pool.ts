@@ -40,19 +40,19 @@
  * and the messages between the threads are `crypto-protocol.ts`.
  */
 import type { Worker } from 'node:worker_threads';
-import { getMlDsaBackend } from '../src/crypto/hybrid.ts';
-import type { HybridSignature, HybridSignatureJson } from '../src/crypto/hybrid.ts';
-import { WORKER_READY } from './crypto-protocol.ts';
-import type { CryptoWorkerInit, CryptoWorkerReply, CryptoWorkerRequest } from './crypto-protocol.ts';
-import { WorkerSlot } from './crypto-slot.ts';
-import type { Built, Task } from './crypto-slot.ts';
-import { CryptoPoolError, InlineCrypto, POOL_LIMITS } from './proof-crypto.ts';
-import type { CpuShare } from './cpu-share.ts';
-import type { CryptoOp, CryptoTaskHook, PoolLimits, ProofCrypto, SignKey, VerifyKey } from './proof-crypto.ts';
+import { getMlDsaBackend } from '../src/crypto/hybrid.js';
+import type { HybridSignature, HybridSignatureJson } from '../src/crypto/hybrid.js';
+import { WORKER_READY } from './crypto-protocol.js';
+import type { CryptoWorkerInit, CryptoWorkerReply, CryptoWorkerRequest } from './crypto-protocol.js';
+import { WorkerSlot } from './crypto-slot.js';
+import type { Built, Task } from './crypto-slot.js';
+import { CryptoPoolError, InlineCrypto, POOL_LIMITS } from './proof-crypto.js';
+import type { CpuShare } from './cpu-share.js';
+import type { CryptoOp, CryptoTaskHook, PoolLimits, ProofCrypto, SignKey, VerifyKey } from './proof-crypto.js';
 
 /** Re-exported from proof-crypto.ts so the pool's users need one import. */
-export { CryptoPoolError, InlineCrypto, POOL_LIMITS } from './proof-crypto.ts';
-export type { CryptoOp, CryptoTaskHook, CryptoThread, PoolLimits, ProofCrypto, SignKey, VerifyKey } from './proof-crypto.ts';
+export { CryptoPoolError, InlineCrypto, POOL_LIMITS } from './proof-crypto.js';
+export type { CryptoOp, CryptoTaskHook, CryptoThread, PoolLimits, ProofCrypto, SignKey, VerifyKey } from './proof-crypto.js';
 
 /** Options of {@link createProofCrypto}. */
 export interface ProofCryptoOptions {

@@ -3,7 +3,7 @@
  * its worker threads (`crypto-worker.ts`). Kept apart from the pool so the
  * worker imports these without loading the pool.
  */
-import type { HybridPublicKey, HybridSignature, HybridSignatureJson, MlDsaBackendName } from '../src/crypto/hybrid.ts';
+import type { HybridPublicKey, HybridSignature, HybridSignatureJson, MlDsaBackendName } from '../src/crypto/hybrid.js';
 
 /** What a worker posts once it has loaded, before any answer. */
 export const WORKER_READY = 'ready';

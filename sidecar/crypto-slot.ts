@@ -7,9 +7,9 @@
  */
 import { Worker } from 'node:worker_threads';
 import { LRUCache } from 'lru-cache';
-import { CryptoPoolError } from './proof-crypto.ts';
-import type { PoolLimits } from './proof-crypto.ts';
-import type { CryptoWorkerBatch, CryptoWorkerInit, CryptoWorkerReply, CryptoWorkerRequest } from './crypto-protocol.ts';
+import { CryptoPoolError } from './proof-crypto.js';
+import type { PoolLimits } from './proof-crypto.js';
+import type { CryptoWorkerBatch, CryptoWorkerInit, CryptoWorkerReply, CryptoWorkerRequest } from './crypto-protocol.js';
 
 /** A message for a worker and the buffers it transfers. */
 export interface Built {
@@ -59,7 +59,10 @@ export class WorkerSlot {
    *
    * @param index - The slot's place in the pool (logs, replacement).
    */
-  constructor(readonly index: number, init: CryptoWorkerInit, limits: PoolLimits) {
+  readonly index: number;
+
+  constructor(index: number, init: CryptoWorkerInit, limits: PoolLimits) {
+    this.index = index;
     this.worker = new Worker(WORKER_URL, { workerData: init });
     this.worker.unref();
     this.startedAt = performance.now();

@@ -5,4 +5,4 @@
 import { register } from 'tsx/esm/api';
 
 register();
-await import('./crypto-worker.ts');
+await import('./crypto-worker.js');

@@ -9,10 +9,10 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { LRUCache } from 'lru-cache';
-import { createSigner, createVerifier, setMlDsaBackend, signatureToJson } from '../src/crypto/hybrid.ts';
-import type { HybridSigner, HybridVerifier } from '../src/crypto/hybrid.ts';
-import { WORKER_READY } from './crypto-protocol.ts';
-import type { CryptoWorkerBatch, CryptoWorkerInit, CryptoWorkerReply, CryptoWorkerRequest } from './crypto-protocol.ts';
+import { createSigner, createVerifier, setMlDsaBackend, signatureToJson } from '../src/crypto/hybrid.js';
+import type { HybridSigner, HybridVerifier } from '../src/crypto/hybrid.js';
+import { WORKER_READY } from './crypto-protocol.js';
+import type { CryptoWorkerBatch, CryptoWorkerInit, CryptoWorkerReply, CryptoWorkerRequest } from './crypto-protocol.js';
 
 const init = workerData as CryptoWorkerInit;
 setMlDsaBackend(init.backend);

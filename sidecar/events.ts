@@ -4,10 +4,10 @@
  * enqueued in the same transaction as the state change it describes.
  */
 import crypto from 'node:crypto';
-import type { ServiceContext } from './context.ts';
-import type { OutboxEventInput } from './store/types.ts';
-import { AAD } from './secrets.ts';
-import type { WebhookEventType } from '../src/webhooks.ts';
+import type { ServiceContext } from './context.js';
+import type { OutboxEventInput } from './store/types.js';
+import { AAD } from './secrets.js';
+import type { WebhookEventType } from '../src/webhooks.js';
 
 /** Builds one sealed outbox event. */
 export function buildEvent(ctx: ServiceContext, e: {

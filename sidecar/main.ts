@@ -17,11 +17,11 @@
  * is given a short grace, and the process exits 1. A second signal during
  * the shutdown exits 1 at once. Exit code 2: bad configuration.
  */
-import { ConfigError, loadConfig } from './config.ts';
-import type { SidecarConfig } from './config.ts';
-import { buildServer } from './server.ts';
-import { installGracefulShutdown } from './shutdown.ts';
-import { getMlDsaBackend } from '../src/crypto/hybrid.ts';
+import { ConfigError, loadConfig } from './config.js';
+import type { SidecarConfig } from './config.js';
+import { buildServer } from './server.js';
+import { installGracefulShutdown } from './shutdown.js';
+import { getMlDsaBackend } from '../src/crypto/hybrid.js';
 
 function readConfig(): SidecarConfig {
   try {

@@ -18,7 +18,7 @@
  * (`field`, `invalid_scopes`, `tries_left`, …) are never stripped.
  */
 import type { FastifyDynamicSwaggerOptions, SwaggerTransform } from '@fastify/swagger';
-import type { AuthMode } from './http/auth.ts';
+import type { AuthMode } from './http/auth.js';
 
 /** The shape of every error body: `{error:{code,message,status,...}}` (extra members allowed). */
 export const ERROR_SCHEMA = {

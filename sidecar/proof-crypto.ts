@@ -7,8 +7,8 @@
  * verifies that arrive while the pool is idle.
  */
 import { LRUCache } from 'lru-cache';
-import { createSigner, createVerifier, signatureToJson } from '../src/crypto/hybrid.ts';
-import type { HybridPublicKey, HybridSignature, HybridSignatureJson, HybridSigner, HybridVerifier } from '../src/crypto/hybrid.ts';
+import { createSigner, createVerifier, signatureToJson } from '../src/crypto/hybrid.js';
+import type { HybridPublicKey, HybridSignature, HybridSignatureJson, HybridSigner, HybridVerifier } from '../src/crypto/hybrid.js';
 
 /** Bounds of the pool and of each worker's key caches. */
 export interface PoolLimits {

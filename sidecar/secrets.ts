@@ -3,7 +3,7 @@
  * (AES-256-GCM, record id in the associated data). The store only ever sees
  * the sealed bytes.
  */
-import { seal, open, deriveKey } from '../src/crypto/seal.ts';
+import { seal, open, deriveKey } from '../src/crypto/seal.js';
 
 /** Seals and opens values bound to an associated-data label. */
 export interface SecretBox {

@@ -8,15 +8,15 @@
  * (src/canonical.ts). {@link verifyCertificate} checks one offline with only
  * the issuer's root public key. docs/certificates.md documents the format.
  */
-import { canonicalBytes, canonicalize, tryCanonicalize } from './canonical.ts';
-import { sha256Hex } from './crypto/encoding.ts';
+import { canonicalBytes, canonicalize, tryCanonicalize } from './canonical.js';
+import { sha256Hex } from './crypto/encoding.js';
 import {
   createVerifier, publicKeyFromJson, signatureFromJson, signatureToJson,
-} from './crypto/hybrid.ts';
-import type { HybridPublicKey, HybridPublicKeyJson, HybridSignatureJson, HybridSigner, HybridVerifier } from './crypto/hybrid.ts';
-import type { Constraints } from './constraints.ts';
-import { validateConstraints } from './constraints.ts';
-import { isValidScope } from './scopes.ts';
+} from './crypto/hybrid.js';
+import type { HybridPublicKey, HybridPublicKeyJson, HybridSignatureJson, HybridSigner, HybridVerifier } from './crypto/hybrid.js';
+import type { Constraints } from './constraints.js';
+import { validateConstraints } from './constraints.js';
+import { isValidScope } from './scopes.js';
 
 /** Signature domain of certificates. */
 export const CERT_DOMAIN = 'delegation-cert';

@@ -7,7 +7,7 @@
  * docs/constraints.md documents the schema.
  */
 import net from 'node:net';
-import { describeValue } from './scopes.ts';
+import { describeValue } from './scopes.js';
 
 /** Days for {@link TimeWindow}. */
 export const DAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] as const;

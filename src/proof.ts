@@ -8,10 +8,10 @@
  * SHA-256, not embedded, so the base64 of a bundle stays near 6.4 KiB — small
  * enough for one `X-Service-Proof` header. docs/proofs.md documents it.
  */
-import { canonicalBytes } from './canonical.ts';
-import { sha256Hex } from './crypto/encoding.ts';
-import { signatureFromJson, signatureToJson } from './crypto/hybrid.ts';
-import type { HybridSignature, HybridSignatureJson, HybridSigner } from './crypto/hybrid.ts';
+import { canonicalBytes } from './canonical.js';
+import { sha256Hex } from './crypto/encoding.js';
+import { signatureFromJson, signatureToJson } from './crypto/hybrid.js';
+import type { HybridSignature, HybridSignatureJson, HybridSigner } from './crypto/hybrid.js';
 
 /** Signature domain of proofs. */
 export const PROOF_DOMAIN = 'proof';

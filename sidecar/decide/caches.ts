@@ -17,9 +17,9 @@
  * transaction re-reads the status before it commits an allow.
  */
 import { LRUCache } from 'lru-cache';
-import type { HybridVerifier } from '../../src/crypto/hybrid.ts';
-import type { DelegationCertificate } from '../../src/certificate.ts';
-import type { ApiKeyAuth } from '../http/auth.ts';
+import type { HybridVerifier } from '../../src/crypto/hybrid.js';
+import type { DelegationCertificate } from '../../src/certificate.js';
+import type { ApiKeyAuth } from '../http/auth.js';
 
 /** Cache sizes (entries). */
 export const CACHE_SIZES = { status: 100_000, certs: 10_000, verifiers: 10_000, apiKeys: 10_000 } as const;

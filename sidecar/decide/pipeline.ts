@@ -18,17 +18,17 @@
  */
 import crypto from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import { ServiceError } from '../../src/errors.ts';
-import { isValidScope } from '../../src/scopes.ts';
-import { challengeId as challengeIdOf, parseProofBundle } from '../../src/proof.ts';
-import type { ParsedProof } from '../../src/proof.ts';
-import type { ConstraintContext } from '../../src/constraints.ts';
-import { authenticateApiKey } from '../http/auth.ts';
-import type { ApiKeyAuth } from '../http/auth.ts';
-import type { ServiceContext } from '../context.ts';
-import type { AuditEventRecord } from '../store/types.ts';
-import { checkDelegation, loadVerifiedCertificate, verifyProofSignature } from './stages.ts';
-import type { Decision } from './stages.ts';
+import { ServiceError } from '../../src/errors.js';
+import { isValidScope } from '../../src/scopes.js';
+import { challengeId as challengeIdOf, parseProofBundle } from '../../src/proof.js';
+import type { ParsedProof } from '../../src/proof.js';
+import type { ConstraintContext } from '../../src/constraints.js';
+import { authenticateApiKey } from '../http/auth.js';
+import type { ApiKeyAuth } from '../http/auth.js';
+import type { ServiceContext } from '../context.js';
+import type { AuditEventRecord } from '../store/types.js';
+import { checkDelegation, loadVerifiedCertificate, verifyProofSignature } from './stages.js';
+import type { Decision } from './stages.js';
 
 /** Price of one verify call: 0.002 dollars in micro-dollars. */
 export const VERIFY_PRICE_MICROS = 2_000;
@@ -55,7 +55,13 @@ export interface VerifyResult {
 
 /** Marks a store failure so the pipeline can fail closed. */
 class StoreFault extends Error {
-  constructor(readonly stage: 'read' | 'write', override readonly cause: unknown) { super(`store ${stage} failed`); }
+  readonly stage: 'read' | 'write';
+  override readonly cause: unknown;
+  constructor(stage: 'read' | 'write', cause: unknown) {
+    super(`store ${stage} failed`);
+    this.stage = stage;
+    this.cause = cause;
+  }
 }
 
 async function read<T>(p: Promise<T> | (() => Promise<T>)): Promise<T> {

@@ -4,18 +4,18 @@
  * checking the proof signature, and the decision stages (status, expiry,
  * scope, constraints).
  */
-import { canonicalize } from '../../src/canonical.ts';
-import { sha256Hex } from '../../src/crypto/encoding.ts';
-import { createVerifier, publicKeyFromJson } from '../../src/crypto/hybrid.ts';
-import type { HybridPublicKeyJson, HybridVerifier } from '../../src/crypto/hybrid.ts';
-import { verifyCertificate } from '../../src/certificate.ts';
-import type { DelegationCertificate } from '../../src/certificate.ts';
-import { PROOF_DOMAIN, proofSignedBytes } from '../../src/proof.ts';
-import type { ParsedProof } from '../../src/proof.ts';
-import { evaluateConstraints } from '../../src/constraints.ts';
-import type { ConstraintContext } from '../../src/constraints.ts';
-import type { ServiceContext } from '../context.ts';
-import type { VerifyKey } from '../crypto-pool.ts';
+import { canonicalize } from '../../src/canonical.js';
+import { sha256Hex } from '../../src/crypto/encoding.js';
+import { createVerifier, publicKeyFromJson } from '../../src/crypto/hybrid.js';
+import type { HybridPublicKeyJson, HybridVerifier } from '../../src/crypto/hybrid.js';
+import { verifyCertificate } from '../../src/certificate.js';
+import type { DelegationCertificate } from '../../src/certificate.js';
+import { PROOF_DOMAIN, proofSignedBytes } from '../../src/proof.js';
+import type { ParsedProof } from '../../src/proof.js';
+import { evaluateConstraints } from '../../src/constraints.js';
+import type { ConstraintContext } from '../../src/constraints.js';
+import type { ServiceContext } from '../context.js';
+import type { VerifyKey } from '../crypto-pool.js';
 
 /** A decision of stages 7–10. */
 export interface Decision {

@@ -7,9 +7,9 @@
  */
 import crypto from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ServiceError } from '../../src/errors.ts';
-import { b64urlEncode, sha256Hex, timingSafeEqualStr } from '../../src/crypto/encoding.ts';
-import type { ServiceContext } from '../context.ts';
+import { ServiceError } from '../../src/errors.js';
+import { b64urlEncode, sha256Hex, timingSafeEqualStr } from '../../src/crypto/encoding.js';
+import type { ServiceContext } from '../context.js';
 
 /** The session cookie (HttpOnly; the spec names only the CSRF cookie, so this name is ours). */
 export const SESSION_COOKIE = 'service_session';

@@ -5,8 +5,8 @@
  * become 500 `internal_error` and are logged, never echoed.
  */
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { ServiceError, errorBody } from '../../src/errors.ts';
-import type { ErrorCode } from '../../src/errors.ts';
+import { ServiceError, errorBody } from '../../src/errors.js';
+import type { ErrorCode } from '../../src/errors.js';
 
 /** Turns an ajv validation error list into a field name (`body.email`, `querystring.limit`). */
 function fieldOf(err: FastifyError): string {

@@ -15,7 +15,14 @@ export interface RateDecision {
 export class RateLimiter {
   private readonly windows: LRUCache<string, { start: number; count: number }>;
 
-  constructor(private readonly limit: number, private readonly windowMs: number, private readonly clock: () => number, maxKeys = 50_000) {
+  private readonly limit: number;
+  private readonly windowMs: number;
+  private readonly clock: () => number;
+
+  constructor(limit: number, windowMs: number, clock: () => number, maxKeys = 50_000) {
+    this.limit = limit;
+    this.windowMs = windowMs;
+    this.clock = clock;
     this.windows = new LRUCache({ max: maxKeys });
   }
 

@@ -3,10 +3,10 @@
  * for missing and foreign ones alike, so ids of other accounts are not
  * revealed), scope-list validation, and ISO time formatting.
  */
-import { ServiceError } from '../../src/errors.ts';
-import { MAX_SCOPES_PER_LIST, invalidScopes } from '../../src/scopes.ts';
-import type { ServiceContext } from '../context.ts';
-import type { AgentRecord, CertificateRecord, ConnectionRecord, DelegationRequestRecord, PlatformRecord } from '../store/types.ts';
+import { ServiceError } from '../../src/errors.js';
+import { MAX_SCOPES_PER_LIST, invalidScopes } from '../../src/scopes.js';
+import type { ServiceContext } from '../context.js';
+import type { AgentRecord, CertificateRecord, ConnectionRecord, DelegationRequestRecord, PlatformRecord } from '../store/types.js';
 
 /** ISO 8601 UTC of a Unix-ms time (null stays null). */
 export function iso(t: number | null): string | null {

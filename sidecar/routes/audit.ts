@@ -4,11 +4,11 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { ServiceError } from '../../src/errors.ts';
-import type { ServiceContext } from '../context.ts';
-import type { AuditEventRecord } from '../store/types.ts';
-import { iso, parsePage } from '../http/resources.ts';
-import { VERIFY_PRICE_MICROS } from '../decide/pipeline.ts';
+import { ServiceError } from '../../src/errors.js';
+import type { ServiceContext } from '../context.js';
+import type { AuditEventRecord } from '../store/types.js';
+import { iso, parsePage } from '../http/resources.js';
+import { VERIFY_PRICE_MICROS } from '../decide/pipeline.js';
 
 /** Audit page sizes. */
 export const AUDIT_LIMITS = { default: 25, max: 200 } as const;

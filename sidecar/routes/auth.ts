@@ -5,13 +5,13 @@
 import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { ServiceError } from '../../src/errors.ts';
-import { sha256Hex, timingSafeEqualStr } from '../../src/crypto/encoding.ts';
-import type { ServiceContext } from '../context.ts';
-import { RateLimiter } from '../http/rate-limit.ts';
+import { ServiceError } from '../../src/errors.js';
+import { sha256Hex, timingSafeEqualStr } from '../../src/crypto/encoding.js';
+import type { ServiceContext } from '../context.js';
+import { RateLimiter } from '../http/rate-limit.js';
 import {
   SESSION_ABSOLUTE_TTL_MS, SESSION_TTL_MS, clearSessionCookies, newCsrfToken, newSessionToken, setSessionCookies,
-} from '../http/auth.ts';
+} from '../http/auth.js';
 
 /** Login-code policy. */
 export const CODE_POLICY = { digits: 6, ttlMs: 10 * 60_000, maxWrongTries: 5 } as const;

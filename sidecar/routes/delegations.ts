@@ -9,18 +9,18 @@
 import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { ServiceError } from '../../src/errors.ts';
-import { canonicalize } from '../../src/canonical.ts';
-import { createSigner, publicKeyFromJson } from '../../src/crypto/hybrid.ts';
-import { CERT_TYPE, certificateHash, signCertificate } from '../../src/certificate.ts';
-import type { CertificatePayload } from '../../src/certificate.ts';
-import type { Constraints } from '../../src/constraints.ts';
-import { validateConstraints } from '../../src/constraints.ts';
-import { AAD } from '../secrets.ts';
-import { buildEvent } from '../events.ts';
-import type { ServiceContext } from '../context.ts';
-import type { CertificateRecord, DelegationRequestRecord } from '../store/types.ts';
-import { iso, ownedCertificate, ownedConnection, ownedRequest, requireScopes } from '../http/resources.ts';
+import { ServiceError } from '../../src/errors.js';
+import { canonicalize } from '../../src/canonical.js';
+import { createSigner, publicKeyFromJson } from '../../src/crypto/hybrid.js';
+import { CERT_TYPE, certificateHash, signCertificate } from '../../src/certificate.js';
+import type { CertificatePayload } from '../../src/certificate.js';
+import type { Constraints } from '../../src/constraints.js';
+import { validateConstraints } from '../../src/constraints.js';
+import { AAD } from '../secrets.js';
+import { buildEvent } from '../events.js';
+import type { ServiceContext } from '../context.js';
+import type { CertificateRecord, DelegationRequestRecord } from '../store/types.js';
+import { iso, ownedCertificate, ownedConnection, ownedRequest, requireScopes } from '../http/resources.js';
 
 const SelfRequestBody = Type.Object({
   connection_id: Type.String({ maxLength: 100 }),

@@ -16,9 +16,9 @@
  */
 import Fastify from 'fastify';
 import type { FastifyInstance } from 'fastify';
-import { errorBody } from '../../src/errors.ts';
-import { normalizeExposition } from '../../src/prometheus.ts';
-import type { ServiceContext } from '../context.ts';
+import { errorBody } from '../../src/errors.js';
+import { normalizeExposition } from '../../src/prometheus.js';
+import type { ServiceContext } from '../context.js';
 
 /** Paths of the operational endpoints. */
 export const HEALTH_PATHS = { liveness: '/healthz', readiness: '/readyz', metrics: '/metrics' } as const;

@@ -5,11 +5,11 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { ServiceError } from '../../src/errors.ts';
-import { canonicalize } from '../../src/canonical.ts';
-import { generateHybridKeyPair, publicKeyToJson } from '../../src/crypto/hybrid.ts';
-import { AAD } from '../secrets.ts';
-import type { ServiceContext } from '../context.ts';
+import { ServiceError } from '../../src/errors.js';
+import { canonicalize } from '../../src/canonical.js';
+import { generateHybridKeyPair, publicKeyToJson } from '../../src/crypto/hybrid.js';
+import { AAD } from '../secrets.js';
+import type { ServiceContext } from '../context.js';
 
 /** Account types and what each gets at onboarding. */
 export const ACCOUNT_TYPES = ['individual', 'organization'] as const;

@@ -6,18 +6,18 @@
 import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { ServiceError } from '../../src/errors.ts';
-import { b64urlEncode } from '../../src/crypto/encoding.ts';
-import { canonicalize } from '../../src/canonical.ts';
-import { generateHybridKeyPair, publicKeyToJson } from '../../src/crypto/hybrid.ts';
-import { validateCallbackUrl } from '../webhooks/ssrf.ts';
-import { AAD } from '../secrets.ts';
-import { buildEvent } from '../events.ts';
-import { newApiKey } from '../http/auth.ts';
-import type { ServiceContext } from '../context.ts';
+import { ServiceError } from '../../src/errors.js';
+import { b64urlEncode } from '../../src/crypto/encoding.js';
+import { canonicalize } from '../../src/canonical.js';
+import { generateHybridKeyPair, publicKeyToJson } from '../../src/crypto/hybrid.js';
+import { validateCallbackUrl } from '../webhooks/ssrf.js';
+import { AAD } from '../secrets.js';
+import { buildEvent } from '../events.js';
+import { newApiKey } from '../http/auth.js';
+import type { ServiceContext } from '../context.js';
 import {
   agentView, connectionView, iso, ownedConnection, ownedPlatform, platformView, requireScopes,
-} from '../http/resources.ts';
+} from '../http/resources.js';
 
 /** Surface types accepted at registration (`agentic_api` is the agent-action surface). */
 export const SURFACE_TYPES = ['agentic_api', 'conversational_ai', 'meetings', 'physical_ai'] as const;

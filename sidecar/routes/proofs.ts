@@ -5,16 +5,16 @@
 import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { ServiceError } from '../../src/errors.ts';
-import { b64urlEncode } from '../../src/crypto/encoding.ts';
-import { PROOF_DOMAIN, PROOF_TYPE, challengeId, isChallengeShape, proofSignedBytes } from '../../src/proof.ts';
-import type { ProofBundle, ProofPayload } from '../../src/proof.ts';
-import type { HybridSignatureJson } from '../../src/crypto/hybrid.ts';
-import { AAD } from '../secrets.ts';
-import type { ServiceContext } from '../context.ts';
-import { CryptoPoolError } from '../crypto-pool.ts';
-import type { AgentRecord } from '../store/types.ts';
-import { iso } from '../http/resources.ts';
+import { ServiceError } from '../../src/errors.js';
+import { b64urlEncode } from '../../src/crypto/encoding.js';
+import { PROOF_DOMAIN, PROOF_TYPE, challengeId, isChallengeShape, proofSignedBytes } from '../../src/proof.js';
+import type { ProofBundle, ProofPayload } from '../../src/proof.js';
+import type { HybridSignatureJson } from '../../src/crypto/hybrid.js';
+import { AAD } from '../secrets.js';
+import type { ServiceContext } from '../context.js';
+import { CryptoPoolError } from '../crypto-pool.js';
+import type { AgentRecord } from '../store/types.js';
+import { iso } from '../http/resources.js';
 
 const PresentBody = Type.Object({ challenge: Type.String({ maxLength: 256 }) }, { additionalProperties: false });
 const PresentParams = Type.Object({ connection_id: Type.String({ maxLength: 100 }), agent_id: Type.String({ maxLength: 100 }) });

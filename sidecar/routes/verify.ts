@@ -5,11 +5,11 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import type { ServiceContext } from '../context.ts';
-import { API_KEY_HEADER } from '../http/auth.ts';
-import { decide } from '../decide/pipeline.ts';
-import type { VerifyInput } from '../decide/pipeline.ts';
-import { ServiceError } from '../../src/errors.ts';
+import type { ServiceContext } from '../context.js';
+import { API_KEY_HEADER } from '../http/auth.js';
+import { decide } from '../decide/pipeline.js';
+import type { VerifyInput } from '../decide/pipeline.js';
+import { ServiceError } from '../../src/errors.js';
 
 const Str = (max: number) => Type.String({ maxLength: max });
 const VerifyBody = Type.Object({

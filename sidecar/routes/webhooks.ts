@@ -5,11 +5,11 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { ServiceError } from '../../src/errors.ts';
-import type { ServiceContext } from '../context.ts';
-import type { DeliveryRecord } from '../store/types.ts';
-import { iso, ownedPlatform, parsePage, platformView } from '../http/resources.ts';
-import { checkCallbackUrl } from './platforms.ts';
+import { ServiceError } from '../../src/errors.js';
+import type { ServiceContext } from '../context.js';
+import type { DeliveryRecord } from '../store/types.js';
+import { iso, ownedPlatform, parsePage, platformView } from '../http/resources.js';
+import { checkCallbackUrl } from './platforms.js';
 
 /** Delivery list page sizes. */
 export const DELIVERY_LIMITS = { default: 25, max: 200 } as const;

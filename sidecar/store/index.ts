@@ -5,16 +5,16 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { Db } from './sqlite/db.ts';
-import { MIGRATIONS } from './sqlite/migrations.ts';
-import { SqliteAccountStore } from './sqlite/accounts.ts';
-import { SqlitePlatformStore } from './sqlite/platforms.ts';
-import { SqliteDelegationStore } from './sqlite/delegations.ts';
-import { SqliteProofStore } from './sqlite/proofs.ts';
-import { SqliteOutboxStore } from './sqlite/outbox.ts';
-import type { Store } from './types.ts';
+import { Db } from './sqlite/db.js';
+import { MIGRATIONS } from './sqlite/migrations.js';
+import { SqliteAccountStore } from './sqlite/accounts.js';
+import { SqlitePlatformStore } from './sqlite/platforms.js';
+import { SqliteDelegationStore } from './sqlite/delegations.js';
+import { SqliteProofStore } from './sqlite/proofs.js';
+import { SqliteOutboxStore } from './sqlite/outbox.js';
+import type { Store } from './types.js';
 
-export type * from './types.ts';
+export type * from './types.js';
 
 /** Name of the database file inside the data directory. */
 export const DB_FILE_NAME = 'agent-authz.sqlite';

@@ -8,10 +8,10 @@
  * plaintext secret or private key.
  */
 
-import type { OutboxEventInput, OutboxStore, ProofStore } from './ledger-types.ts';
+import type { OutboxEventInput, OutboxStore, ProofStore } from './ledger-types.js';
 
 /** The proof, audit and outbox parts of the interface (ledger-types.ts), re-exported so the store has one import path. */
-export type * from './ledger-types.ts';
+export type * from './ledger-types.js';
 
 /** An account holder. */
 export interface AccountRecord {

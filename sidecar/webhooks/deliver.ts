@@ -10,11 +10,11 @@
  */
 import { request } from 'undici';
 import type { Agent } from 'undici';
-import type { DeliveryRecord } from '../store/types.ts';
-import { WEBHOOK_USER_AGENT, signWebhook } from '../../src/webhooks.ts';
-import { validateCallbackUrl } from './ssrf.ts';
-import { nextAttemptAt, parseRetryAfter } from './schedule.ts';
-import type { DeliveryResult, WorkerLogger } from './types.ts';
+import type { DeliveryRecord } from '../store/types.js';
+import { WEBHOOK_USER_AGENT, signWebhook } from '../../src/webhooks.js';
+import { validateCallbackUrl } from './ssrf.js';
+import { nextAttemptAt, parseRetryAfter } from './schedule.js';
+import type { DeliveryResult, WorkerLogger } from './types.js';
 
 /**
  * The abort reason the worker's `stop()` gives in-flight deliveries after its

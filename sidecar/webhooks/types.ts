@@ -4,9 +4,9 @@
  * the worker and the per-attempt sender (`deliver.ts`) share them without
  * importing each other; `worker.ts` re-exports them.
  */
-import type { OutboxStore } from '../store/types.ts';
-import type { SecretBox } from '../secrets.ts';
-import type { Resolver } from './ssrf.ts';
+import type { OutboxStore } from '../store/types.js';
+import type { SecretBox } from '../secrets.js';
+import type { Resolver } from './ssrf.js';
 
 /** Final or intermediate outcome of one attempt, for metrics. */
 export type DeliveryResult = 'delivered' | 'failed' | 'dead' | 'disabled';

@@ -28,15 +28,15 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { Agent } from 'undici';
-import type { ClaimedDelivery, OutboxStore } from '../store/types.ts';
-import { AAD } from '../secrets.ts';
-import type { SecretBox } from '../secrets.ts';
-import { createSafeDispatcher } from './ssrf.ts';
-import { STOP, classifyOutcome, sendSigned } from './deliver.ts';
-import type { AttemptOutcome, WebhookWorkerOptions, WorkerLogger } from './types.ts';
+import type { ClaimedDelivery, OutboxStore } from '../store/types.js';
+import { AAD } from '../secrets.js';
+import type { SecretBox } from '../secrets.js';
+import { createSafeDispatcher } from './ssrf.js';
+import { STOP, classifyOutcome, sendSigned } from './deliver.js';
+import type { AttemptOutcome, WebhookWorkerOptions, WorkerLogger } from './types.js';
 
 /** The worker's options, logger, and attempt outcome types (defined in `types.ts`). */
-export type { AttemptOutcome, DeliveryResult, WebhookWorkerOptions, WorkerLogger } from './types.ts';
+export type { AttemptOutcome, DeliveryResult, WebhookWorkerOptions, WorkerLogger } from './types.js';
 
 /** Drains the webhook outbox. Construct with the store and box; `start()` / `stop()` from the server. */
 export class WebhookWorker {

@@ -16,8 +16,8 @@ import {
   nativeRawPublicKey,
   nativeSign,
   nativeVerify,
-} from './mldsa-native.ts';
-import { nobleKeygen, nobleSign, nobleVerify } from './mldsa-noble.ts';
+} from './mldsa-native.js';
+import { nobleKeygen, nobleSign, nobleVerify } from './mldsa-noble.js';
 
 /** Name of an ML-DSA-65 implementation. */
 export type MlDsaBackendName = 'native' | 'noble';

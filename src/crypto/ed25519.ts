@@ -6,7 +6,7 @@
  * is internal to `src/crypto/`; the public API is in `hybrid.ts`.
  */
 import { createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
-import { concatBytes, toPlainBytes } from './encoding.ts';
+import { concatBytes, toPlainBytes } from './encoding.js';
 
 /** Raw Ed25519 public key length in bytes. */
 export const ED25519_PUBLIC_KEY_BYTES = 32;

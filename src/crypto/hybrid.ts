@@ -8,7 +8,7 @@
  * Format details: `docs/crypto.md`.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import { b64urlDecode, b64urlEncode, concatBytes } from './encoding.ts';
+import { b64urlDecode, b64urlEncode, concatBytes } from './encoding.js';
 import {
   ED25519_PUBLIC_KEY_BYTES,
   ED25519_SEED_BYTES,
@@ -18,11 +18,11 @@ import {
   ed25519RawPublicKey,
   ed25519Sign,
   ed25519Verify,
-} from './ed25519.ts';
-import { MLDSA65_PUBLIC_KEY_BYTES, MLDSA65_SIGNATURE_BYTES } from './mldsa-native.ts';
-import { getMlDsaBackend, prepareMlDsaSigner, prepareMlDsaVerifier } from './backend.ts';
+} from './ed25519.js';
+import { MLDSA65_PUBLIC_KEY_BYTES, MLDSA65_SIGNATURE_BYTES } from './mldsa-native.js';
+import { getMlDsaBackend, prepareMlDsaSigner, prepareMlDsaVerifier } from './backend.js';
 
-export { detectMlDsaBackend, getMlDsaBackend, setMlDsaBackend, type MlDsaBackendName } from './backend.ts';
+export { detectMlDsaBackend, getMlDsaBackend, setMlDsaBackend, type MlDsaBackendName } from './backend.js';
 
 /** Algorithm identifier carried in the JSON form of public keys. */
 export const HYBRID_ALG = 'hybrid-ed25519-mldsa65';
@@ -164,7 +164,10 @@ export function createVerifier(publicKey: HybridPublicKey): HybridVerifier {
 /** Tiny bounded LRU on a Map (insertion order = recency). */
 class Lru<V> {
   private readonly map = new Map<string, V>();
-  constructor(private readonly cap: number) {}
+  private readonly cap: number;
+  constructor(cap: number) {
+    this.cap = cap;
+  }
   get(k: string): V | undefined {
     const v = this.map.get(k);
     if (v !== undefined) {

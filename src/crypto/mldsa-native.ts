@@ -8,7 +8,7 @@
  * Internal to `src/crypto/`; the public API is in `hybrid.ts`.
  */
 import { createPrivateKey, createPublicKey, sign, verify, type KeyObject } from 'node:crypto';
-import { concatBytes, toPlainBytes } from './encoding.ts';
+import { concatBytes, toPlainBytes } from './encoding.js';
 
 /** ML-DSA-65 seed (ξ) length in bytes. */
 export const MLDSA65_SEED_BYTES = 32;

@@ -6,7 +6,7 @@
  * for cross-backend checks. Internal to `src/crypto/`; the public API is in `hybrid.ts`.
  */
 import { ml_dsa65 } from '@noble/post-quantum/ml-dsa.js';
-import { MLDSA65_PUBLIC_KEY_BYTES, MLDSA65_SEED_BYTES, MLDSA65_SIGNATURE_BYTES, MLDSA_MAX_CONTEXT_BYTES } from './mldsa-native.ts';
+import { MLDSA65_PUBLIC_KEY_BYTES, MLDSA65_SEED_BYTES, MLDSA65_SIGNATURE_BYTES, MLDSA_MAX_CONTEXT_BYTES } from './mldsa-native.js';
 
 /** Expanded noble key pair: the 1952-byte public key and the 4032-byte expanded secret key. */
 export interface NobleKeyPair {

@@ -7,7 +7,7 @@
  * record fails to open. Pure core: no I/O. Details: `docs/crypto.md`.
  */
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
-import { concatBytes } from './encoding.ts';
+import { concatBytes } from './encoding.js';
 
 /** Version byte of the current sealed format. */
 export const SEAL_VERSION = 0x01;

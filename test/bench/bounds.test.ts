@@ -3,10 +3,10 @@
  * marks a missed target as out of reach, on hand-made results.
  */
 import t from 'tap';
-import { gatewayBounds, pathCpuMs } from '../../bench/bounds.ts';
-import { evaluateTargets, renderTable } from '../../bench/report.ts';
-import type { BackendResults, Results } from '../../bench/report.ts';
-import type { LoadResult } from '../../bench/load.ts';
+import { gatewayBounds, pathCpuMs } from '../../bench/bounds.js';
+import { evaluateTargets, renderTable } from '../../bench/report.js';
+import type { BackendResults, Results } from '../../bench/report.js';
+import type { LoadResult } from '../../bench/load.js';
 
 const load = (rps: number, p99 = 10_000): LoadResult => ({
   concurrency: 50, count: 1000, errors: 0, firstError: undefined, elapsedS: 1, rps, p50: 5000, p90: 8000, p99, p999: p99, mean: 5000, max: p99, samples: new Float64Array(0),

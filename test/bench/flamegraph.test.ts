@@ -7,9 +7,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { flameTree, renderFlameGraph, writeFlameGraph } from '../../bench/flamegraph.ts';
-import type { FlameNode } from '../../bench/flamegraph.ts';
-import type { CpuProfile } from '../../bench/profile.ts';
+import { flameTree, renderFlameGraph, writeFlameGraph } from '../../bench/flamegraph.js';
+import type { FlameNode } from '../../bench/flamegraph.js';
+import type { CpuProfile } from '../../bench/profile.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const own = `file://${ROOT}/sidecar/decide/pipeline.ts`;

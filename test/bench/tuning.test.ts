@@ -5,10 +5,10 @@
  * so in its table's title.
  */
 import t from 'tap';
-import { productNodeFlags, sidecarTuningEnv, tuningOf } from '../../bench/common.ts';
-import { probeNodeFlags } from '../../bench/procs.ts';
-import { renderTable } from '../../bench/report.ts';
-import type { Results } from '../../bench/report.ts';
+import { productNodeFlags, sidecarTuningEnv, tuningOf } from '../../bench/common.js';
+import { probeNodeFlags } from '../../bench/procs.js';
+import { renderTable } from '../../bench/report.js';
+import type { Results } from '../../bench/report.js';
 
 t.test('BENCH_NODE_FLAGS: whitespace-separated --name and --name=value flags', async (t) => {
   t.same(productNodeFlags({}), []);

@@ -7,7 +7,7 @@
 
 import t from 'tap';
 import { createHash } from 'node:crypto';
-import { allowAll, gatewayConfig, proofHeader, rawRequest, send, startFakeSidecar, startGateway, startUpstream } from './helpers.ts';
+import { allowAll, gatewayConfig, proofHeader, rawRequest, send, startFakeSidecar, startGateway, startUpstream } from './helpers.js';
 
 t.setTimeout(30_000);
 

@@ -20,9 +20,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
-import { present, presentChallenge, remoteSidecar, specFlow, startMailSink } from '../helpers/sidecar.ts';
-import { gatewayConfig, metricSum, proofHeader, send, startUpstream } from './helpers.ts';
-import { freePort } from '../helpers/net.ts';
+import { present, presentChallenge, remoteSidecar, specFlow, startMailSink } from '../helpers/sidecar.js';
+import { gatewayConfig, metricSum, proofHeader, send, startUpstream } from './helpers.js';
+import { freePort } from '../helpers/net.js';
 
 t.setTimeout(40_000);
 

@@ -23,10 +23,10 @@ import t from 'tap';
 import type { Test } from 'tap';
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { delegateAgent, onboard, present, presentChallenge, specFlow, startSidecar } from '../helpers/sidecar.ts';
-import type { Flow } from '../helpers/sidecar.ts';
-import { gatewayConfig, metricSum, proofHeader, send, startGatewayWithKey, startUpstream } from './helpers.ts';
-import type { Recorded } from './helpers.ts';
+import { delegateAgent, onboard, present, presentChallenge, specFlow, startSidecar } from '../helpers/sidecar.js';
+import type { Flow } from '../helpers/sidecar.js';
+import { gatewayConfig, metricSum, proofHeader, send, startGatewayWithKey, startUpstream } from './helpers.js';
+import type { Recorded } from './helpers.js';
 
 t.setTimeout(40_000);
 

@@ -10,8 +10,8 @@
 import t from 'tap';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { MAX_PROOF_HEADER_LENGTH } from '../../gateway-plugin/proof.ts';
-import { TEST_API_KEY, allowAll, fakeBundle, gatewayConfig, proofHeader, rawRequest, reply, send, startFakeSidecar, startGateway, startUpstream } from './helpers.ts';
+import { MAX_PROOF_HEADER_LENGTH } from '../../gateway-plugin/proof.js';
+import { TEST_API_KEY, allowAll, fakeBundle, gatewayConfig, proofHeader, rawRequest, reply, send, startFakeSidecar, startGateway, startUpstream } from './helpers.js';
 
 t.setTimeout(30_000);
 

@@ -8,8 +8,8 @@
 
 import t from 'tap';
 import { request } from 'undici';
-import { promtoolAvailable, promtoolCheck } from '../sidecar/ops/helpers.ts';
-import { allowAll, denyAll, gatewayConfig, metricValue, proofHeader, rawRequest, reply, send, startFakeSidecar, startGateway, startUpstream } from './helpers.ts';
+import { promtoolAvailable, promtoolCheck } from '../sidecar/ops/helpers.js';
+import { allowAll, denyAll, gatewayConfig, metricValue, proofHeader, rawRequest, reply, send, startFakeSidecar, startGateway, startUpstream } from './helpers.js';
 
 t.setTimeout(30_000);
 

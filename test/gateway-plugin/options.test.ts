@@ -12,9 +12,9 @@ import Fastify from 'fastify';
 import {
   DEFAULT_BODY_LIMIT_BYTES, DEFAULT_CHALLENGE_TIMEOUT_MS, DEFAULT_UPSTREAM_TIMEOUT_MS, DEFAULT_VERIFY_TIMEOUT_MS,
   agentAuthzGateway, compileRoutes, resolveGatewayOptions,
-} from '../../gateway-plugin/index.ts';
-import { loadConfigFile, resolveConfig } from '../../gateway-plugin/config.ts';
-import { buildGateway } from '../../gateway-plugin/server.ts';
+} from '../../gateway-plugin/index.js';
+import { loadConfigFile, resolveConfig } from '../../gateway-plugin/config.js';
+import { buildGateway } from '../../gateway-plugin/server.js';
 
 const base = (): Record<string, unknown> => ({
   upstream: 'http://127.0.0.1:8080',

@@ -7,9 +7,9 @@
 
 import t from 'tap';
 import type { ServerResponse } from 'node:http';
-import { ERRORS } from '../../src/errors.ts';
-import { allowAll, gatewayConfig, proofHeader, reply, send, startFakeSidecar, startGateway, startUpstream } from './helpers.ts';
-import type { VerifyBehaviour } from './helpers.ts';
+import { ERRORS } from '../../src/errors.js';
+import { allowAll, gatewayConfig, proofHeader, reply, send, startFakeSidecar, startGateway, startUpstream } from './helpers.js';
+import type { VerifyBehaviour } from './helpers.js';
 
 t.setTimeout(30_000);
 

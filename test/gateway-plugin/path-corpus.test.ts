@@ -11,8 +11,8 @@
  */
 
 import t from 'tap';
-import { isNormalizedPath } from '../../gateway-plugin/path.ts';
-import { allowAll, denyAll, gatewayConfig, proofHeader, rawRequest, startFakeSidecar, startGateway, startUpstream } from './helpers.ts';
+import { isNormalizedPath } from '../../gateway-plugin/path.js';
+import { allowAll, denyAll, gatewayConfig, proofHeader, rawRequest, startFakeSidecar, startGateway, startUpstream } from './helpers.js';
 
 t.setTimeout(40_000);
 

@@ -28,8 +28,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Pool } from 'undici';
 import { stringify } from 'yaml';
-import { TEST_API_KEY, TEST_API_KEY_ENV, allowAll, gatewayConfig, proofHeader, startFakeSidecar, startUpstream } from './helpers.ts';
-import { freePort } from '../helpers/net.ts';
+import { TEST_API_KEY, TEST_API_KEY_ENV, allowAll, gatewayConfig, proofHeader, startFakeSidecar, startUpstream } from './helpers.js';
+import { freePort } from '../helpers/net.js';
 
 t.setTimeout(60_000);
 

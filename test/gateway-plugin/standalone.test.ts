@@ -11,7 +11,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
-import { TEST_API_KEY, TEST_API_KEY_ENV, allowAll, gatewayConfig, proofHeader, send, startFakeSidecar, startUpstream } from './helpers.ts';
+import { TEST_API_KEY, TEST_API_KEY_ENV, allowAll, gatewayConfig, proofHeader, send, startFakeSidecar, startUpstream } from './helpers.js';
 
 t.setTimeout(45_000);
 

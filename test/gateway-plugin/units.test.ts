@@ -8,17 +8,17 @@
 
 import t from 'tap';
 import fc from 'fast-check';
-import { ServiceError } from '../../src/errors.ts';
-import { MAX_PATH_LENGTH, isNormalizedPath, normalizePath, normalizeRequestTarget } from '../../gateway-plugin/path.ts';
-import { JsonNumber, parseStrictJson, resolvePointer } from '../../gateway-plugin/json.ts';
-import { TrustedProxies, amountFromNumber, deriveClientIp } from '../../gateway-plugin/context.ts';
-import { MAX_PROOF_HEADER_LENGTH, decodeProof, decodeProofJson } from '../../gateway-plugin/proof.ts';
-import { verifyBody } from '../../gateway-plugin/verify-client.ts';
-import { compileRoutes } from '../../gateway-plugin/routes.ts';
-import { canonicalHeaderName, upstreamRequestHeaders, upstreamResponseHeaders } from '../../gateway-plugin/headers.ts';
-import { fakeBundle, proofHeader } from './helpers.ts';
-import { mapVerifyResult } from '../../gateway-plugin/outcome.ts';
-import { createGatewayMetrics, guardForward } from '../../gateway-plugin/metrics.ts';
+import { ServiceError } from '../../src/errors.js';
+import { MAX_PATH_LENGTH, isNormalizedPath, normalizePath, normalizeRequestTarget } from '../../gateway-plugin/path.js';
+import { JsonNumber, parseStrictJson, resolvePointer } from '../../gateway-plugin/json.js';
+import { TrustedProxies, amountFromNumber, deriveClientIp } from '../../gateway-plugin/context.js';
+import { MAX_PROOF_HEADER_LENGTH, decodeProof, decodeProofJson } from '../../gateway-plugin/proof.js';
+import { verifyBody } from '../../gateway-plugin/verify-client.js';
+import { compileRoutes } from '../../gateway-plugin/routes.js';
+import { canonicalHeaderName, upstreamRequestHeaders, upstreamResponseHeaders } from '../../gateway-plugin/headers.js';
+import { fakeBundle, proofHeader } from './helpers.js';
+import { mapVerifyResult } from '../../gateway-plugin/outcome.js';
+import { createGatewayMetrics, guardForward } from '../../gateway-plugin/metrics.js';
 
 const code = (fn: () => unknown): string | undefined => {
   try {

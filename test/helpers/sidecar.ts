@@ -8,10 +8,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { SMTPServer } from 'smtp-server';
-import { buildServer } from '../../sidecar/server.ts';
-import type { BuildOptions, SidecarServer } from '../../sidecar/server.ts';
-import { configWith } from '../../sidecar/config.ts';
-import type { SidecarConfig } from '../../sidecar/config.ts';
+import { buildServer } from '../../sidecar/server.js';
+import type { BuildOptions, SidecarServer } from '../../sidecar/server.js';
+import { configWith } from '../../sidecar/config.js';
+import type { SidecarConfig } from '../../sidecar/config.js';
 
 /** A real SMTP receiver on loopback that keeps every message. */
 export interface MailSink {
@@ -57,7 +57,10 @@ export async function startMailSink(): Promise<MailSink> {
 
 /** A controllable clock (Unix ms). */
 export class TestClock {
-  constructor(public t: number = Date.now()) {}
+  t: number;
+  constructor(t: number = Date.now()) {
+    this.t = t;
+  }
   now = (): number => this.t;
   advance(ms: number): void { this.t += ms; }
 }
@@ -107,7 +110,10 @@ export interface Res {
 export class Client {
   readonly jar = new Map<string, string>();
   apiKey: string | undefined;
-  constructor(readonly base: string) {}
+  readonly base: string;
+  constructor(base: string) {
+    this.base = base;
+  }
 
   /** Sends a request; `auth` adds the CSRF header (from the jar) and/or the API key. */
   async req(method: string, p: string, body?: unknown, o: { csrf?: boolean | string; apiKey?: string | null; headers?: Record<string, string>; raw?: string } = {}): Promise<Res> {

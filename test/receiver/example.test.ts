@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { request } from 'undici';
-import { sign, tempDir } from './helpers.ts';
+import { sign, tempDir } from './helpers.js';
 
 const EXAMPLE = fileURLToPath(new URL('../../examples/webhook-receiver.ts', import.meta.url));
 

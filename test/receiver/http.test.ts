@@ -8,11 +8,11 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import Fastify from 'fastify';
-import { createNodeWebhookHandler, createWebhookReceiver, webhookFastifyPlugin } from '../../receiver/index.ts';
-import type { WebhookEvent } from '../../receiver/index.ts';
-import { WebhookWorker } from '../../sidecar/webhooks/worker.ts';
-import { addPlatform, enqueue, memoryLogger, openFixture, row } from '../sidecar/webhooks/helpers.ts';
-import { SECRET, sign, signed, tempDir } from './helpers.ts';
+import { createNodeWebhookHandler, createWebhookReceiver, webhookFastifyPlugin } from '../../receiver/index.js';
+import type { WebhookEvent } from '../../receiver/index.js';
+import { WebhookWorker } from '../../sidecar/webhooks/worker.js';
+import { addPlatform, enqueue, memoryLogger, openFixture, row } from '../sidecar/webhooks/helpers.js';
+import { SECRET, sign, signed, tempDir } from './helpers.js';
 
 async function listen(server: http.Server): Promise<string> {
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

@@ -1,9 +1,9 @@
 /** The receiver core: signature, freshness, id checks, dedup, failure ordering. */
 import t from 'tap';
 import { join } from 'node:path';
-import { createWebhookReceiver, MemoryDedupStore, SqliteDedupStore } from '../../receiver/index.ts';
-import type { WebhookEvent, WebhookReceiverOptions } from '../../receiver/index.ts';
-import { SECRET, sign, signed, tempDir } from './helpers.ts';
+import { createWebhookReceiver, MemoryDedupStore, SqliteDedupStore } from '../../receiver/index.js';
+import type { WebhookEvent, WebhookReceiverOptions } from '../../receiver/index.js';
+import { SECRET, sign, signed, tempDir } from './helpers.js';
 
 function make(t: { teardown(fn: () => unknown): void }, opts: Partial<WebhookReceiverOptions> = {}) {
   const seen: WebhookEvent[] = [];

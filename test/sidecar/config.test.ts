@@ -8,7 +8,7 @@ import t from 'tap';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, DEFAULTS, ENV_VARS, configWith, dollarsToMicros, loadConfig } from '../../sidecar/config.ts';
+import { ConfigError, DEFAULTS, ENV_VARS, configWith, dollarsToMicros, loadConfig } from '../../sidecar/config.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const KEY32 = Buffer.alloc(32, 7).toString('base64');

@@ -12,15 +12,15 @@ import t from 'tap';
 import os from 'node:os';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { CpuShareMonitor, SHARE_DWELL_SAMPLES, SHARE_THRESHOLDS, canJudgeMachine, othersCores, readCpu } from '../../sidecar/cpu-share.ts';
-import type { CpuSample } from '../../sidecar/cpu-share.ts';
-import { CryptoPool, InlineCrypto } from '../../sidecar/crypto-pool.ts';
-import type { CryptoOp, CryptoThread, VerifyKey } from '../../sidecar/crypto-pool.ts';
-import { loadConfig } from '../../sidecar/config.ts';
-import { createSigner, generateHybridKeyPair } from '../../src/crypto/hybrid.ts';
-import { specFlow, startSidecar } from '../helpers/sidecar.ts';
-import { bundleFor, expectDecision, verify } from './decide/helpers.ts';
-import { parsePrometheusText, sampleValue } from './ops/helpers.ts';
+import { CpuShareMonitor, SHARE_DWELL_SAMPLES, SHARE_THRESHOLDS, canJudgeMachine, othersCores, readCpu } from '../../sidecar/cpu-share.js';
+import type { CpuSample } from '../../sidecar/cpu-share.js';
+import { CryptoPool, InlineCrypto } from '../../sidecar/crypto-pool.js';
+import type { CryptoOp, CryptoThread, VerifyKey } from '../../sidecar/crypto-pool.js';
+import { loadConfig } from '../../sidecar/config.js';
+import { createSigner, generateHybridKeyPair } from '../../src/crypto/hybrid.js';
+import { specFlow, startSidecar } from '../helpers/sidecar.js';
+import { bundleFor, expectDecision, verify } from './decide/helpers.js';
+import { parsePrometheusText, sampleValue } from './ops/helpers.js';
 
 /** A sample `dtMs` after `prev` in which the machine (`cpus` CPUs) was `machine` cores busy and this process `own` cores. */
 function after(prev: CpuSample, dtMs: number, machine: number, own: number): CpuSample {

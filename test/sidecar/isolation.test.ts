@@ -6,8 +6,8 @@
  */
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { Client, expectError, specFlow, startSidecar } from '../helpers/sidecar.ts';
-import type { Res } from '../helpers/sidecar.ts';
+import { Client, expectError, specFlow, startSidecar } from '../helpers/sidecar.js';
+import type { Res } from '../helpers/sidecar.js';
 
 
 

@@ -17,13 +17,13 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ensureNode24SqliteBinding, NODE24 } from '../../bench/node24.ts';
-import { remoteSidecar, specFlow, startMailSink } from '../helpers/sidecar.ts';
-import type { MailSink } from '../helpers/sidecar.ts';
-import { freePort } from '../helpers/net.ts';
-import { bundleFor, clone, expectDecision, expectError, flipB64, verify } from './decide/helpers.ts';
-import type { Bundle } from './decide/helpers.ts';
-import { parsePrometheusText, sampleValue } from './ops/helpers.ts';
+import { ensureNode24SqliteBinding, NODE24 } from '../../bench/node24.js';
+import { remoteSidecar, specFlow, startMailSink } from '../helpers/sidecar.js';
+import type { MailSink } from '../helpers/sidecar.js';
+import { freePort } from '../helpers/net.js';
+import { bundleFor, clone, expectDecision, expectError, flipB64, verify } from './decide/helpers.js';
+import type { Bundle } from './decide/helpers.js';
+import { parsePrometheusText, sampleValue } from './ops/helpers.js';
 
 // The first run builds better-sqlite3 for Node 24 (about a minute or two on two cores).
 t.setTimeout(15 * 60_000);

@@ -8,10 +8,10 @@
 import t from 'tap';
 import fs from 'node:fs';
 import path from 'node:path';
-import { login, present, specFlow, startSidecar } from '../helpers/sidecar.ts';
-import { MASTER_KEY_FILE, resolveMasterKey } from '../../sidecar/server.ts';
-import { DB_FILE_NAME } from '../../sidecar/store/index.ts';
-import { AAD, createSecretBox } from '../../sidecar/secrets.ts';
+import { login, present, specFlow, startSidecar } from '../helpers/sidecar.js';
+import { MASTER_KEY_FILE, resolveMasterKey } from '../../sidecar/server.js';
+import { DB_FILE_NAME } from '../../sidecar/store/index.js';
+import { AAD, createSecretBox } from '../../sidecar/secrets.js';
 
 /** Every encoding a secret could plausibly be written in. */
 function encodings(label: string, bytes: Uint8Array): [string, Buffer][] {

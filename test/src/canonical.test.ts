@@ -1,6 +1,6 @@
 /** Canonical JSON: sorted keys, no whitespace, integers only; everything else is refused. */
 import t from 'tap';
-import { canonicalBytes, canonicalize, tryCanonicalize } from '../../src/canonical.ts';
+import { canonicalBytes, canonicalize, tryCanonicalize } from '../../src/canonical.js';
 
 t.test('key order and layout', async (t) => {
   t.equal(canonicalize({ b: 1, a: 2 }), '{"a":2,"b":1}');

@@ -3,10 +3,10 @@ import t from 'tap';
 import { randomUUID } from 'node:crypto';
 import {
   CERT_DOMAIN, CERT_TYPE, certificateHash, certificateShapeError, signCertificate, verifyCertificate,
-} from '../../src/certificate.ts';
-import type { CertificatePayload, DelegationCertificate } from '../../src/certificate.ts';
-import { canonicalize } from '../../src/canonical.ts';
-import { createSigner, createVerifier, generateHybridKeyPair, publicKeyToJson, signatureToJson } from '../../src/crypto/hybrid.ts';
+} from '../../src/certificate.js';
+import type { CertificatePayload, DelegationCertificate } from '../../src/certificate.js';
+import { canonicalize } from '../../src/canonical.js';
+import { createSigner, createVerifier, generateHybridKeyPair, publicKeyToJson, signatureToJson } from '../../src/crypto/hybrid.js';
 
 const root = generateHybridKeyPair();
 const agent = generateHybridKeyPair();

@@ -7,8 +7,8 @@
  */
 import t from 'tap';
 import fc from 'fast-check';
-import { AMOUNT_RE, DAYS, amountMicros, evaluateConstraints, validateConstraints } from '../../src/constraints.ts';
-import type { ConstraintContext, Constraints } from '../../src/constraints.ts';
+import { AMOUNT_RE, DAYS, amountMicros, evaluateConstraints, validateConstraints } from '../../src/constraints.js';
+import type { ConstraintContext, Constraints } from '../../src/constraints.js';
 
 const DAYS_LIST = 'sun, mon, tue, wed, thu, fri, sat';
 

@@ -4,8 +4,8 @@
  */
 import fs from 'node:fs';
 import t from 'tap';
-import { ERRORS, ServiceError, errorBody, isErrorCode } from '../../src/errors.ts';
-import { DECISION_REASONS } from '../../src/decisions.ts';
+import { ERRORS, ServiceError, errorBody, isErrorCode } from '../../src/errors.js';
+import { DECISION_REASONS } from '../../src/decisions.js';
 
 const doc = fs.readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
 

@@ -5,8 +5,8 @@
  */
 import t from 'tap';
 import { Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import { normalizeExposition } from '../../src/prometheus.ts';
-import { parsePrometheusText } from '../sidecar/ops/helpers.ts';
+import { normalizeExposition } from '../../src/prometheus.js';
+import { parsePrometheusText } from '../sidecar/ops/helpers.js';
 
 t.test('Nan sample values are spelled NaN; labels and names are untouched', async (t) => {
   const registry = new Registry();

@@ -7,11 +7,11 @@ import t from 'tap';
 import fc from 'fast-check';
 import {
   MAX_BUNDLE_BYTES, MAX_CHALLENGE_LENGTH, PROOF_DOMAIN, PROOF_TYPE, encodeProofHeader, parseProofBundle, proofSignedBytes, signProof,
-} from '../../src/proof.ts';
-import type { ProofBundle, ProofPayload } from '../../src/proof.ts';
-import { createSigner, createVerifier, generateHybridKeyPair, signatureToJson } from '../../src/crypto/hybrid.ts';
-import { canonicalBytes } from '../../src/canonical.ts';
-import { CERT_DOMAIN } from '../../src/certificate.ts';
+} from '../../src/proof.js';
+import type { ProofBundle, ProofPayload } from '../../src/proof.js';
+import { createSigner, createVerifier, generateHybridKeyPair, signatureToJson } from '../../src/crypto/hybrid.js';
+import { canonicalBytes } from '../../src/canonical.js';
+import { CERT_DOMAIN } from '../../src/certificate.js';
 
 const keys = generateHybridKeyPair();
 const signer = createSigner(keys.secretSeed);
@@ -138,7 +138,7 @@ t.test('property: no mutation of a signed bundle parses and verifies', async (t)
 });
 
 t.test('the size limit is computed without serializing: it equals the canonical length', async (t) => {
-  const { canonicalize } = await import('../../src/canonical.ts');
+  const { canonicalize } = await import('../../src/canonical.js');
   for (const challenge of ['a'.repeat(16), payload.challenge, 'a'.repeat(MAX_CHALLENGE_LENGTH)]) {
     const b = { ...clone(bundle), challenge };
     t.ok(parseProofBundle(b), `challenge of ${challenge.length}`);

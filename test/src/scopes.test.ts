@@ -2,7 +2,7 @@
 import t from 'tap';
 import {
   CANONICAL_SCOPES, CUSTOM_SCOPE_RULES, MAX_SCOPES_PER_LIST, invalidScopes, isCanonicalScope, isCustomScope, isSensitiveScope, isValidScope,
-} from '../../src/scopes.ts';
+} from '../../src/scopes.js';
 
 t.test('canonical vocabulary', async (t) => {
   for (const s of ['data:read', 'data:write', 'payments:send', 'execute:tool']) t.ok(isCanonicalScope(s), `spec example ${s} exists`);

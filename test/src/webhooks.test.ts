@@ -3,7 +3,7 @@ import t from 'tap';
 import { createHmac } from 'node:crypto';
 import {
   WEBHOOK_EVENT_TYPES, WEBHOOK_HEADERS, WEBHOOK_USER_AGENT, isTimestampFresh, isWebhookEventType, signWebhook, verifyWebhookSignature,
-} from '../../src/webhooks.ts';
+} from '../../src/webhooks.js';
 
 const byHand = (secret: string, ts: string, body: string | Buffer): string =>
   createHmac('sha256', Buffer.from(secret, 'utf8')).update(Buffer.concat([Buffer.from(`${ts}.`), Buffer.from(body)])).digest('hex');

@@ -2,8 +2,8 @@
  * SQLite implementation of {@link AccountStore}: login codes, accounts and
  * sessions.
  */
-import type { Db } from './db.ts';
-import type { AccountRecord, AccountStore, LoginCodeRecord, SessionRecord } from '../types.ts';
+import type { Db } from './db.js';
+import type { AccountRecord, AccountStore, LoginCodeRecord, SessionRecord } from '../types.js';
 
 interface AccountRow {
   id: string; email: string; first_name: string | null; last_name: string | null; account_type: string | null;
@@ -33,7 +33,10 @@ const sessionFromRow = (r: SessionRow): SessionRecord => ({
 
 /** Accounts, login codes and sessions on SQLite. */
 export class SqliteAccountStore implements AccountStore {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+  constructor(db: Db) {
+    this.db = db;
+  }
 
   async latestLoginCode(email: string): Promise<LoginCodeRecord | undefined> {
     const r = this.db.get<CodeRow>('SELECT * FROM login_codes WHERE email = ? ORDER BY created_at DESC, rowid DESC LIMIT 1', email);

@@ -8,7 +8,7 @@
  */
 import Database from 'better-sqlite3';
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
-import { MIGRATIONS } from './migrations.ts';
+import { MIGRATIONS } from './migrations.js';
 
 /** Options for {@link openDb}. */
 export interface DbOptions {

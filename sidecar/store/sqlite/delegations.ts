@@ -2,9 +2,9 @@
  * SQLite implementation of {@link DelegationStore}: delegation requests and
  * certificates, with their outbox events written in the same transaction.
  */
-import type { Db } from './db.ts';
-import { insertOutboxEvent } from './outbox.ts';
-import type { ActiveCertificate, CertificateRecord, DelegationRequestRecord, DelegationStore, OutboxEventInput } from '../types.ts';
+import type { Db } from './db.js';
+import { insertOutboxEvent } from './outbox.js';
+import type { ActiveCertificate, CertificateRecord, DelegationRequestRecord, DelegationStore, OutboxEventInput } from '../types.js';
 
 interface RequestRow {
   id: string; connection_id: string; account_id: string; agent_id: string; requested_scopes: string;
@@ -29,7 +29,10 @@ const certFromRow = (r: CertRow): CertificateRecord => ({
 
 /** Delegation requests and certificates on SQLite. */
 export class SqliteDelegationStore implements DelegationStore {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+  constructor(db: Db) {
+    this.db = db;
+  }
 
   async createRequest(r: DelegationRequestRecord): Promise<void> {
     this.db.tx(() => {

@@ -24,10 +24,10 @@
  * disabled, its deliveries are not claimed and no attempts are spent; they
  * stay `pending` and go out (oldest first) once a URL is set / re-enabled.
  */
-import type { Db } from './db.ts';
+import type { Db } from './db.js';
 import type {
   ClaimedDelivery, DeliveryAttemptRecord, DeliveryRecord, OutboxEventInput, OutboxStore,
-} from '../types.ts';
+} from '../types.js';
 
 interface OutboxRow {
   id: string; seq: number; account_id: string; platform_id: string; connection_id: string | null; event_type: string;
@@ -70,7 +70,10 @@ export function insertOutboxEvent(db: Db, e: OutboxEventInput): void {
 
 /** The webhook outbox on SQLite. */
 export class SqliteOutboxStore implements OutboxStore {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+  constructor(db: Db) {
+    this.db = db;
+  }
 
   async claimDue(now: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
     if (limit <= 0) return [];

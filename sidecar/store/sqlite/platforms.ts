@@ -3,11 +3,11 @@
  * API keys and agents. Lifecycle events go into the outbox inside the same
  * transaction as the change they describe.
  */
-import type { Db } from './db.ts';
-import { insertOutboxEvent } from './outbox.ts';
+import type { Db } from './db.js';
+import { insertOutboxEvent } from './outbox.js';
 import type {
   AgentRecord, ApiKeyRecord, ConnectionRecord, DeniedRequest, OutboxEventInput, PlatformRecord, PlatformStore, RevokedCert,
-} from '../types.ts';
+} from '../types.js';
 
 interface PlatformRow {
   id: string; account_id: string; name: string; description: string; surface_type: string; publish_state: string;
@@ -42,7 +42,10 @@ const agentFromRow = (r: AgentRow): AgentRecord => ({
 
 /** Platforms, connections, keys and agents on SQLite. */
 export class SqlitePlatformStore implements PlatformStore {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+  constructor(db: Db) {
+    this.db = db;
+  }
 
   private insertKey(k: ApiKeyRecord): void {
     this.db.run('INSERT INTO api_keys (id, connection_id, prefix, digest, status, valid_until, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',

@@ -3,8 +3,8 @@
  * verify commit (challenge consumption + debit + audit row), audit reads and
  * retention purges.
  */
-import type { Db } from './db.ts';
-import type { AuditEventRecord, ChallengeRecord, DecisionCommit, DecisionCommitResult, ProofStore } from '../types.ts';
+import type { Db } from './db.js';
+import type { AuditEventRecord, ChallengeRecord, DecisionCommit, DecisionCommitResult, ProofStore } from '../types.js';
 
 interface ChallengeRow { id: string; audience_connection_id: string; account_id: string; expires_at: number; presented_at: number | null; consumed_at: number | null; created_at: number }
 interface AuditRow {
@@ -23,7 +23,10 @@ const auditFromRow = (r: AuditRow): AuditEventRecord => ({
 
 /** Challenges, decisions and audit on SQLite. */
 export class SqliteProofStore implements ProofStore {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+  constructor(db: Db) {
+    this.db = db;
+  }
 
   private insertAudit(a: AuditEventRecord): void {
     this.db.run('INSERT INTO audit_events (id, account_id, event_type, connection_id, agent_id, cert_id, required_scope, details, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',

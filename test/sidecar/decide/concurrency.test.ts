@@ -7,9 +7,9 @@
  *   and the audit never records an allow after a revocation-deny.
  */
 import t from 'tap';
-import { specFlow, startSidecar } from '../../helpers/sidecar.ts';
-import type { Res, TestSidecar } from '../../helpers/sidecar.ts';
-import { auditAll, bundleFor, expectDecision, pool, usage, verify } from './helpers.ts';
+import { specFlow, startSidecar } from '../../helpers/sidecar.js';
+import type { Res, TestSidecar } from '../../helpers/sidecar.js';
+import { auditAll, bundleFor, expectDecision, pool, usage, verify } from './helpers.js';
 
 let sc: TestSidecar;
 t.before(async () => { sc = await startSidecar(); });

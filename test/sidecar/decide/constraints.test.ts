@@ -5,9 +5,9 @@
  * day lists). A missing context denies and never allows.
  */
 import t from 'tap';
-import { specFlow, startSidecar } from '../../helpers/sidecar.ts';
-import type { Flow, TestSidecar } from '../../helpers/sidecar.ts';
-import { auditAll, bundleFor, expectDecision, verify } from './helpers.ts';
+import { specFlow, startSidecar } from '../../helpers/sidecar.js';
+import type { Flow, TestSidecar } from '../../helpers/sidecar.js';
+import { auditAll, bundleFor, expectDecision, verify } from './helpers.js';
 
 /** Thursday 2030-01-03 08:00 UTC (2030-01-01 is a Tuesday). */
 const T0 = Date.UTC(2030, 0, 3, 8, 0, 0);

@@ -5,11 +5,11 @@
  * the fault clears.
  */
 import t from 'tap';
-import { specFlow, startSidecar } from '../../helpers/sidecar.ts';
-import type { Flow, TestSidecar } from '../../helpers/sidecar.ts';
-import type { SqliteStore } from '../../../sidecar/store/index.ts';
-import { auditAll, bundleFor, expectDecision, expectError, usage, verify } from './helpers.ts';
-import type { Bundle, T } from './helpers.ts';
+import { specFlow, startSidecar } from '../../helpers/sidecar.js';
+import type { Flow, TestSidecar } from '../../helpers/sidecar.js';
+import type { SqliteStore } from '../../../sidecar/store/index.js';
+import { auditAll, bundleFor, expectDecision, expectError, usage, verify } from './helpers.js';
+import type { Bundle, T } from './helpers.js';
 
 let sc: TestSidecar;
 let f: Flow;

@@ -4,12 +4,12 @@
  * the audit trail it leaves, and the audience (cross-platform) model.
  */
 import t from 'tap';
-import { specFlow, startSidecar } from '../../helpers/sidecar.ts';
-import type { TestSidecar } from '../../helpers/sidecar.ts';
-import { auditAll, bundleFor, challenge, expectDecision, expectError, presentRaw, usage, verify } from './helpers.ts';
-import { createSigner } from '../../../src/crypto/hybrid.ts';
-import { PROOF_TYPE, signProof } from '../../../src/proof.ts';
-import { AAD } from '../../../sidecar/secrets.ts';
+import { specFlow, startSidecar } from '../../helpers/sidecar.js';
+import type { TestSidecar } from '../../helpers/sidecar.js';
+import { auditAll, bundleFor, challenge, expectDecision, expectError, presentRaw, usage, verify } from './helpers.js';
+import { createSigner } from '../../../src/crypto/hybrid.js';
+import { PROOF_TYPE, signProof } from '../../../src/proof.js';
+import { AAD } from '../../../sidecar/secrets.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;

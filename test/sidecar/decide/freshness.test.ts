@@ -4,10 +4,10 @@
  * freshness (`proofFreshnessSeconds`, default 120 s), with their boundaries.
  */
 import t from 'tap';
-import { specFlow, startSidecar } from '../../helpers/sidecar.ts';
-import type { Flow, TestSidecar } from '../../helpers/sidecar.ts';
-import { bundleFor, challenge, expectDecision, expectError, presentRaw, verify } from './helpers.ts';
-import type { Bundle } from './helpers.ts';
+import { specFlow, startSidecar } from '../../helpers/sidecar.js';
+import type { Flow, TestSidecar } from '../../helpers/sidecar.js';
+import { bundleFor, challenge, expectDecision, expectError, presentRaw, verify } from './helpers.js';
+import type { Bundle } from './helpers.js';
 
 let sc: TestSidecar;
 let f: Flow;

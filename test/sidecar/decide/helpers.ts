@@ -4,7 +4,7 @@
  * Everything goes through the real HTTP server started by
  * test/helpers/sidecar.ts.
  */
-import type { Client, Flow, Res } from '../../helpers/sidecar.ts';
+import type { Client, Flow, Res } from '../../helpers/sidecar.js';
 
 /** The subset of a tap Test these helpers use. */
 export interface T {

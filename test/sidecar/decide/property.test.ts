@@ -7,10 +7,10 @@
  */
 import t from 'tap';
 import fc from 'fast-check';
-import { specFlow, startSidecar } from '../../helpers/sidecar.ts';
-import type { Flow, Res, TestSidecar } from '../../helpers/sidecar.ts';
-import { auditAll, bundleFor, clone, verify } from './helpers.ts';
-import type { Bundle } from './helpers.ts';
+import { specFlow, startSidecar } from '../../helpers/sidecar.js';
+import type { Flow, Res, TestSidecar } from '../../helpers/sidecar.js';
+import { auditAll, bundleFor, clone, verify } from './helpers.js';
+import type { Bundle } from './helpers.js';
 
 let sc: TestSidecar;
 let f: Flow;

@@ -4,10 +4,10 @@
  * each gets the exact 400 code of the stage that catches it.
  */
 import t from 'tap';
-import { specFlow, startSidecar } from '../../helpers/sidecar.ts';
-import type { Client, Flow, TestSidecar } from '../../helpers/sidecar.ts';
-import { auditAll, bundleFor, clone, expectError, flipB64, verify } from './helpers.ts';
-import type { Bundle } from './helpers.ts';
+import { specFlow, startSidecar } from '../../helpers/sidecar.js';
+import type { Client, Flow, TestSidecar } from '../../helpers/sidecar.js';
+import { auditAll, bundleFor, clone, expectError, flipB64, verify } from './helpers.js';
+import type { Bundle } from './helpers.js';
 
 let sc: TestSidecar;
 let a: Flow;

@@ -9,12 +9,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import t from 'tap';
-import { Client, present, specFlow, startSidecar } from '../../helpers/sidecar.ts';
-import type { Flow } from '../../helpers/sidecar.ts';
-import { DB_FILE_NAME } from '../../../sidecar/store/index.ts';
-import { MASTER_KEY_FILE } from '../../../sidecar/server.ts';
-import { backupDatabase } from '../../../sidecar/store/sqlite/backup.ts';
-import { REPO, cleanEnv } from './helpers.ts';
+import { Client, present, specFlow, startSidecar } from '../../helpers/sidecar.js';
+import type { Flow } from '../../helpers/sidecar.js';
+import { DB_FILE_NAME } from '../../../sidecar/store/index.js';
+import { MASTER_KEY_FILE } from '../../../sidecar/server.js';
+import { backupDatabase } from '../../../sidecar/store/sqlite/backup.js';
+import { REPO, cleanEnv } from './helpers.js';
 
 /** Runs `node --import tsx sidecar/backup.ts ...args` with SIDECAR_DATA_DIR set. */
 function runBackup(dataDir: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {

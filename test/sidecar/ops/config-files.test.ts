@@ -10,11 +10,11 @@ import path from 'node:path';
 import t from 'tap';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import type { Registry } from 'prom-client';
-import { DEFAULTS, ENV_VARS, loadConfig } from '../../../sidecar/config.ts';
-import { createMetrics } from '../../../sidecar/metrics.ts';
-import { createGatewayMetrics } from '../../../gateway-plugin/metrics.ts';
-import { resolveConfig } from '../../../gateway-plugin/config.ts';
-import { REPO } from './helpers.ts';
+import { DEFAULTS, ENV_VARS, loadConfig } from '../../../sidecar/config.js';
+import { createMetrics } from '../../../sidecar/metrics.js';
+import { createGatewayMetrics } from '../../../gateway-plugin/metrics.js';
+import { resolveConfig } from '../../../gateway-plugin/config.js';
+import { REPO } from './helpers.js';
 
 const read = (p: string) => fs.readFileSync(path.join(REPO, p), 'utf8');
 

@@ -8,9 +8,9 @@ import { once } from 'node:events';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { startSidecar } from '../../helpers/sidecar.ts';
-import { openSqliteStore } from '../../../sidecar/store/index.ts';
-import type { SqliteStore } from '../../../sidecar/store/index.ts';
+import { startSidecar } from '../../helpers/sidecar.js';
+import { openSqliteStore } from '../../../sidecar/store/index.js';
+import type { SqliteStore } from '../../../sidecar/store/index.js';
 
 t.test('liveness and readiness', async (t) => {
   const sc = await startSidecar();

@@ -11,7 +11,7 @@ import crypto from 'node:crypto';
 import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../../helpers/net.ts';
+import { freePort } from '../../helpers/net.js';
 
 /** The repository root. */
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');

@@ -8,8 +8,8 @@
  */
 import { Writable } from 'node:stream';
 import t from 'tap';
-import { Client, present, specFlow, startSidecar } from '../../helpers/sidecar.ts';
-import type { SqliteStore } from '../../../sidecar/store/index.ts';
+import { Client, present, specFlow, startSidecar } from '../../helpers/sidecar.js';
+import type { SqliteStore } from '../../../sidecar/store/index.js';
 
 /** Collects everything written, split into lines. */
 class Capture extends Writable {

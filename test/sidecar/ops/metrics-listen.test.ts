@@ -8,8 +8,8 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import t from 'tap';
-import { exitWithin, parsePrometheusText, spawnSidecar } from './helpers.ts';
-import { freePort } from '../../helpers/net.ts';
+import { exitWithin, parsePrometheusText, spawnSidecar } from './helpers.js';
+import { freePort } from '../../helpers/net.js';
 
 async function closed(port: number): Promise<boolean> {
   return new Promise((resolve) => {

@@ -6,12 +6,12 @@
  */
 import path from 'node:path';
 import t from 'tap';
-import { present, specFlow, startSidecar } from '../../helpers/sidecar.ts';
-import type { TestSidecar } from '../../helpers/sidecar.ts';
+import { present, specFlow, startSidecar } from '../../helpers/sidecar.js';
+import type { TestSidecar } from '../../helpers/sidecar.js';
 import {
   REPO, docMetricsBlock, parsePrometheusText, promtoolAvailable, promtoolCheck, readDocMetrics, sampleValue,
-} from './helpers.ts';
-import type { Family } from './helpers.ts';
+} from './helpers.js';
+import type { Family } from './helpers.js';
 
 async function scrape(sc: TestSidecar): Promise<{ text: string; families: Map<string, Family>; contentType: string | null }> {
   const r = await fetch(`${sc.url}/metrics`);

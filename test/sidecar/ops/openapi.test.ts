@@ -8,8 +8,8 @@
 import t from 'tap';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv } from 'ajv';
-import { onboard, startSidecar } from '../../helpers/sidecar.ts';
-import { HIDDEN_ROUTES } from '../../../sidecar/openapi.ts';
+import { onboard, startSidecar } from '../../helpers/sidecar.js';
+import { HIDDEN_ROUTES } from '../../../sidecar/openapi.js';
 
 /** `METHOD /path` of every route in `app.printRoutes({ commonPrefix: false })` (auto HEAD routes left out). */
 function routesOf(tree: string): Set<string> {

@@ -5,9 +5,9 @@
  * go after `SIDECAR_AUDIT_RETENTION_DAYS` when that is set.
  */
 import t from 'tap';
-import { login, present, specFlow, startSidecar } from '../../helpers/sidecar.ts';
-import type { Flow, TestSidecar } from '../../helpers/sidecar.ts';
-import { runRetention } from '../../../sidecar/server.ts';
+import { login, present, specFlow, startSidecar } from '../../helpers/sidecar.js';
+import type { Flow, TestSidecar } from '../../helpers/sidecar.js';
+import { runRetention } from '../../../sidecar/server.js';
 
 const HOUR = 3600_000;
 

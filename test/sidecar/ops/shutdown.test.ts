@@ -12,11 +12,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import Database from 'better-sqlite3';
-import { present, remoteSidecar, specFlow } from '../../helpers/sidecar.ts';
-import type { Flow, MailSink, TestSidecar } from '../../helpers/sidecar.ts';
-import { DB_FILE_NAME } from '../../../sidecar/store/index.ts';
-import { exitWithin, newMasterKey, spawnSidecar } from './helpers.ts';
-import type { ChildSidecar } from './helpers.ts';
+import { present, remoteSidecar, specFlow } from '../../helpers/sidecar.js';
+import type { Flow, MailSink, TestSidecar } from '../../helpers/sidecar.js';
+import { DB_FILE_NAME } from '../../../sidecar/store/index.js';
+import { exitWithin, newMasterKey, spawnSidecar } from './helpers.js';
+import type { ChildSidecar } from './helpers.js';
 
 /** specFlow against a child sidecar: the development mailer logs the code as `devLoginCode`. */
 function asTestSidecar(child: ChildSidecar): TestSidecar {

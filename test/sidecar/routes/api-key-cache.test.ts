@@ -7,11 +7,11 @@
  * not cached after it.
  */
 import t from 'tap';
-import { Client, expectError, onboard, startSidecar } from '../../helpers/sidecar.ts';
-import type { TestSidecar } from '../../helpers/sidecar.ts';
-import type { SqliteStore } from '../../../sidecar/store/index.ts';
-import { API_KEY_LIFETIME_MS } from '../../../sidecar/routes/platforms.ts';
-import { API_KEY_CACHE_TTL_MS, ApiKeyCache } from '../../../sidecar/decide/caches.ts';
+import { Client, expectError, onboard, startSidecar } from '../../helpers/sidecar.js';
+import type { TestSidecar } from '../../helpers/sidecar.js';
+import type { SqliteStore } from '../../../sidecar/store/index.js';
+import { API_KEY_LIFETIME_MS } from '../../../sidecar/routes/platforms.js';
+import { API_KEY_CACHE_TTL_MS, ApiKeyCache } from '../../../sidecar/decide/caches.js';
 
 let sc: TestSidecar;
 t.before(async () => { sc = await startSidecar({}, { startWorkers: false }); });

@@ -4,10 +4,10 @@
  * bounds, authentication and account isolation.
  */
 import t from 'tap';
-import { Client, specFlow, startSidecar } from '../../helpers/sidecar.ts';
-import type { Flow, TestSidecar } from '../../helpers/sidecar.ts';
-import { auditAll, auditPage, bundleFor, expectDecision, expectError, verify } from '../decide/helpers.ts';
-import type { AuditEvent } from '../decide/helpers.ts';
+import { Client, specFlow, startSidecar } from '../../helpers/sidecar.js';
+import type { Flow, TestSidecar } from '../../helpers/sidecar.js';
+import { auditAll, auditPage, bundleFor, expectDecision, expectError, verify } from '../decide/helpers.js';
+import type { AuditEvent } from '../decide/helpers.js';
 
 const AUDIT = '/v1/service/audit/personal';
 

@@ -6,9 +6,9 @@
  * routing, body and rate-limit refusals in auth-requests.test.ts.
  */
 import t from 'tap';
-import { Client, expectError, startSidecar } from '../../helpers/sidecar.ts';
-import type { Res, TestSidecar } from '../../helpers/sidecar.ts';
-import { emailMaker } from './fixtures/common.ts';
+import { Client, expectError, startSidecar } from '../../helpers/sidecar.js';
+import type { Res, TestSidecar } from '../../helpers/sidecar.js';
+import { emailMaker } from './fixtures/common.js';
 
 /** A code for `email` that differs from the one e-mailed. */
 const wrongCode = (right: string): string => String((Number(right) + 1) % 1_000_000).padStart(6, '0');

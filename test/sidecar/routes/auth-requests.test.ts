@@ -4,7 +4,7 @@
  * the send-code / verify-code rate limits per IP, per /64 and per address.
  */
 import t from 'tap';
-import { Client, expectError, startSidecar } from '../../helpers/sidecar.ts';
+import { Client, expectError, startSidecar } from '../../helpers/sidecar.js';
 
 t.test('account plane: refused requests', async (t) => {
   const sc = await startSidecar();

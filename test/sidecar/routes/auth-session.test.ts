@@ -4,8 +4,8 @@
  * refresh cannot pass, and garbage session cookies.
  */
 import t from 'tap';
-import { Client, expectError, login, startSidecar } from '../../helpers/sidecar.ts';
-import { emailMaker } from './fixtures/common.ts';
+import { Client, expectError, login, startSidecar } from '../../helpers/sidecar.js';
+import { emailMaker } from './fixtures/common.js';
 
 const SIXTEEN_MIN = 16 * 60_000;
 

@@ -7,10 +7,10 @@
  */
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { Client, expectError, present, specFlow, startSidecar } from '../../helpers/sidecar.ts';
-import type { Res } from '../../helpers/sidecar.ts';
-import { UUID_RE, outboxTypes } from './fixtures/common.ts';
-import { email, setup } from './fixtures/delegations.ts';
+import { Client, expectError, present, specFlow, startSidecar } from '../../helpers/sidecar.js';
+import type { Res } from '../../helpers/sidecar.js';
+import { UUID_RE, outboxTypes } from './fixtures/common.js';
+import { email, setup } from './fixtures/delegations.js';
 
 const CERT_ID_RE = /^cert-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO_UTC_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;

@@ -4,11 +4,11 @@
  * another account's, and fails after any single changed character.
  */
 import t from 'tap';
-import { onboard, specFlow, startSidecar } from '../../helpers/sidecar.ts';
-import { canonicalize, tryCanonicalize } from '../../../src/canonical.ts';
-import { verifyCertificate } from '../../../src/certificate.ts';
-import { createVerifier, publicKeyFromJson } from '../../../src/crypto/hybrid.ts';
-import { CONSTRAINTS, email } from './fixtures/delegations.ts';
+import { onboard, specFlow, startSidecar } from '../../helpers/sidecar.js';
+import { canonicalize, tryCanonicalize } from '../../../src/canonical.js';
+import { verifyCertificate } from '../../../src/certificate.js';
+import { createVerifier, publicKeyFromJson } from '../../../src/crypto/hybrid.js';
+import { CONSTRAINTS, email } from './fixtures/delegations.js';
 
 t.test('delegations: offline certificate verification', async (t) => {
   const sc = await startSidecar({}, { startWorkers: false });

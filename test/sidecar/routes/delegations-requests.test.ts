@@ -5,9 +5,9 @@
  */
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { expectError, startSidecar } from '../../helpers/sidecar.ts';
-import { outboxTypes } from './fixtures/common.ts';
-import { CONSTRAINTS, setup } from './fixtures/delegations.ts';
+import { expectError, startSidecar } from '../../helpers/sidecar.js';
+import { outboxTypes } from './fixtures/common.js';
+import { CONSTRAINTS, setup } from './fixtures/delegations.js';
 
 t.test('delegations: requests and their refusals', async (t) => {
   const sc = await startSidecar({}, { startWorkers: false });

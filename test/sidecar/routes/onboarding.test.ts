@@ -3,10 +3,9 @@
  * type, which completes onboarding and creates the root identity.
  */
 import t from 'tap';
-import { Client, expectError, login, startSidecar } from '../../helpers/sidecar.ts';
-import type { Res } from '../../helpers/sidecar.ts';
-import { publicKeyFromJson } from '../../../src/crypto/hybrid.ts';
-import { AAD } from '../../../sidecar/secrets.ts';
+import { Client, expectError, login, startSidecar } from '../../helpers/sidecar.js';
+import { publicKeyFromJson } from '../../../src/crypto/hybrid.js';
+import { AAD } from '../../../sidecar/secrets.js';
 
 
 

@@ -7,11 +7,11 @@
  */
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { Client, expectError, onboard, specFlow, startSidecar } from '../../helpers/sidecar.ts';
-import type { Res } from '../../helpers/sidecar.ts';
-import { publicKeyFromJson } from '../../../src/crypto/hybrid.ts';
-import { UUID_RE, outboxTypes } from './fixtures/common.ts';
-import { ISO_OFFSET_RE, email, reg, registered, secretsOf } from './fixtures/platforms.ts';
+import { Client, expectError, onboard, specFlow, startSidecar } from '../../helpers/sidecar.js';
+import type { Res } from '../../helpers/sidecar.js';
+import { publicKeyFromJson } from '../../../src/crypto/hybrid.js';
+import { UUID_RE, outboxTypes } from './fixtures/common.js';
+import { ISO_OFFSET_RE, email, reg, registered, secretsOf } from './fixtures/platforms.js';
 
 const AGENT_FIELDS = ['agent_id', 'agent_type', 'custody_mode', 'name', 'public_key_json'];
 

@@ -5,9 +5,9 @@
  * connections are in platforms-keys.test.ts.
  */
 import t from 'tap';
-import { Client, expectError, onboard, startSidecar } from '../../helpers/sidecar.ts';
-import { UUID_RE } from './fixtures/common.ts';
-import { ISO_OFFSET_RE, email, reg, registered, secretsOf } from './fixtures/platforms.ts';
+import { Client, expectError, onboard, startSidecar } from '../../helpers/sidecar.js';
+import { UUID_RE } from './fixtures/common.js';
+import { ISO_OFFSET_RE, email, reg, registered, secretsOf } from './fixtures/platforms.js';
 
 const REG_FIELDS = ['api_key', 'api_key_prefix', 'connection_id', 'description', 'expires_at', 'name', 'platform_id', 'publish_state', 'signing_secret', 'surface_type', 'webhook_signing_secret'];
 const SCOPES_FIELD = 'body.default_allowed_scopes';

@@ -4,9 +4,9 @@
  * refusals. Presenting authorizes nothing and costs nothing.
  */
 import t from 'tap';
-import { Client, specFlow, startSidecar } from '../../helpers/sidecar.ts';
-import type { Flow, TestSidecar } from '../../helpers/sidecar.ts';
-import { auditAll, challenge, expectDecision, expectError, presentRaw, usage, verify } from '../decide/helpers.ts';
+import { Client, specFlow, startSidecar } from '../../helpers/sidecar.js';
+import type { Flow, TestSidecar } from '../../helpers/sidecar.js';
+import { auditAll, challenge, expectDecision, expectError, presentRaw, usage, verify } from '../decide/helpers.js';
 
 let sc: TestSidecar;
 let f: Flow;

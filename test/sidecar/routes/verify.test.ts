@@ -5,9 +5,9 @@
  * the balance.
  */
 import t from 'tap';
-import { Client, specFlow, startSidecar } from '../../helpers/sidecar.ts';
-import type { Flow, TestSidecar } from '../../helpers/sidecar.ts';
-import { auditAll, bundleFor, expectDecision, expectError, flipB64, usage, verify, VERIFY } from '../decide/helpers.ts';
+import { Client, specFlow, startSidecar } from '../../helpers/sidecar.js';
+import type { Flow, TestSidecar } from '../../helpers/sidecar.js';
+import { auditAll, bundleFor, expectDecision, expectError, flipB64, usage, verify, VERIFY } from '../decide/helpers.js';
 
 let sc: TestSidecar;
 let f: Flow;

@@ -9,12 +9,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
-import { openSqliteStore, DB_FILE_NAME } from '../../../sidecar/store/index.ts';
-import type { SqliteStore } from '../../../sidecar/store/index.ts';
-import { MIGRATIONS } from '../../../sidecar/store/sqlite/migrations.ts';
+import { openSqliteStore, DB_FILE_NAME } from '../../../sidecar/store/index.js';
+import type { SqliteStore } from '../../../sidecar/store/index.js';
+import { MIGRATIONS } from '../../../sidecar/store/sqlite/migrations.js';
 import type {
   ApiKeyRecord, CertificateRecord, ConnectionRecord, DelegationRequestRecord, OutboxEventInput, PlatformRecord,
-} from '../../../sidecar/store/types.ts';
+} from '../../../sidecar/store/types.js';
 
 function tempStore(t: { teardown(fn: () => unknown): void }): { dir: string; file: string; open(): SqliteStore } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'authz-store-'));
@@ -216,7 +216,7 @@ t.test('delegations: approve, deny and revoke each happen once', async (t) => {
 });
 
 t.test('group commit: one transaction per event-loop turn, a savepoint per unit of work', async (t) => {
-  const { Db } = await import('../../../sidecar/store/sqlite/db.ts');
+  const { Db } = await import('../../../sidecar/store/sqlite/db.js');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'authz-group-'));
   const txs: boolean[] = [];
   const db = new Db({ file: path.join(dir, 'g.sqlite'), onTransaction: (_s, ok) => txs.push(ok) });

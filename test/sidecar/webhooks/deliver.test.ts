@@ -7,10 +7,10 @@
  * `Retry-After`. Time is an injected clock; `tick()` is driven by hand.
  */
 import t from 'tap';
-import { RETRY_SCHEDULE_MS } from '../../../sidecar/webhooks/schedule.ts';
-import { addPlatform, enqueue, row, startReceiver } from './helpers.ts';
-import { expectedSignature } from './fixtures/hooks.ts';
-import { SECRET, T0, setup } from './fixtures/worker.ts';
+import { RETRY_SCHEDULE_MS } from '../../../sidecar/webhooks/schedule.js';
+import { addPlatform, enqueue, row, startReceiver } from './helpers.js';
+import { expectedSignature } from './fixtures/hooks.js';
+import { SECRET, T0, setup } from './fixtures/worker.js';
 
 t.test('one delivery: headers, exact body, signature by the spec formula', async (t) => {
   const { f, rx, worker, logger } = await setup(t);

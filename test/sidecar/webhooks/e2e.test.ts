@@ -10,12 +10,12 @@
  * the new receiver) and another account's 404s.
  */
 import t from 'tap';
-import { onboard, specFlow, startSidecar } from '../../helpers/sidecar.ts';
-import type { Client, Flow, TestSidecar } from '../../helpers/sidecar.ts';
-import { verifyCertificate } from '../../../src/certificate.ts';
-import { publicKeyFromJson } from '../../../src/crypto/hybrid.ts';
-import { deliveryId, said, startHookReceiver, transportProblems, waitFor, UUID_RE } from './fixtures/hooks.ts';
-import type { Hit, HookReceiver } from './fixtures/hooks.ts';
+import { onboard, specFlow, startSidecar } from '../../helpers/sidecar.js';
+import type { Client, Flow, TestSidecar } from '../../helpers/sidecar.js';
+import { verifyCertificate } from '../../../src/certificate.js';
+import { publicKeyFromJson } from '../../../src/crypto/hybrid.js';
+import { deliveryId, said, startHookReceiver, transportProblems, waitFor, UUID_RE } from './fixtures/hooks.js';
+import type { Hit, HookReceiver } from './fixtures/hooks.js';
 
 type FieldType = 'string' | 'string|null' | 'array' | 'object';
 /** Spec 6.2 fields per kind, with the types docs/webhooks.md promises. */

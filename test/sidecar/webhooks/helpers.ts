@@ -9,11 +9,11 @@ import { join } from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { Db } from '../../../sidecar/store/sqlite/db.ts';
-import { SqliteOutboxStore, insertOutboxEvent } from '../../../sidecar/store/sqlite/outbox.ts';
-import { AAD, createSecretBox } from '../../../sidecar/secrets.ts';
-import type { SecretBox } from '../../../sidecar/secrets.ts';
-import type { WorkerLogger } from '../../../sidecar/webhooks/worker.ts';
+import { Db } from '../../../sidecar/store/sqlite/db.js';
+import { SqliteOutboxStore, insertOutboxEvent } from '../../../sidecar/store/sqlite/outbox.js';
+import { AAD, createSecretBox } from '../../../sidecar/secrets.js';
+import type { SecretBox } from '../../../sidecar/secrets.js';
+import type { WorkerLogger } from '../../../sidecar/webhooks/worker.js';
 
 /** A migrated database in a fresh temp dir, with a box and the outbox store. */
 export interface Fixture {

@@ -15,12 +15,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { WebhookWorker } from '../../../sidecar/webhooks/worker.ts';
-import { Client, onboard, remoteSidecar, startMailSink } from '../../helpers/sidecar.ts';
-import { freePort } from '../../helpers/net.ts';
-import { addPlatform, enqueue, memoryLogger, openFixture, row, startReceiver } from './helpers.ts';
-import { deliveryId, said, startHookReceiver, transportProblems, waitFor } from './fixtures/hooks.ts';
-import type { Hit } from './fixtures/hooks.ts';
+import { WebhookWorker } from '../../../sidecar/webhooks/worker.js';
+import { Client, onboard, remoteSidecar, startMailSink } from '../../helpers/sidecar.js';
+import { freePort } from '../../helpers/net.js';
+import { addPlatform, enqueue, memoryLogger, openFixture, row, startReceiver } from './helpers.js';
+import { deliveryId, said, startHookReceiver, transportProblems, waitFor } from './fixtures/hooks.js';
+import type { Hit } from './fixtures/hooks.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const SECRET = 'whsec_kill_test_0123456789';

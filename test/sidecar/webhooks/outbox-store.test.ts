@@ -1,10 +1,10 @@
 /** SqliteOutboxStore and insertOutboxEvent on a real SQLite file. */
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { insertOutboxEvent, SqliteOutboxStore } from '../../../sidecar/store/sqlite/outbox.ts';
-import { Db } from '../../../sidecar/store/sqlite/db.ts';
-import { AAD } from '../../../sidecar/secrets.ts';
-import { addPlatform, enqueue, openFixture, row } from './helpers.ts';
+import { insertOutboxEvent, SqliteOutboxStore } from '../../../sidecar/store/sqlite/outbox.js';
+import { Db } from '../../../sidecar/store/sqlite/db.js';
+import { AAD } from '../../../sidecar/secrets.js';
+import { addPlatform, enqueue, openFixture, row } from './helpers.js';
 
 t.test('insertOutboxEvent: seq = MAX+1, pending, due at createdAt; commits or rolls back with the caller', async (t) => {
   const f = openFixture();

@@ -3,7 +3,7 @@ import t from 'tap';
 import fc from 'fast-check';
 import {
   JITTER, MAX_ATTEMPTS, MAX_RETRY_AFTER_MS, RETRY_SCHEDULE_MS, nextAttemptAt, parseRetryAfter, retryDelayMs,
-} from '../../../sidecar/webhooks/schedule.ts';
+} from '../../../sidecar/webhooks/schedule.js';
 
 const S = 1000;
 const M = 60 * S;

@@ -10,9 +10,9 @@ import type { LookupAddress } from 'node:dns';
 import {
   MAX_CALLBACK_URL_LENGTH, SsrfBlockedError, blockedAddressReason, createSafeDispatcher, createSafeLookup, isPublicAddress,
   validateCallbackUrl,
-} from '../../../sidecar/webhooks/ssrf.ts';
-import { WebhookWorker } from '../../../sidecar/webhooks/worker.ts';
-import { addPlatform, enqueue, memoryLogger, openFixture, row, startReceiver } from './helpers.ts';
+} from '../../../sidecar/webhooks/ssrf.js';
+import { WebhookWorker } from '../../../sidecar/webhooks/worker.js';
+import { addPlatform, enqueue, memoryLogger, openFixture, row, startReceiver } from './helpers.js';
 
 t.test('validateCallbackUrl refuses private, odd and malformed targets', async (t) => {
   const refused = [

@@ -25,14 +25,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { remoteSidecar, specFlow, startMailSink } from '../../helpers/sidecar.ts';
-import type { Client, Flow, MailSink, Res } from '../../helpers/sidecar.ts';
-import { newMasterKey, parsePrometheusText, sampleValue, spawnSidecar } from '../ops/helpers.ts';
-import type { ChildSidecar } from '../ops/helpers.ts';
-import { createWebhookReceiver, MemoryDedupStore } from '../../../receiver/index.ts';
-import { deliveryId, said, transportProblems, waitFor, UUID_RE } from './fixtures/hooks.ts';
-import { makeTestPki, opensslVersion, startTlsReceiver } from './fixtures/tls.ts';
-import type { TestPki, TlsReceiver } from './fixtures/tls.ts';
+import { remoteSidecar, specFlow, startMailSink } from '../../helpers/sidecar.js';
+import type { Client, Flow, MailSink, Res } from '../../helpers/sidecar.js';
+import { newMasterKey, parsePrometheusText, sampleValue, spawnSidecar } from '../ops/helpers.js';
+import type { ChildSidecar } from '../ops/helpers.js';
+import { createWebhookReceiver, MemoryDedupStore } from '../../../receiver/index.js';
+import { deliveryId, said, transportProblems, waitFor, UUID_RE } from './fixtures/hooks.js';
+import { makeTestPki, opensslVersion, startTlsReceiver } from './fixtures/tls.js';
+import type { TestPki, TlsReceiver } from './fixtures/tls.js';
 
 /** Longest wait for one thing (the worker's idle poll is 1 s; a nudge usually makes it immediate). */
 const WAIT_MS = 10_000;

@@ -9,11 +9,11 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { WebhookWorker } from '../../../sidecar/webhooks/worker.ts';
-import { RETRY_SCHEDULE_MS } from '../../../sidecar/webhooks/schedule.ts';
-import { createSecretBox } from '../../../sidecar/secrets.ts';
-import { addPlatform, enqueue, memoryLogger, openFixture, row } from './helpers.ts';
-import { SECRET, T0, setup } from './fixtures/worker.ts';
+import { WebhookWorker } from '../../../sidecar/webhooks/worker.js';
+import { RETRY_SCHEDULE_MS } from '../../../sidecar/webhooks/schedule.js';
+import { createSecretBox } from '../../../sidecar/secrets.js';
+import { addPlatform, enqueue, memoryLogger, openFixture, row } from './helpers.js';
+import { SECRET, T0, setup } from './fixtures/worker.js';
 
 t.test('the whole schedule with an injected clock: 10 attempts, then dead', async (t) => {
   // Jitter source walks through the extremes and the middle.

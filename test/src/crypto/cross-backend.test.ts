@@ -16,10 +16,10 @@ import {
   setMlDsaBackend,
   signatureFromJson,
   signatureToJson,
-} from '../../../src/crypto/hybrid.ts';
-import { NATIVE_CHILD, NODE24_BIN, PROJECT_ROOT, toHex } from './fixtures/helpers.ts';
-import { EXPECTED_COUNTS } from './fixtures/kat.ts';
-import type { ChildRequest, ChildResponse } from './fixtures/native-child.ts';
+} from '../../../src/crypto/hybrid.js';
+import { NATIVE_CHILD, NODE24_BIN, PROJECT_ROOT, toHex } from './fixtures/helpers.js';
+import { EXPECTED_COUNTS } from './fixtures/kat.js';
+import type { ChildRequest, ChildResponse } from './fixtures/native-child.js';
 
 const DOMAIN = 'cross-backend.test';
 const message = new TextEncoder().encode('the same message under two ML-DSA implementations');

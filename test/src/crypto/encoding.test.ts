@@ -3,7 +3,7 @@
  */
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { b64urlDecode, b64urlEncode, sha256Hex, timingSafeEqualStr } from '../../../src/crypto/encoding.ts';
+import { b64urlDecode, b64urlEncode, sha256Hex, timingSafeEqualStr } from '../../../src/crypto/encoding.js';
 
 t.test('base64url round trip', async (tt) => {
   for (let n = 0; n <= 40; n++) {

@@ -22,7 +22,7 @@ import {
   signatureToJson,
   type HybridSignature,
   type MlDsaBackendName,
-} from '../../../src/crypto/hybrid.ts';
+} from '../../../src/crypto/hybrid.js';
 
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 const flip = (b: Uint8Array, i: number): Uint8Array => {

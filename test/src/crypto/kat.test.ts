@@ -4,8 +4,8 @@
  * cross-backend test runs the native backend in a Node 24 child regardless.)
  */
 import t, { type Test } from 'tap';
-import { detectMlDsaBackend, type MlDsaBackendName } from '../../../src/crypto/backend.ts';
-import { EXPECTED_COUNTS, runEd25519Kat, runMlDsaSignSeedKat, runMlDsaVerifyKat, type KatReport } from './fixtures/kat.ts';
+import { detectMlDsaBackend, type MlDsaBackendName } from '../../../src/crypto/backend.js';
+import { EXPECTED_COUNTS, runEd25519Kat, runMlDsaSignSeedKat, runMlDsaVerifyKat, type KatReport } from './fixtures/kat.js';
 
 function check(tt: Test, rep: KatReport): void {
   const expected = EXPECTED_COUNTS[rep.file as keyof typeof EXPECTED_COUNTS];

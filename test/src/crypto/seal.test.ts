@@ -3,7 +3,7 @@
  */
 import t, { type Test } from 'tap';
 import { createHmac, randomBytes } from 'node:crypto';
-import { SEAL_OVERHEAD_BYTES, deriveKey, open, seal } from '../../../src/crypto/seal.ts';
+import { SEAL_OVERHEAD_BYTES, deriveKey, open, seal } from '../../../src/crypto/seal.js';
 
 const key = new Uint8Array(randomBytes(32));
 const plaintext = new TextEncoder().encode('a 64-byte hybrid secret seed would go here........ (demo bytes)');
