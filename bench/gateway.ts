@@ -72,7 +72,7 @@ async function startGatewayOnce(run: Run, sidecarUrl: string, s: Setup, upstream
     routes: [{ method: 'GET', path: '/items/*', scope: s.scope }],
     listen: { host: '127.0.0.1', port }, metrics: false, log_level: 'warn',
   }, null, 2));
-  const child = new Child('gateway', process.execPath, [...tsArgs('gateway-plugin/main.ts', [...run.nodeFlags, ...nodeFlags]), '--config', file], childEnv({ BENCH_GATEWAY_API_KEY: s.apiKey }));
+  const child = new Child('gateway', process.execPath, [...tsArgs('gateway-plugin/standalone/main.ts', [...run.nodeFlags, ...nodeFlags]), '--config', file], childEnv({ BENCH_GATEWAY_API_KEY: s.apiKey }));
   const url = `http://127.0.0.1:${port}`;
   try {
     await waitForHttp(`${url}/readyz`, child, 60_000);

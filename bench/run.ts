@@ -2,7 +2,7 @@
  * The benchmark (`npm run bench`; see docs/benchmarks.md). Loopback only,
  * real processes: the sidecar started as users start it (`node --import tsx
  * sidecar/main.ts` with SIDECAR_* variables, a fresh data dir, an in-process
- * SMTP sink), the gateway started with `gateway-plugin/main.ts --config`,
+ * SMTP sink), the gateway started with `gateway-plugin/standalone/main.ts --config`,
  * real bundles from present, real SQLite files. This process is the load
  * generator (undici keep-alive pools); the servers are separate processes.
  *

@@ -1,7 +1,4 @@
 #!/usr/bin/env node
-// Launcher of the standalone agent-authz gateway: registers tsx, then runs
-// gateway-plugin/main.ts (usage: agent-authz-gateway --config <file>).
-import { register } from 'tsx/esm/api';
-
-register();
-await import('../gateway-plugin/main.js');
+// The standalone agent-authz gateway: runs the compiled entry point,
+// dist/gateway-plugin/standalone/main.js (usage: agent-authz-gateway --config <file>).
+await import('../dist/gateway-plugin/standalone/main.js');

@@ -1,7 +1,5 @@
 #!/usr/bin/env node
-// Launcher of the agent-authz sidecar: registers tsx, then runs sidecar/main.ts
-// (configuration from the SIDECAR_* environment variables; see docs/operations.md).
-import { register } from 'tsx/esm/api';
-
-register();
-await import('../sidecar/main.js');
+// The agent-authz sidecar's command line: runs the compiled entry point, dist/sidecar/main.js
+// (no command: serve; `backup <file>`; `--help`). Configuration comes from the SIDECAR_*
+// environment variables (docs/operations.md).
+await import('../dist/sidecar/main.js');

@@ -6,7 +6,7 @@
 # Starts, on free loopback ports and a temporary data directory:
 #   - the sidecar (development mailer: the login code is read from its log line `devLoginCode`),
 #   - the sample protected API (examples/upstream.ts),
-#   - the gateway in front of it (gateway-plugin/main.ts),
+#   - the gateway in front of it (gateway-plugin/standalone/main.ts),
 # then runs: sign up (e-mail code) -> onboarding -> register a platform -> create an agent ->
 # self-request + approve a delegation (fewer scopes than asked) -> calls through the gateway
 # with X-Service-Proof (401 with a challenge, allow, deny) -> verify directly -> revoke ->
@@ -144,7 +144,7 @@ present_for() {
 }
 
 GATEWAY_UP=0
-if [ -f gateway-plugin/main.ts ]; then
+if [ -f gateway-plugin/standalone/main.ts ]; then
   step "Start the sample API (127.0.0.1:$UPSTREAM_PORT) and the gateway ($GATEWAY) with the platform's API key"
   UPSTREAM_HOST=127.0.0.1 UPSTREAM_PORT=$UPSTREAM_PORT node --import tsx examples/upstream.ts > "$WORK/upstream.log" 2>&1 &
   PIDS+=($!)
@@ -187,7 +187,7 @@ EOF
   step "Replaying a spent proof: refused (403 proof_rejected, reason invalid_challenge)"
   req POST "$GATEWAY/v1/items" '{"name":"new"}' -H "X-Service-Proof: $PROOF"; echo; expect 403
 else
-  step "gateway-plugin/main.ts is not there: skipping the gateway part"
+  step "gateway-plugin/standalone/main.ts is not there: skipping the gateway part"
 fi
 
 step "Verify directly (what a gateway or middleware does): challenge + present + verify"

@@ -1,5 +1,6 @@
 /**
- * `npm run backup -- <file>`: an online backup of the sidecar's database.
+ * `agent-authz-sidecar backup <file>` (`npm run backup -- <file>`): an online
+ * backup of the sidecar's database.
  *
  * Reads the configuration from the same `SIDECAR_*` environment variables as
  * the sidecar (`SIDECAR_DATA_DIR`, and `SIDECAR_SQLITE_BINDING` when set), and copies
@@ -18,9 +19,10 @@ import { ConfigError, loadConfig } from './config.js';
 import { DB_FILE_NAME } from './store/index.js';
 import { backupDatabase } from './store/sqlite/backup.js';
 
-const USAGE = 'usage: npm run backup -- <backup-file>   (environment: SIDECAR_DATA_DIR)';
+const USAGE = 'usage: agent-authz-sidecar backup <backup-file>   (environment: SIDECAR_DATA_DIR)';
 
-async function main(argv: readonly string[]): Promise<number> {
+/** Runs the backup command with its arguments (after `backup`); resolves to the exit code. */
+export async function runBackupCommand(argv: readonly string[]): Promise<number> {
   if (argv.includes('-h') || argv.includes('--help')) {
     process.stdout.write(`${USAGE}\n`);
     return 0;
@@ -51,5 +53,3 @@ async function main(argv: readonly string[]): Promise<number> {
     return err instanceof TypeError ? 2 : 1;
   }
 }
-
-process.exitCode = await main(process.argv.slice(2));

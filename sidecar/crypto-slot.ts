@@ -28,8 +28,13 @@ export interface Task {
 /** Most tasks in one message to a worker (a worker answers once per message, which keeps the stall watchdog fed). */
 const MAX_BATCH = 32;
 
-/** The entry of every worker: registers tsx, then loads crypto-worker.ts (see the file). */
-const WORKER_URL = new URL('./crypto-worker.mjs', import.meta.url);
+/**
+ * The entry of every worker: compiled, the sibling `crypto-worker.js`; from the TypeScript
+ * sources (tests), `crypto-worker.dev.mjs`, which registers tsx first (see that file).
+ */
+const WORKER_URL = import.meta.url.endsWith('.ts')
+  ? new URL('./crypto-worker.dev.mjs', import.meta.url)
+  : new URL('./crypto-worker.js', import.meta.url);
 
 /** One worker thread and what the main thread knows about it. */
 export class WorkerSlot {

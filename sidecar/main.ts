@@ -1,7 +1,8 @@
 /**
- * The sidecar's entry point (`npm start`, `agent-authz-sidecar`): reads the
- * configuration from the environment, builds the server, listens, and shuts
- * down gracefully on SIGTERM/SIGINT (shutdown.ts, {@link installGracefulShutdown}):
+ * The sidecar's entry point (`npm start`, `agent-authz-sidecar`) and its
+ * command line ({@link COMMANDS}): without a command it serves. Serving reads
+ * the configuration from the environment, builds the server, listens, and shuts
+ * down gracefully on SIGTERM/SIGINT (runtime/shutdown.ts, {@link installGracefulShutdown}):
  *
  * 1. stop accepting connections; `/readyz` answers 503 `shutting_down` from
  *    the first moment of the shutdown. Every response sent from then on
@@ -15,13 +16,41 @@
  *
  * When the deadline passes first, remaining connections are cut, the close
  * is given a short grace, and the process exits 1. A second signal during
- * the shutdown exits 1 at once. Exit code 2: bad configuration.
+ * the shutdown exits 1 at once. Exit code 2: bad configuration or usage.
  */
 import { ConfigError, loadConfig } from './config.js';
 import type { SidecarConfig } from './config.js';
 import { buildServer } from './server.js';
-import { installGracefulShutdown } from './shutdown.js';
+import { installGracefulShutdown } from '../runtime/shutdown.js';
 import { getMlDsaBackend } from '../src/crypto/hybrid.js';
+import { runBackupCommand } from './backup.js';
+
+/** A subcommand: its one-line usage and what it runs (resolves to the exit code). */
+interface Command {
+  readonly usage: string;
+  readonly summary: string;
+  readonly run: (args: readonly string[]) => Promise<number>;
+}
+
+/** The sidecar's subcommands; no command means `serve`. */
+export const COMMANDS: Readonly<Record<string, Command>> = {
+  serve: { usage: 'serve', summary: 'run the sidecar (the default)', run: async () => { await serve(); return -1; } },
+  backup: { usage: 'backup <file>', summary: 'online backup of the SQLite database to a new file', run: runBackupCommand },
+};
+
+/** The `--help` text. */
+export function helpText(): string {
+  const lines = Object.values(COMMANDS).map((c) => `  agent-authz-sidecar ${c.usage.padEnd(24)} ${c.summary}`);
+  return [
+    'usage:',
+    ...lines,
+    '  agent-authz-sidecar --help                   this text',
+    '',
+    'Configuration comes from SIDECAR_* environment variables (README.md, docs/operations.md);',
+    'an unknown SIDECAR_* variable or a bad value stops startup with exit code 2.',
+    '',
+  ].join('\n');
+}
 
 function readConfig(): SidecarConfig {
   try {
@@ -35,7 +64,7 @@ function readConfig(): SidecarConfig {
   }
 }
 
-async function main(): Promise<void> {
+async function serve(): Promise<void> {
   const config = readConfig();
   const app = await buildServer(config);
   process.on('uncaughtException', (err) => {
@@ -66,7 +95,24 @@ async function main(): Promise<void> {
   }, 'agent-authz sidecar ready');
 }
 
-main().catch((err: unknown) => {
+/** Dispatches the command line; resolves to an exit code, or -1 while serving. */
+async function main(argv: readonly string[]): Promise<number> {
+  if (argv[0] === '--help' || argv[0] === '-h' || argv[0] === 'help') {
+    process.stdout.write(helpText());
+    return 0;
+  }
+  const name = argv[0] ?? 'serve';
+  const command = COMMANDS[name];
+  if (command === undefined || (name === 'serve' && argv.length > 1)) {
+    process.stderr.write(`agent-authz sidecar: unknown command or argument: ${argv.join(' ')}\n${helpText()}`);
+    return 2;
+  }
+  return command.run(argv.slice(1));
+}
+
+main(process.argv.slice(2)).then((code) => {
+  if (code >= 0) process.exitCode = code;
+}, (err: unknown) => {
   process.stderr.write(`agent-authz sidecar: failed to start: ${(err as Error).message}\n`);
   process.exit(1);
 });

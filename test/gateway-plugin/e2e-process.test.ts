@@ -1,6 +1,6 @@
 /**
  * End-to-end acceptance with REAL processes: the sidecar (`sidecar/main.ts`)
- * and the standalone gateway (`gateway-plugin/main.ts --config <yaml>`) run
+ * and the standalone gateway (`gateway-plugin/standalone/main.ts --config <yaml>`) run
  * as child processes; the test drives the spec flow over HTTP (a real SMTP
  * receiver in the test catches the login code) and owns a recording upstream.
  *
@@ -128,7 +128,7 @@ await writeFile(configFile, stringify(gatewayConfig(up.url, sidecarUrl, {
     { method: 'GET', path: '/public/status', public: true },
   ],
 })));
-gateway = spawnNode('gateway', ['gateway-plugin/main.ts', '--config', configFile], { [KEY_ENV]: apiKey });
+gateway = spawnNode('gateway', ['gateway-plugin/standalone/main.ts', '--config', configFile], { [KEY_ENV]: apiKey });
 const gw = `http://127.0.0.1:${gatewayPort}`;
 const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
 await waitReady(gateway, gw, ['/healthz', '/readyz']);

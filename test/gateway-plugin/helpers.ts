@@ -12,8 +12,8 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import net from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
 import { request as undiciRequest } from 'undici';
-import { buildGateway } from '../../gateway-plugin/server.js';
-import type { GatewayServer } from '../../gateway-plugin/server.js';
+import { buildGateway } from '../../gateway-plugin/standalone/server.js';
+import type { GatewayServer } from '../../gateway-plugin/standalone/server.js';
 
 /** The API key the test gateway uses (via the env variable named in its config). */
 export const TEST_API_KEY = 'gw-test-key-0123456789';

@@ -13,8 +13,8 @@ import {
   DEFAULT_BODY_LIMIT_BYTES, DEFAULT_CHALLENGE_TIMEOUT_MS, DEFAULT_UPSTREAM_TIMEOUT_MS, DEFAULT_VERIFY_TIMEOUT_MS,
   agentAuthzGateway, compileRoutes, resolveGatewayOptions,
 } from '../../gateway-plugin/index.js';
-import { loadConfigFile, resolveConfig } from '../../gateway-plugin/config.js';
-import { buildGateway } from '../../gateway-plugin/server.js';
+import { loadConfigFile, resolveConfig } from '../../gateway-plugin/standalone/config.js';
+import { buildGateway } from '../../gateway-plugin/standalone/server.js';
 
 const base = (): Record<string, unknown> => ({
   upstream: 'http://127.0.0.1:8080',

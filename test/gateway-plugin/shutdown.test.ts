@@ -1,6 +1,6 @@
 /**
  * Graceful shutdown of the real standalone gateway process (`node --import
- * tsx gateway-plugin/main.ts --config <yaml>`), in front of a real upstream
+ * tsx gateway-plugin/standalone/main.ts --config <yaml>`), in front of a real upstream
  * and a fake sidecar that allows everything. Under concurrent keep-alive load
  * (8 workers, at most 3 s, of a public route, a protected route with a proof
  * header, and `/readyz`), SIGTERM makes the process stop accepting and finish
@@ -15,7 +15,7 @@
  * - every 200 a client saw was forwarded to the upstream exactly once;
  * - the process exits 0.
  *
- * The same sequence (sidecar/shutdown.ts) serves the sidecar; see
+ * The same sequence (runtime/shutdown.ts) serves the sidecar; see
  * test/sidecar/ops/shutdown.test.ts. Every wait is bounded; the child is
  * killed in teardown.
  */
@@ -80,7 +80,7 @@ t.test('SIGTERM under keep-alive load: no resets, Connection: close, drain, exit
     log_level: 'info',
   })));
 
-  const child = spawn(process.execPath, ['--import', 'tsx', 'gateway-plugin/main.ts', '--config', file], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'gateway-plugin/standalone/main.ts', '--config', file], {
     cwd: ROOT, env: { PATH: process.env.PATH ?? '', [TEST_API_KEY_ENV]: TEST_API_KEY }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';

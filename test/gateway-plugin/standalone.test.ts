@@ -38,7 +38,7 @@ function run(args: string[], env: Record<string, string> = {}): Child {
   return { exit, stdout: () => out, stderr: () => err, kill: (s = 'SIGTERM') => child.kill(s) };
 }
 
-const MAIN = ['--import', 'tsx', 'gateway-plugin/main.ts'];
+const MAIN = ['--import', 'tsx', 'gateway-plugin/standalone/main.ts'];
 
 async function writeConfig(name: string, config: unknown): Promise<string> {
   const file = join(dir, name);

@@ -1,5 +1,5 @@
 /**
- * Online backup and restore: `sidecar/backup.ts` (what `npm run backup --
+ * Online backup and restore: `agent-authz-sidecar backup` (what `npm run backup --
  * <file>` runs) copies the live database while the sidecar serves verify
  * calls; the copy, restored into a new data directory with the same master
  * key, serves a fresh proof of the same agent (verify: allow).
@@ -16,10 +16,10 @@ import { MASTER_KEY_FILE } from '../../../sidecar/server.js';
 import { backupDatabase } from '../../../sidecar/store/sqlite/backup.js';
 import { REPO, cleanEnv } from './helpers.js';
 
-/** Runs `node --import tsx sidecar/backup.ts ...args` with SIDECAR_DATA_DIR set. */
+/** Runs `node --import tsx sidecar/main.ts backup ...args` with SIDECAR_DATA_DIR set. */
 function runBackup(dataDir: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'sidecar/backup.ts', ...args], {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'sidecar/main.ts', 'backup', ...args], {
       cwd: REPO, env: cleanEnv({ SIDECAR_DATA_DIR: dataDir }), stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

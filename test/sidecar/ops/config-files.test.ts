@@ -13,7 +13,7 @@ import type { Registry } from 'prom-client';
 import { DEFAULTS, ENV_VARS, loadConfig } from '../../../sidecar/config.js';
 import { createMetrics } from '../../../sidecar/metrics.js';
 import { createGatewayMetrics } from '../../../gateway-plugin/metrics.js';
-import { resolveConfig } from '../../../gateway-plugin/config.js';
+import { resolveConfig } from '../../../gateway-plugin/standalone/config.js';
 import { REPO } from './helpers.js';
 
 const read = (p: string) => fs.readFileSync(path.join(REPO, p), 'utf8');

@@ -14,16 +14,16 @@
 import { randomUUID } from 'node:crypto';
 import Fastify from 'fastify';
 import type { FastifyInstance } from 'fastify';
-import { errorBody, ERRORS } from '../src/errors.js';
-import { normalizeExposition } from '../src/prometheus.js';
-import { agentAuthzGateway, GATEWAY_MAX_HEADER_SIZE, createGatewayMetrics, resolveGatewayOptions, DEFAULT_CHALLENGE_TIMEOUT_MS } from './index.js';
-import type { GatewayMetrics } from './index.js';
-import { gatewayClientErrorHandler, gatewayFrameworkErrors } from './framework-errors.js';
+import { errorBody, ERRORS } from '../../src/errors.js';
+import { normalizeExposition } from '../../src/prometheus.js';
+import { agentAuthzGateway, GATEWAY_MAX_HEADER_SIZE, createGatewayMetrics, resolveGatewayOptions, DEFAULT_CHALLENGE_TIMEOUT_MS } from '../index.js';
+import type { GatewayMetrics } from '../index.js';
+import { gatewayClientErrorHandler, gatewayFrameworkErrors } from '../framework-errors.js';
 import { resolveConfig } from './config.js';
 import type { GatewayConfig } from './config.js';
-import { collectGatewayDefaultMetrics, countRequest } from './metrics.js';
-import { SidecarClient } from './verify-client.js';
-import { fail } from './validate.js';
+import { collectGatewayDefaultMetrics, countRequest } from '../metrics.js';
+import { SidecarClient } from '../verify-client.js';
+import { fail } from '../validate.js';
 
 /** A built, not yet listening, standalone gateway. */
 export interface GatewayServer {

@@ -11,12 +11,12 @@
 
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
-import { DEFAULT_BODY_LIMIT_BYTES, DEFAULT_CHALLENGE_TIMEOUT_MS, DEFAULT_SIDECAR_CONNECTIONS, DEFAULT_UPSTREAM_TIMEOUT_MS, DEFAULT_VERIFY_TIMEOUT_MS, checkApiKey, resolveContext } from './options.js';
-import { TrustedProxies } from './context.js';
-import { compileRoutes } from './routes.js';
-import type { GatewayOptions } from './options.js';
-import type { RouteEntry } from './routes.js';
-import { at, checkHttpUrl, checkInt, checkObject, checkPathname, checkString, fail } from './validate.js';
+import { DEFAULT_BODY_LIMIT_BYTES, DEFAULT_CHALLENGE_TIMEOUT_MS, DEFAULT_SIDECAR_CONNECTIONS, DEFAULT_UPSTREAM_TIMEOUT_MS, DEFAULT_VERIFY_TIMEOUT_MS, checkApiKey, resolveContext } from '../options.js';
+import { TrustedProxies } from '../context.js';
+import { compileRoutes } from '../routes.js';
+import type { GatewayOptions } from '../options.js';
+import type { RouteEntry } from '../routes.js';
+import { at, checkHttpUrl, checkInt, checkObject, checkPathname, checkString, fail } from '../validate.js';
 
 /** Label of config errors. */
 export const CONFIG_LABEL = 'config:';

@@ -1,7 +1,7 @@
 /**
  * Graceful shutdown of a Fastify server process, shared by both entry points
  * (the sidecar, `sidecar/main.ts`, and the standalone gateway,
- * `gateway-plugin/main.ts`). On the first SIGTERM or SIGINT:
+ * `gateway-plugin/standalone/main.ts`). On the first SIGTERM or SIGINT:
  *
  * 1. `onClosing` runs (synchronously), then `app.close()` starts: the
  *    listener stops accepting (new connections are refused), `preClose` hooks

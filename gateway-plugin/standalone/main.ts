@@ -6,7 +6,7 @@
  *
  * Reads the YAML/JSON config, validates it (one clear path-named line on
  * stderr and exit code 1 when it is bad), listens, and closes gracefully on
- * SIGTERM/SIGINT with the sidecar's shutdown sequence (sidecar/shutdown.ts):
+ * SIGTERM/SIGINT with the sidecar's shutdown sequence (runtime/shutdown.ts):
  * new connections are refused and the readiness path answers 503
  * `shutting_down` at once; every response from then on carries
  * `Connection: close`; idle keep-alive connections get a short drain (no
@@ -19,7 +19,7 @@
 
 import { loadConfigFile } from './config.js';
 import { buildGateway } from './server.js';
-import { installGracefulShutdown } from '../sidecar/shutdown.js';
+import { installGracefulShutdown } from '../../runtime/shutdown.js';
 
 /** How long a graceful shutdown may take before remaining connections are cut and the process exits 1 (ms). */
 export const SHUTDOWN_GRACE_MS = 10_000;
