@@ -8,6 +8,7 @@
  */
 import net from 'node:net';
 import { describeValue } from './scopes.js';
+import type { VerifyContext } from './protocol.js';
 
 /** Days for {@link TimeWindow}. */
 export const DAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] as const;
@@ -41,16 +42,8 @@ export interface Constraints {
   time_window?: TimeWindow;
 }
 
-/** The constraint context verify receives (derived by the gateway from the request actually received). */
-export interface ConstraintContext {
-  method?: string;
-  path?: string;
-  client_ip?: string;
-  tenant?: string;
-  amount?: string;
-  currency?: string;
-  body_sha256?: string;
-}
+/** The constraint context verify receives: the protocol's {@link VerifyContext}. */
+export type ConstraintContext = VerifyContext;
 
 /** Names of the constraint kinds, as reported by `constraint_denied`. */
 export type ConstraintName = keyof Constraints;

@@ -20,6 +20,8 @@ export { ERRORS, ServiceError, errorBody, isErrorCode } from './errors.js';
 export type { ErrorBody, ErrorCode, ErrorSpec } from './errors.js';
 export { CANONICAL_SCOPES, CUSTOM_SCOPE_RULES, MAX_SCOPES_PER_LIST, isCanonicalScope, isCustomScope, isSensitiveScope, isValidScope } from './scopes.js';
 export type { CanonicalScope } from './scopes.js';
+export { API_KEY_HEADER, CHALLENGE_PATH, PROOF_HEADER, VERIFY_PATH } from './protocol.js';
+export type { VerifyContext, VerifyRequest, VerifyResponse } from './protocol.js';
 export { DECISION_REASONS } from './decisions.js';
 export type { DecisionReason, DecisionValue } from './decisions.js';
 export {

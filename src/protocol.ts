@@ -1,0 +1,70 @@
+/**
+ * The verify protocol, defined once: the request a receiving application
+ * (the gateway, forward-auth, your own middleware) sends to
+ * `POST /v1/service/verify`, the constraint context inside it, and the
+ * decision it gets back (spec 4.13, 2.7 and 4.15). The sidecar validates and
+ * answers with these types; the gateway builds and reads them.
+ *
+ * Typed from the decision and reason tables (`decisions.ts`), so a reason that
+ * is not in the table cannot be written into a response.
+ */
+import type { DecisionReason, DecisionValue } from './decisions.js';
+
+/** Path of the verify operation (spec 4.13). */
+export const VERIFY_PATH = '/v1/service/verify';
+/** Path of the challenge operation (spec 4.11). */
+export const CHALLENGE_PATH = '/v1/service/challenge';
+/** The header that carries a proof bundle: base64 of the bundle JSON (spec 2.6). Lowercase, as Node reads it. */
+export const PROOF_HEADER = 'x-service-proof';
+/** The header that carries a platform API key (spec 5). */
+export const API_KEY_HEADER = 'x-service-api-key';
+
+/**
+ * The constraint context: facts about the request actually received, derived
+ * by the receiving application, never copied from the caller (spec 4.15 step 3).
+ * Every member is optional on the wire; a constraint whose fact is missing denies.
+ */
+export interface VerifyContext {
+  /** HTTP method, uppercase ASCII. */
+  method?: string;
+  /** Normalized request path (no query). */
+  path?: string;
+  /** Client IP address (IPv4 or IPv6). */
+  client_ip?: string;
+  /** Tenant identifier. */
+  tenant?: string;
+  /** Decimal amount, e.g. `"12.50"` (up to 6 decimals). */
+  amount?: string;
+  /** ISO 4217 currency code, uppercase. */
+  currency?: string;
+  /** Lowercase hex SHA-256 of the raw request body. */
+  body_sha256?: string;
+}
+
+/** The body of `POST /v1/service/verify`. */
+export interface VerifyRequest {
+  /** The proof bundle from present (spec 4.12), as parsed JSON. */
+  proof_bundle: unknown;
+  /** The scope the protected action requires (spec 2.9). */
+  required_scope: string;
+  /** Facts about the request for the certificate's constraints. */
+  context?: VerifyContext;
+}
+
+/** The 200 body of `POST /v1/service/verify`: a decision and its stable reason (spec 2.7). */
+export interface VerifyResponse {
+  /** Only `allow` runs protected code; treat any value outside {@link DecisionValue} as no decision. */
+  decision: DecisionValue;
+  /** The stable reason, from `DECISION_REASONS`. */
+  decision_reason: DecisionReason;
+  /** The agent the proof speaks for (when the proof was read). */
+  agent_id?: string;
+  /** The certificate the proof refers to (when the proof was read). */
+  cert_id?: string;
+  /** Echo of `required_scope`. */
+  scope?: string;
+  /** With `constraint_denied`: the constraint that did not hold. */
+  constraint?: string;
+  /** Id of the audit event recorded for this decision. */
+  audit_event_id?: string;
+}
