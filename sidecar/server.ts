@@ -35,7 +35,8 @@ import { registerWebhookRoutes } from './routes/webhooks.js';
 import { buildMetricsServer, registerHealthRoutes } from './routes/health.js';
 import { WebhookWorker } from './webhooks/worker.js';
 import { LOG_REDACT_PATHS } from './log.js';
-import { OPENAPI_OPTIONS } from './openapi.js';
+import { ERROR_SCHEMA, OPENAPI_OPTIONS, attachOperation } from './openapi.js';
+import { RESPONSE_SCHEMAS } from './api/schemas.js';
 
 /** Name of the generated development master-key file in the data directory. */
 export const MASTER_KEY_FILE = 'master.key';
@@ -167,6 +168,9 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   app.addHook('onSend', (request, reply, payload, done) => { void reply.header('x-request-id', request.id); done(null, payload); });
   await app.register(cookie);
   await app.register(swagger, OPENAPI_OPTIONS);
+  // The documented success schemas serialize the 200 bodies (api/operations.ts, openapi.ts).
+  for (const schema of [ERROR_SCHEMA, ...RESPONSE_SCHEMAS]) app.addSchema(schema);
+  app.addHook('onRoute', attachOperation);
   // Only JSON bodies: without Fastify's text/plain parser, any other type is 415 unsupported_media_type.
   app.removeContentTypeParser(['application/json', 'text/plain']);
   const jsonParser = app.getDefaultJsonParser('error', 'error');

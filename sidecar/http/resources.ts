@@ -7,6 +7,8 @@ import { ServiceError } from '../../src/errors.js';
 import { MAX_SCOPES_PER_LIST, invalidScopes } from '../../src/scopes.js';
 import type { ServiceContext } from '../context.js';
 import type { AgentRecord, CertificateRecord, ConnectionRecord, DelegationRequestRecord, PlatformRecord } from '../store/types.js';
+import type { Static } from '@sinclair/typebox';
+import type { Agent, Connection, Platform } from '../api/schemas.js';
 
 /** ISO 8601 UTC of a Unix-ms time (null stays null). */
 export function iso(t: number | null): string | null {
@@ -58,7 +60,7 @@ export async function ownedCertificate(ctx: ServiceContext, accountId: string, i
 }
 
 /** Public view of a platform (never its secrets). */
-export function platformView(p: PlatformRecord, connectionId: string | null) {
+export function platformView(p: PlatformRecord, connectionId: string | null): Static<typeof Platform> {
   return {
     platform_id: p.id, connection_id: connectionId, name: p.name, description: p.description, surface_type: p.surfaceType,
     publish_state: p.publishState, default_allowed_scopes: p.defaultAllowedScopes, callback_url: p.callbackUrl,
@@ -67,7 +69,7 @@ export function platformView(p: PlatformRecord, connectionId: string | null) {
 }
 
 /** Public view of a connection. */
-export function connectionView(c: ConnectionRecord) {
+export function connectionView(c: ConnectionRecord): Static<typeof Connection> {
   return {
     connection_id: c.id, platform_id: c.platformId, allowed_scopes: c.allowedScopes, status: c.status,
     removed_at: iso(c.removedAt), created_at: iso(c.createdAt),
@@ -75,10 +77,10 @@ export function connectionView(c: ConnectionRecord) {
 }
 
 /** Public view of an agent (the flat shape of spec 2.2, plus connection and time). */
-export function agentView(a: AgentRecord) {
+export function agentView(a: AgentRecord): Static<typeof Agent> {
   return {
     agent_id: a.id, name: a.name, agent_type: a.agentType, custody_mode: a.custodyMode,
-    public_key_json: JSON.parse(a.publicKey) as unknown, connection_id: a.connectionId, created_at: iso(a.createdAt),
+    public_key_json: JSON.parse(a.publicKey) as Record<string, unknown>, connection_id: a.connectionId, created_at: iso(a.createdAt),
   };
 }
 

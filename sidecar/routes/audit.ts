@@ -4,6 +4,8 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
+import type { AuditEvent } from '../api/schemas.js';
 import { ServiceError } from '../../src/errors.js';
 import type { ServiceContext } from '../context.js';
 import type { AuditEventRecord } from '../store/types.js';
@@ -23,7 +25,7 @@ const AuditQuery = Type.Object({
 }, { additionalProperties: false });
 
 /** The API view of an audit event. */
-export function auditView(e: AuditEventRecord) {
+export function auditView(e: AuditEventRecord): Static<typeof AuditEvent> {
   return {
     event_id: e.id, event_type: e.eventType, occurred_at: iso(e.createdAt), connection_id: e.connectionId,
     agent_id: e.agentId, cert_id: e.certId, required_scope: e.requiredScope, details: e.details,

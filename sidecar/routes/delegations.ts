@@ -9,6 +9,8 @@
 import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
+import type { Certificate, DelegationRequest } from '../api/schemas.js';
 import { ServiceError } from '../../src/errors.js';
 import { canonicalize } from '../../src/canonical.js';
 import { createSigner, publicKeyFromJson } from '../../src/crypto/hybrid.js';
@@ -47,7 +49,7 @@ const RevokeBody = Type.Object({ reason: Type.String({ maxLength: 500 }) }, { ad
 const IdParam = (name: string) => Type.Object({ [name]: Type.String({ maxLength: 100 }) });
 
 /** View of a delegation request. */
-export function requestView(r: DelegationRequestRecord) {
+export function requestView(r: DelegationRequestRecord): Static<typeof DelegationRequest> {
   return {
     request_id: r.id, connection_id: r.connectionId, agent_id: r.agentId, requested_scope: r.requestedScopes,
     state: r.state, cert_id: r.certId, decided_at: iso(r.decidedAt), created_at: iso(r.createdAt),
@@ -55,11 +57,11 @@ export function requestView(r: DelegationRequestRecord) {
 }
 
 /** View of a certificate (with the signed certificate itself). */
-export function certificateView(c: CertificateRecord) {
+export function certificateView(c: CertificateRecord): Static<typeof Certificate> {
   return {
     cert_id: c.id, request_id: c.requestId, connection_id: c.connectionId, agent_id: c.agentId, approved_scope: c.approvedScope,
-    constraints: c.constraints ?? null, status: c.status, issued_at: iso(c.issuedAt), expires_at: iso(c.expiresAt),
-    revoked_at: iso(c.revokedAt), revoke_reason: c.revokeReason, cert_sha256: c.certSha256, cert_json: JSON.parse(c.certJson) as unknown,
+    constraints: (c.constraints ?? null) as Record<string, unknown> | null, status: c.status, issued_at: iso(c.issuedAt), expires_at: iso(c.expiresAt),
+    revoked_at: iso(c.revokedAt), revoke_reason: c.revokeReason, cert_sha256: c.certSha256, cert_json: JSON.parse(c.certJson) as Record<string, unknown>,
   };
 }
 

@@ -5,6 +5,8 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
+import type { Delivery } from '../api/schemas.js';
 import { ServiceError } from '../../src/errors.js';
 import type { ServiceContext } from '../context.js';
 import type { DeliveryRecord } from '../store/types.js';
@@ -24,7 +26,7 @@ const ListQuery = Type.Object({
 }, { additionalProperties: false });
 const IdParam = (name: string) => Type.Object({ [name]: Type.String({ maxLength: 100 }) });
 
-function deliveryView(d: DeliveryRecord) {
+function deliveryView(d: DeliveryRecord): Static<typeof Delivery> {
   return {
     delivery_id: d.id, platform_id: d.platformId, connection_id: d.connectionId, event: d.eventType, state: d.state,
     attempts: d.attempts, next_attempt_at: d.state === 'pending' ? iso(d.nextAttemptAt) : null, last_status: d.lastStatus,
