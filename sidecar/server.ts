@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import Fastify from 'fastify';
-import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyServerOptions } from 'fastify';
 import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import type { SidecarConfig } from './config.js';
@@ -23,6 +23,8 @@ import { createProofCrypto } from './crypto-pool.js';
 import type { PoolLimits } from './crypto-pool.js';
 import { CpuShareMonitor, canJudgeMachine } from './cpu-share.js';
 import { installErrorHandlers } from './http/errors.js';
+import { answerClientError, frameworkErrorCode } from '../runtime/client-error.js';
+import { ERRORS, errorBody } from '../src/errors.js';
 import { installAuth } from './http/auth.js';
 import { registerAuthRoutes } from './routes/auth.js';
 import { registerOnboardingRoutes } from './routes/onboarding.js';
@@ -110,6 +112,13 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     // During a graceful shutdown, requests already on a connection are answered normally (with
     // `Connection: close`) instead of a bare 503; /readyz reports the shutdown (routes/health.ts).
     return503OnClosing: false,
+    // Refusals before routing, in the error shape too (runtime/client-error.ts): an undecodable URL
+    // or an over-long path parameter (Fastify's router), a request Node's HTTP parser rejects.
+    frameworkErrors: (err, request, reply: FastifyReply) => {
+      const { code, message } = frameworkErrorCode(err.code);
+      void reply.code(ERRORS[code].status).header('cache-control', 'no-store').header('x-request-id', request.id).type('application/json; charset=utf-8').send(errorBody(code, message));
+    },
+    clientErrorHandler: (err, socket) => answerClientError(err, socket),
   });
 
   const metrics = createMetrics();

@@ -5,6 +5,9 @@
  */
 import { ServiceError } from '../../src/errors.js';
 import { MAX_SCOPES_PER_LIST, invalidScopes } from '../../src/scopes.js';
+import { Type } from '@sinclair/typebox';
+import { checkText } from '../../src/text.js';
+import type { TextRule } from '../../src/text.js';
 import type { ServiceContext } from '../context.js';
 import type { AgentRecord, CertificateRecord, ConnectionRecord, DelegationRequestRecord, PlatformRecord } from '../store/types.js';
 import type { Static } from '@sinclair/typebox';
@@ -13,6 +16,27 @@ import type { Agent, Connection, Platform } from '../api/schemas.js';
 /** ISO 8601 UTC of a Unix-ms time (null stays null). */
 export function iso(t: number | null): string | null {
   return t === null ? null : new Date(t).toISOString();
+}
+
+/**
+ * The body schema of an operation that takes none: no body, an empty body or `{}`. Any member is
+ * refused with 400 `invalid_request` naming it, like every other body (docs/api.md).
+ */
+export const NoBody = Type.Union([Type.Object({}, { additionalProperties: false }), Type.Null()]);
+
+/** The text rules of the human-readable fields (src/text.ts; docs/api.md, "Text fields"). */
+export const TEXT_RULES = {
+  personName: { max: 100 },
+  name: { max: 200 },
+  description: { max: 2000, multiline: true, optional: true },
+  reason: { max: 500, multiline: true, optional: true },
+} as const satisfies Record<string, TextRule>;
+
+/** A human-readable field, checked and normalised by the text rule, or 400 `invalid_request` naming it. */
+export function requireText(value: string, field: string, rule: TextRule): string {
+  const r = checkText(value, rule);
+  if (!r.ok) throw new ServiceError('invalid_request', `${field} ${r.reason}.`, { field });
+  return r.value;
 }
 
 /** Validates a scope list: non-empty, bounded, every entry in the vocabulary; returns it deduplicated. */

@@ -8,6 +8,7 @@ import { Type } from '@sinclair/typebox';
 import { ServiceError } from '../../src/errors.js';
 import { sha256Hex, timingSafeEqualStr } from '../../src/crypto/encoding.js';
 import type { ServiceContext } from '../context.js';
+import { NoBody } from '../http/resources.js';
 import { RateLimiter } from '../http/rate-limit.js';
 import {
   SESSION_ABSOLUTE_TTL_MS, SESSION_TTL_MS, clearSessionCookies, newCsrfToken, newSessionToken, setSessionCookies,
@@ -123,14 +124,14 @@ export async function registerAuthRoutes(app: FastifyInstance, ctx: ServiceConte
     return { status: 'authenticated', onboarding_step: account.onboardingStep, session_expires_at: new Date(expiresAt).toISOString() };
   });
 
-  app.post('/v1/auth/refresh', { schema: { tags: ['auth'] }, config: { auth: 'session_csrf' } }, async (request, reply) => {
+  app.post('/v1/auth/refresh', { schema: { body: NoBody, tags: ['auth'] }, config: { auth: 'session_csrf' } }, async (request, reply) => {
     const s = request.session!;
     const old = await ctx.store.accounts.getSessionByTokenHash(sha256Hex(request.cookies.service_session ?? ''));
     const expiresAt = await startSession(ctx, reply, s.accountId, old?.absoluteExpiresAt ?? null, s.sessionId);
     return { status: 'refreshed', session_expires_at: new Date(expiresAt).toISOString() };
   });
 
-  app.post('/v1/auth/logout', { schema: { tags: ['auth'] }, config: { auth: 'session_csrf' } }, async (request, reply) => {
+  app.post('/v1/auth/logout', { schema: { body: NoBody, tags: ['auth'] }, config: { auth: 'session_csrf' } }, async (request, reply) => {
     await ctx.store.accounts.endSession(request.session!.sessionId, ctx.clock());
     clearSessionCookies(ctx, reply);
     return { status: 'logged_out' };

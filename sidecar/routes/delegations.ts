@@ -22,7 +22,7 @@ import { AAD } from '../secrets.js';
 import { buildEvent } from '../events.js';
 import type { ServiceContext } from '../context.js';
 import type { CertificateRecord, DelegationRequestRecord } from '../store/types.js';
-import { iso, ownedCertificate, ownedConnection, ownedRequest, requireScopes } from '../http/resources.js';
+import { TEXT_RULES, iso, ownedCertificate, ownedConnection, ownedRequest, requireScopes, requireText } from '../http/resources.js';
 
 const SelfRequestBody = Type.Object({
   connection_id: Type.String({ maxLength: 100 }),
@@ -42,8 +42,8 @@ function optionalReason(body: unknown): string | null {
   if (extra) throw new ServiceError('invalid_request', `body.${extra} is not a known field.`, { field: `body.${extra}` });
   const r = (body as { reason?: unknown }).reason;
   if (r === undefined) return null;
-  if (typeof r !== 'string' || r.length > 500) throw new ServiceError('invalid_request', 'body.reason must be a string of at most 500 characters.', { field: 'body.reason' });
-  return r;
+  if (typeof r !== 'string') throw new ServiceError('invalid_request', 'body.reason must be a string.', { field: 'body.reason' });
+  return requireText(r, 'body.reason', TEXT_RULES.reason);
 }
 const RevokeBody = Type.Object({ reason: Type.String({ maxLength: 500 }) }, { additionalProperties: false });
 const IdParam = (name: string) => Type.Object({ [name]: Type.String({ maxLength: 100 }) });
@@ -203,7 +203,7 @@ export async function registerDelegationRoutes(app: FastifyInstance, ctx: Servic
   app.post('/v1/service/delegations/:cert_id/revoke', { schema: { params: IdParam('cert_id'), body: RevokeBody, tags: ['delegations'] }, config: { auth: 'session_csrf' } }, async (request) => {
     const accountId = request.session!.accountId;
     const cert = await ownedCertificate(ctx, accountId, (request.params as { cert_id: string }).cert_id);
-    const reason = (request.body as { reason: string }).reason;
+    const reason = requireText((request.body as { reason: string }).reason, 'body.reason', TEXT_RULES.reason);
     if (cert.status === 'revoked') return { cert_id: cert.id, status: 'revoked', already_revoked: true, revoked_at: iso(cert.revokedAt) };
     const conn = await ctx.store.platforms.getConnection(cert.connectionId);
     const now = ctx.clock();

@@ -10,6 +10,7 @@ import { canonicalize } from '../../src/canonical.js';
 import { generateHybridKeyPair, publicKeyToJson } from '../../src/crypto/hybrid.js';
 import { AAD } from '../secrets.js';
 import type { ServiceContext } from '../context.js';
+import { TEXT_RULES, requireText } from '../http/resources.js';
 
 /** Account types and what each gets at onboarding. */
 export const ACCOUNT_TYPES = ['individual', 'organization'] as const;
@@ -24,10 +25,8 @@ const TypeBody = Type.Object({ account_type: Type.String({ maxLength: 64 }) }, {
 export async function registerOnboardingRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
   app.post('/v1/auth/onboarding/profile', { schema: { body: ProfileBody, tags: ['onboarding'] }, config: { auth: 'session_csrf' } }, async (request) => {
     const b = request.body as { first_name: string; last_name: string };
-    const first = b.first_name.trim();
-    const last = b.last_name.trim();
-    if (!first) throw new ServiceError('invalid_request', 'first_name must not be blank.', { field: 'body.first_name' });
-    if (!last) throw new ServiceError('invalid_request', 'last_name must not be blank.', { field: 'body.last_name' });
+    const first = requireText(b.first_name, 'body.first_name', TEXT_RULES.personName);
+    const last = requireText(b.last_name, 'body.last_name', TEXT_RULES.personName);
     await ctx.store.accounts.updateProfile(request.session!.accountId, first, last);
     const a = await ctx.store.accounts.getAccount(request.session!.accountId);
     return { onboarding_step: a?.onboardingStep ?? 'account_type', first_name: first, last_name: last };

@@ -16,7 +16,7 @@ import { buildEvent } from '../events.js';
 import { newApiKey } from '../http/auth.js';
 import type { ServiceContext } from '../context.js';
 import {
-  agentView, connectionView, iso, ownedConnection, ownedPlatform, platformView, requireScopes,
+  NoBody, TEXT_RULES, agentView, connectionView, iso, ownedConnection, ownedPlatform, platformView, requireScopes, requireText,
 } from '../http/resources.js';
 
 /** Surface types accepted at registration (`agentic_api` is the agent-action surface). */
@@ -58,6 +58,8 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
     if (!(SURFACE_TYPES as readonly string[]).includes(b.surface_type)) {
       throw new ServiceError('invalid_request', `surface_type must be one of ${SURFACE_TYPES.join(', ')}.`, { field: 'body.surface_type' });
     }
+    const name = requireText(b.name, 'body.name', TEXT_RULES.name);
+    const description = requireText(b.description ?? '', 'body.description', TEXT_RULES.description);
     const scopes = requireScopes(b.default_allowed_scopes, 'body.default_allowed_scopes');
     const callbackUrl = b.callback_url ?? null;
     if (callbackUrl !== null) checkCallbackUrl(ctx, callbackUrl);
@@ -70,7 +72,6 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
     const signingSecret = `ss_${b64urlEncode(crypto.randomBytes(32))}`;
     const webhookSecret = `whsec_${b64urlEncode(crypto.randomBytes(32))}`;
     const expiresAt = now + API_KEY_LIFETIME_MS;
-    const name = b.name.trim() || b.name;
     const event = buildEvent(ctx, {
       type: 'connection.created', accountId, platformId, connectionId, now,
       fields: {
@@ -80,7 +81,7 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
     });
     const created = await ctx.store.platforms.createPlatform(
       {
-        id: platformId, accountId, name, description: b.description ?? '', surfaceType: b.surface_type, publishState: 'draft',
+        id: platformId, accountId, name, description, surfaceType: b.surface_type, publishState: 'draft',
         defaultAllowedScopes: scopes, callbackUrl, callbackDisabledAt: null,
         signingSecretEnc: ctx.box.seal(Buffer.from(signingSecret), AAD.signingSecret(platformId)),
         webhookSecretEnc: ctx.box.seal(Buffer.from(webhookSecret), AAD.webhookSecret(platformId)),
@@ -95,7 +96,7 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
     if (!created) throw new ServiceError('platform_limit_reached');
     ctx.nudgeWebhooks();
     return {
-      api_key: key.key, api_key_prefix: key.prefix, connection_id: connectionId, description: b.description ?? '',
+      api_key: key.key, api_key_prefix: key.prefix, connection_id: connectionId, description,
       expires_at: iso(expiresAt), name, platform_id: platformId, publish_state: 'draft', signing_secret: signingSecret,
       surface_type: b.surface_type, webhook_signing_secret: webhookSecret,
     };
@@ -123,7 +124,7 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
     return connectionView(await ownedConnection(ctx, request.session!.accountId, (request.params as { connection_id: string }).connection_id));
   });
 
-  app.post('/v1/service/connections/:connection_id/rotate-key', { schema: { params: IdParam('connection_id'), tags: ['connections'] }, config: { auth: 'session_csrf' } }, async (request) => {
+  app.post('/v1/service/connections/:connection_id/rotate-key', { schema: { body: NoBody, params: IdParam('connection_id'), tags: ['connections'] }, config: { auth: 'session_csrf' } }, async (request) => {
     const accountId = request.session!.accountId;
     const conn = await ownedConnection(ctx, accountId, (request.params as { connection_id: string }).connection_id);
     if (conn.status !== 'active') throw new ServiceError('connection_not_found', 'The connection was removed.');
@@ -147,7 +148,7 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
     };
   });
 
-  app.post('/v1/service/connections/:connection_id/remove', { schema: { params: IdParam('connection_id'), tags: ['connections'] }, config: { auth: 'session_csrf' } }, async (request) => {
+  app.post('/v1/service/connections/:connection_id/remove', { schema: { body: NoBody, params: IdParam('connection_id'), tags: ['connections'] }, config: { auth: 'session_csrf' } }, async (request) => {
     const accountId = request.session!.accountId;
     const conn = await ownedConnection(ctx, accountId, (request.params as { connection_id: string }).connection_id);
     if (conn.status === 'removed') return { connection_id: conn.id, status: 'removed', removed_at: iso(conn.removedAt), revoked_cert_ids: [] };
@@ -172,15 +173,16 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
     const connectionId = (request.params as { connection_id: string }).connection_id;
     if (connectionId !== auth.connectionId) throw new ServiceError('connection_not_found', 'Agents can only be created under the API key\'s own connection.');
     const b = request.body as { name: string; agent_type: string };
+    const name = requireText(b.name, 'body.name', TEXT_RULES.name);
     if (b.agent_type !== 'api_agent') throw new ServiceError('invalid_agent_type', undefined, { field: 'body.agent_type' });
     const id = crypto.randomUUID();
     const kp = generateHybridKeyPair();
     await ctx.store.platforms.createAgent({
-      id, connectionId, accountId: auth.accountId, name: b.name, agentType: b.agent_type, custodyMode: CUSTODY_MODE,
+      id, connectionId, accountId: auth.accountId, name, agentType: b.agent_type, custodyMode: CUSTODY_MODE,
       publicKey: canonicalize(publicKeyToJson(kp.publicKey)), secretEnc: ctx.box.seal(kp.secretSeed, AAD.agentSecret(id)), createdAt: ctx.clock(),
     });
     kp.secretSeed.fill(0);
-    return { agent_id: id, name: b.name, agent_type: b.agent_type, custody_mode: CUSTODY_MODE, public_key_json: publicKeyToJson(kp.publicKey) };
+    return { agent_id: id, name, agent_type: b.agent_type, custody_mode: CUSTODY_MODE, public_key_json: publicKeyToJson(kp.publicKey) };
   });
 
   app.get('/v1/service/connections/:connection_id/agents', { schema: { params: IdParam('connection_id'), tags: ['agents'] }, config: { auth: 'api_key' } }, async (request) => {

@@ -14,7 +14,7 @@ import { AAD } from '../secrets.js';
 import type { ServiceContext } from '../context.js';
 import { CryptoPoolError } from '../crypto-pool.js';
 import type { AgentRecord } from '../store/types.js';
-import { iso } from '../http/resources.js';
+import { NoBody, iso } from '../http/resources.js';
 
 const PresentBody = Type.Object({ challenge: Type.String({ maxLength: 256 }) }, { additionalProperties: false });
 const PresentParams = Type.Object({ connection_id: Type.String({ maxLength: 100 }), agent_id: Type.String({ maxLength: 100 }) });
@@ -36,7 +36,7 @@ async function signAsAgent(ctx: ServiceContext, agent: AgentRecord, payload: Pro
 
 /** Registers challenge and present. */
 export async function registerProofRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
-  app.post('/v1/service/challenge', { schema: { tags: ['proofs'] }, config: { auth: 'api_key' } }, async (request) => {
+  app.post('/v1/service/challenge', { schema: { body: NoBody, tags: ['proofs'] }, config: { auth: 'api_key' } }, async (request) => {
     const auth = request.apiKey!;
     const challenge = b64urlEncode(crypto.randomBytes(32));
     const now = ctx.clock();

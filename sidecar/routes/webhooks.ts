@@ -10,7 +10,7 @@ import type { Delivery } from '../api/schemas.js';
 import { ServiceError } from '../../src/errors.js';
 import type { ServiceContext } from '../context.js';
 import type { DeliveryRecord } from '../store/types.js';
-import { iso, ownedPlatform, parsePage, platformView } from '../http/resources.js';
+import { NoBody, iso, ownedPlatform, parsePage, platformView } from '../http/resources.js';
 import { checkCallbackUrl } from './platforms.js';
 
 /** Delivery list page sizes. */
@@ -69,7 +69,7 @@ export async function registerWebhookRoutes(app: FastifyInstance, ctx: ServiceCo
     };
   });
 
-  app.post('/v1/service/webhooks/deliveries/:delivery_id/redeliver', { schema: { params: IdParam('delivery_id'), tags: ['webhooks'] }, config: { auth: 'session_csrf' } }, async (request) => {
+  app.post('/v1/service/webhooks/deliveries/:delivery_id/redeliver', { schema: { body: NoBody, params: IdParam('delivery_id'), tags: ['webhooks'] }, config: { auth: 'session_csrf' } }, async (request) => {
     const d = await ctx.store.outbox.getDelivery((request.params as { delivery_id: string }).delivery_id);
     if (!d || d.accountId !== request.session!.accountId) throw new ServiceError('delivery_not_found');
     const p = await ctx.store.platforms.getPlatform(d.platformId);

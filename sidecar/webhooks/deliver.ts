@@ -116,8 +116,11 @@ export async function sendSigned(input: SendInput): Promise<SendOutcome> {
       const failure = timeout.signal.aborted ? timeout.signal.reason : err;
       error = describeError(failure);
       // The stored error is shown to the account holder: never reveal what a name resolves to
-      // inside the network. Operators get the detail in the log.
-      if (isSsrfBlock(failure)) input.log.warn({ ...input.logCtx, detail: String((failure as Error).message ?? failure).slice(0, 500) }, 'webhook target refused by the SSRF guard');
+      // inside the network, nor whether it resolves at all. Operators get the detail in the log.
+      if (error === DESTINATION_NOT_ALLOWED) {
+        input.log.warn({ ...input.logCtx, detail: String((failure as Error).message ?? failure).slice(0, 500) },
+          isSsrfBlock(failure) ? 'webhook target refused by the SSRF guard' : 'webhook target host name does not resolve');
+      }
     } finally {
       clearTimeout(timer);
     }
@@ -180,9 +183,25 @@ function isSsrfBlock(err: unknown): boolean {
   return code(err) === 'SSRF_BLOCKED' || code((err as { cause?: unknown } | null)?.cause) === 'SSRF_BLOCKED';
 }
 
-/** A short, secret-free description of a request failure (SSRF refusals without the address). */
+/** Codes of a host name that does not resolve (getaddrinfo / c-ares). */
+const DNS_FAILURES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_NONAME', 'EAI_NODATA', 'ENODATA', 'ESERVFAIL', 'EREFUSED']);
+
+/**
+ * The one recorded error for a host that is not public OR does not resolve: telling the two
+ * apart would let an account holder probe which internal host names exist.
+ */
+export const DESTINATION_NOT_ALLOWED = 'destination_not_allowed: the callback host is not a reachable public address';
+
+/** True when the failure (or its cause) is a failed host-name lookup. */
+function isDnsFailure(err: unknown): boolean {
+  const code = (e: unknown): unknown => (e as { code?: unknown } | null)?.code;
+  const c = code(err) ?? code((err as { cause?: unknown } | null)?.cause);
+  return typeof c === 'string' && DNS_FAILURES.has(c);
+}
+
+/** A short, secret-free description of a request failure (SSRF refusals and DNS failures as one outcome). */
 function describeError(err: unknown): string {
-  if (isSsrfBlock(err)) return 'SSRF_BLOCKED: refused: the callback host is not a public address';
+  if (isSsrfBlock(err) || isDnsFailure(err)) return DESTINATION_NOT_ALLOWED;
   if (err instanceof Error) {
     const code = (err as { code?: unknown }).code;
     const cause = (err as { cause?: unknown }).cause;

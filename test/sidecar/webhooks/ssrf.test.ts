@@ -5,6 +5,7 @@
  * flag is set.
  */
 import t from 'tap';
+import { DESTINATION_NOT_ALLOWED } from '../../../sidecar/webhooks/deliver.js';
 import { request } from 'undici';
 import type { LookupAddress } from 'node:dns';
 import {
@@ -194,6 +195,7 @@ t.test('the worker never reaches private targets without the insecure flag', asy
     `https://0x7f.1:${p}/hook`,
     `https://localhost:${p}/hook`,
     `https://rebind.test:${p}/hook`,
+    `https://nowhere.test:${p}/hook`,
     `http://127.0.0.1:${p}/hook`,
   ];
   const ids = new Map<string, string>();
@@ -207,13 +209,19 @@ t.test('the worker never reaches private targets without the insecure flag', asy
   for (const o of outcomes) {
     t.equal(o.result, 'failed', `failed: ${ids.get(o.deliveryId)}`);
     t.equal(o.status, null);
-    t.match(o.error, /refused/, `refusal recorded: ${o.error}`);
+    t.match(o.error, /^(callback URL refused|destination_not_allowed)/, `refusal recorded: ${o.error}`);
     t.equal(row(f, o.deliveryId).state, 'pending', 'retried on the schedule like any failure');
   }
   const rebind = outcomes.find((o) => ids.get(o.deliveryId)!.includes('rebind.test'))!;
   t.same(validateCallbackUrl(ids.get(rebind.deliveryId)!, false), { ok: true }, 'the rebinding name passes the URL check…');
-  t.match(rebind.error, /SSRF_BLOCKED/, '…and is refused at connect time');
+  t.equal(rebind.error, DESTINATION_NOT_ALLOWED, '…and is refused at connect time');
   t.notMatch(rebind.error, /127\.0\.0\.1/, 'the stored error does not reveal what the name resolved to');
+  // No DNS existence oracle: a name that resolves to a private address and a name that does not
+  // resolve at all are recorded the same way; the log tells operators which it was.
+  const nowhere = outcomes.find((o) => ids.get(o.deliveryId)!.includes('nowhere.test'))!;
+  t.equal(nowhere.error, rebind.error, 'an unresolvable name is recorded exactly like a private one');
+  t.ok(logger.lines.some((l) => l.msg === 'webhook target host name does not resolve'), 'the operator log says the name does not resolve');
+  t.ok(logger.lines.some((l) => l.msg === 'webhook target refused by the SSRF guard'), 'and that the other was refused by the guard');
   t.equal(rx.connections, 0, 'the loopback listener received nothing');
 });
 

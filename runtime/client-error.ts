@@ -1,0 +1,49 @@
+/**
+ * Answers for requests that never reach a route, shared by the sidecar and
+ * the gateway: Node's HTTP parser refuses malformed requests (a NUL or bare LF
+ * in a header, folded headers, a duplicate or negative Content-Length,
+ * Content-Length with chunked encoding, a bad chunk size, an unknown method,
+ * a header block or URL over the size limit) and Fastify's router refuses a
+ * URL it cannot decode or a path parameter over its length limit. Without
+ * these handlers those answers would be Node's or Fastify's own bodies; with
+ * them every refusal has the service's `{error:{code,message,status}}` shape,
+ * `Cache-Control: no-store` and an `X-Request-Id`.
+ */
+import crypto from 'node:crypto';
+import type { Socket } from 'node:net';
+import { ERRORS, errorBody } from '../src/errors.js';
+import type { ErrorCode } from '../src/errors.js';
+
+/** The refusal of a request Node's HTTP parser rejected: the code, and the message when it says more than the table's. */
+export function clientErrorCode(err: NodeJS.ErrnoException): { code: ErrorCode; message?: string } {
+  if (err.code === 'HPE_HEADER_OVERFLOW') return { code: 'headers_too_large' };
+  if (err.code === 'HPE_INVALID_METHOD') return { code: 'invalid_request', message: 'The request method is not valid.' };
+  return { code: 'invalid_request', message: 'The request is not valid HTTP/1.1.' };
+}
+
+/**
+ * Writes a complete, minimal HTTP/1.1 response in the error shape on a socket
+ * whose request the parser refused, then closes it (the parser cannot go on
+ * after such an error). `onRefusal` sees the code (metrics). Timeouts and
+ * resets get no answer: there is nobody to read it.
+ */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Socket, onRefusal?: (code: ErrorCode) => void): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  if (err.code !== 'ERR_HTTP_REQUEST_TIMEOUT' && socket.writable) {
+    const { code, message } = clientErrorCode(err);
+    onRefusal?.(code);
+    const status = ERRORS[code].status;
+    const body = JSON.stringify(errorBody(code, message));
+    const reason = status === 431 ? 'Request Header Fields Too Large' : 'Bad Request';
+    socket.write(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`
+      + `Cache-Control: no-store\r\nX-Request-Id: ${crypto.randomUUID()}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy();
+}
+
+/** The refusal of a request Fastify's router rejected before routing (`frameworkErrors`). */
+export function frameworkErrorCode(fastifyCode: string | undefined): { code: ErrorCode; message: string } {
+  if (fastifyCode === 'FST_ERR_BAD_URL') return { code: 'invalid_request', message: 'The request URL is not valid (a malformed percent escape).' };
+  if (fastifyCode === 'FST_ERR_MAX_PARAM_LENGTH') return { code: 'invalid_request', message: 'A path parameter of the request URL is too long.' };
+  return { code: 'invalid_request', message: ERRORS.invalid_request.message };
+}
