@@ -3,13 +3,15 @@
  * the gateway: Node's HTTP parser refuses malformed requests (a NUL or bare LF
  * in a header, folded headers, a duplicate or negative Content-Length,
  * Content-Length with chunked encoding, a bad chunk size, an unknown method,
- * a header block or URL over the size limit) and Fastify's router refuses a
+ * a header block or URL over the size limit), Node answers an unsupported
+ * `Expect` header with a bare 417, and Fastify's router refuses a
  * URL it cannot decode or a path parameter over its length limit. Without
  * these handlers those answers would be Node's or Fastify's own bodies; with
  * them every refusal has the service's `{error:{code,message,status}}` shape,
  * `Cache-Control: no-store` and an `X-Request-Id`.
  */
 import crypto from 'node:crypto';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { ERRORS, errorBody } from '../src/errors.js';
 import type { ErrorCode } from '../src/errors.js';
@@ -46,4 +48,19 @@ export function frameworkErrorCode(fastifyCode: string | undefined): { code: Err
   if (fastifyCode === 'FST_ERR_BAD_URL') return { code: 'invalid_request', message: 'The request URL is not valid (a malformed percent escape).' };
   if (fastifyCode === 'FST_ERR_MAX_PARAM_LENGTH') return { code: 'invalid_request', message: 'A path parameter of the request URL is too long.' };
   return { code: 'invalid_request', message: ERRORS.invalid_request.message };
+}
+
+/**
+ * Answers a request whose `Expect` header is not `100-continue` (Node would send a bare 417
+ * itself): 417 `expectation_failed` in the error shape. Install on the HTTP server.
+ */
+export function answerExpectationFailed(server: Server): void {
+  server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
+    const body = JSON.stringify(errorBody('expectation_failed'));
+    res.writeHead(417, {
+      'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body),
+      'cache-control': 'no-store', 'x-request-id': crypto.randomUUID(), connection: 'close',
+    });
+    res.end(body);
+  });
 }

@@ -23,7 +23,7 @@ import { createProofCrypto } from './crypto-pool.js';
 import type { PoolLimits } from './crypto-pool.js';
 import { CpuShareMonitor, canJudgeMachine } from './cpu-share.js';
 import { installErrorHandlers } from './http/errors.js';
-import { answerClientError, frameworkErrorCode } from '../runtime/client-error.js';
+import { answerClientError, answerExpectationFailed, frameworkErrorCode } from '../runtime/client-error.js';
 import { ERRORS, errorBody } from '../src/errors.js';
 import { installAuth } from './http/auth.js';
 import { registerAuthRoutes } from './routes/auth.js';
@@ -121,6 +121,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     clientErrorHandler: (err, socket) => answerClientError(err, socket),
   });
 
+  answerExpectationFailed(app.server);
   const metrics = createMetrics();
   const master = resolveMasterKey(config);
   if (master.generated) app.log.warn({ file: master.file }, 'SIDECAR_MASTER_KEY is not set: generated a development master key file. Set SIDECAR_MASTER_KEY in production.');

@@ -24,6 +24,7 @@ export const ERRORS = {
   unsupported_media_type: { status: 415, message: 'The request body must be application/json.' },
   body_too_large: { status: 413, message: 'The request body is too large.' },
   headers_too_large: { status: 431, message: 'The request headers or URL are too large.' },
+  expectation_failed: { status: 417, message: 'The Expect header is not supported; send the request without it or with 100-continue.' },
   not_found: { status: 404, message: 'No such resource.' },
   route_not_found: { status: 404, message: 'No such route.' },
   method_not_allowed: { status: 405, message: 'The method is not allowed on this route.' },

@@ -48,7 +48,10 @@ export function rawRequest(port: number, bytes: string | Buffer, timeoutMs = 5_0
         const i = l.indexOf(':');
         if (i > 0) headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
       }
-      const body = Buffer.from(raw.slice(split + 4), 'latin1').toString('utf8');
+      // One response only: a refused request that left bytes behind may be followed by a second answer.
+      let rest = Buffer.from(raw.slice(split + 4), 'latin1');
+      if (headers['content-length'] !== undefined) rest = rest.subarray(0, Number(headers['content-length']));
+      const body = rest.toString('utf8');
       resolve({ status: Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1] ?? 0), headers, body });
     };
     const timer = setTimeout(() => finish(), timeoutMs);
