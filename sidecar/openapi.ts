@@ -156,9 +156,11 @@ export const openapiTransform: SwaggerTransform = ({ schema, url, route }) => {
   const method = Array.isArray(route.method) ? String(route.method[0]) : String(route.method);
   const mode = authModeOf(method, url, (route.config as { auth?: AuthMode } | undefined)?.auth);
   const doc: Record<string, unknown> = { ...(schema ?? {}) };
+  // An operation without a body validates with NoBody (no body, empty or {}); it documents none.
+  if ((doc.body as { title?: unknown } | undefined)?.title === 'NoBody') delete doc.body;
   doc.security = AUTH_SECURITY[mode].map((r) => ({ ...r }));
   const op = OPERATIONS[`${method} ${url}`];
-  const hasBody = (schema as { body?: unknown } | undefined)?.body !== undefined;
+  const hasBody = doc.body !== undefined;
   const other: Record<string, unknown> = {};
   for (const [status, s] of Object.entries(op?.responses ?? {})) other[status] = { description: s.description ?? '', $ref: `${String(s.$id)}#` };
   doc.response = {

@@ -22,7 +22,7 @@ export function iso(t: number | null): string | null {
  * The body schema of an operation that takes none: no body, an empty body or `{}`. Any member is
  * refused with 400 `invalid_request` naming it, like every other body (docs/api.md).
  */
-export const NoBody = Type.Union([Type.Object({}, { additionalProperties: false }), Type.Null()]);
+export const NoBody = Type.Union([Type.Object({}, { additionalProperties: false }), Type.Null()], { title: 'NoBody' });
 
 /** The text rules of the human-readable fields (src/text.ts; docs/api.md, "Text fields"). */
 export const TEXT_RULES = {
