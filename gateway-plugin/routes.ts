@@ -25,7 +25,7 @@
  */
 
 import { at, checkJsonPointer, checkObject, checkString, fail, isPlainObject, item } from './validate.js';
-import { MAX_PATH_LENGTH, isNormalizedPath } from './path.js';
+import { MAX_PATH_LENGTH, isNormalizedPath } from '../src/path.js';
 
 /** Methods the gateway proxies (a route's `method` must be one of these or `'*'`). */
 export const SUPPORTED_METHODS = ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT'] as const;

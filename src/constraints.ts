@@ -9,6 +9,7 @@
 import net from 'node:net';
 import { describeValue } from './scopes.js';
 import type { VerifyContext } from './protocol.js';
+import { isNormalizedPath } from './path.js';
 
 /** Days for {@link TimeWindow}. */
 export const DAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] as const;
@@ -30,8 +31,9 @@ export interface Constraints {
   /** Allowed HTTP methods (uppercase). */
   methods?: string[];
   /**
-   * Allowed path prefixes (segment boundary: `/a` allows `/a` and `/a/b`, not `/ab`). A context path
-   * with dot segments or encoded slashes (`/a/../b`, `/a/%2e%2e/b`, `/a%2fb`) matches no prefix.
+   * Allowed path prefixes (segment boundary: `/a` allows `/a` and `/a/b`, not `/ab`). Only a context
+   * path in the gateway's normalized form (src/path.ts) matches: `/a/../b`, `/a/%2e%2e/b`, `/a%2fb`,
+   * `/a/%252e%252e/b` or `/a/．．/b` match no prefix.
    */
   path_prefixes?: string[];
   /** Allowed client IPs, as CIDRs or single addresses (IPv4 or IPv6). */
@@ -56,12 +58,6 @@ const HHMM_RE = /^([01][0-9]|2[0-3]):[0-5][0-9]$/;
 const TENANT_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 /** A request method in the context (compared case-insensitively, ASCII only). */
 const REQUEST_METHOD_RE = /^[A-Za-z]{1,16}$/;
-/**
- * A context path that may resolve outside its apparent prefix: a `.` or `..`
- * segment (also percent-encoded, or followed by `;` params), an encoded slash
- * or backslash, or a backslash. Such a path matches no prefix.
- */
-const AMBIGUOUS_PATH_RE = /(?:^|\/)(?:\.|%2e){1,2}(?:[/;?#]|$)|%2f|%5c|\\/i;
 
 /** Amount in micro-units as a bigint. */
 export function amountMicros(a: string): bigint {
@@ -100,7 +96,7 @@ export function validateConstraints(c: unknown): string | null {
     if (typeof m.currency !== 'string' || !CURRENCY_RE.test(m.currency)) return 'constraints.max_amount.currency must be a 3-letter uppercase code';
   }
   return list('methods', (x) => METHOD_RE.test(x))
-    ?? list('path_prefixes', (x) => x.startsWith('/') && x.length <= 512 && !x.includes('..') && !/[\s?#%\\]/.test(x))
+    ?? list('path_prefixes', (x) => x.startsWith('/') && x.length <= 512 && !x.includes('..') && !/[\s?#%\\]/.test(x) && isNormalizedPath(x))
     ?? list('client_ips', (x) => parseCidr(x) !== null)
     ?? list('tenants', (x) => TENANT_RE.test(x))
     ?? validateWindow(o.time_window);
@@ -161,7 +157,10 @@ export function evaluateConstraints(c: Constraints | null | undefined, ctx: Cons
   if (c.path_prefixes) {
     if (x.path === undefined) return deny('path_prefixes', true);
     const p = x.path;
-    if (AMBIGUOUS_PATH_RE.test(p)) return deny('path_prefixes', false);
+    // Only a path in the gateway's normalized form (src/path.ts) can match: a path another server
+    // may read differently (dot segments, encoded slashes, double encoding, raw non-ASCII such as
+    // fullwidth dots) matches no prefix, exactly where the gateway refuses it as ambiguous_path.
+    if (!isNormalizedPath(p)) return deny('path_prefixes', false);
     if (!c.path_prefixes.some((pre) => p === pre || p.startsWith(pre.endsWith('/') ? pre : pre + '/'))) return deny('path_prefixes', false);
   }
   if (c.client_ips) {

@@ -12,7 +12,7 @@
 import t from 'tap';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { MAX_PATH_LENGTH } from '../../gateway-plugin/path.js';
+import { MAX_PATH_LENGTH } from '../../src/path.js';
 import { allowAll, gatewayConfig, metricSum, proofHeader, rawRequest, send, startFakeSidecar, startGateway, startUpstream } from './helpers.js';
 
 t.setTimeout(60_000);

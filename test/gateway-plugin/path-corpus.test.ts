@@ -11,7 +11,7 @@
  */
 
 import t from 'tap';
-import { isNormalizedPath } from '../../gateway-plugin/path.js';
+import { isNormalizedPath } from '../../src/path.js';
 import { allowAll, denyAll, gatewayConfig, proofHeader, rawRequest, startFakeSidecar, startGateway, startUpstream } from './helpers.js';
 
 t.setTimeout(40_000);

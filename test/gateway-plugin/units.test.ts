@@ -9,7 +9,7 @@
 import t from 'tap';
 import fc from 'fast-check';
 import { ServiceError } from '../../src/errors.js';
-import { MAX_PATH_LENGTH, isNormalizedPath, normalizePath, normalizeRequestTarget } from '../../gateway-plugin/path.js';
+import { MAX_PATH_LENGTH, isNormalizedPath, normalizePath, normalizeRequestTarget } from '../../src/path.js';
 import { JsonNumber, parseStrictJson, resolvePointer } from '../../gateway-plugin/json.js';
 import { TrustedProxies, amountFromNumber, deriveClientIp } from '../../gateway-plugin/context.js';
 import { MAX_PROOF_HEADER_LENGTH, decodeProof, decodeProofJson } from '../../gateway-plugin/proof.js';

@@ -142,7 +142,7 @@ t.test('evaluateConstraints: table', async (t) => {
     [{ path_prefixes: ['/a'] }, { path: '/a/..;/b' }, 'data:read', denied('path_prefixes'), 'dot-dot with params'],
     [{ path_prefixes: ['/a'] }, { path: '/a/x%2F..%2Fb' }, 'data:read', denied('path_prefixes'), 'encoded slash'],
     [{ path_prefixes: ['/a'] }, { path: '/a/x\\..\\b' }, 'data:read', denied('path_prefixes'), 'backslash'],
-    [{ path_prefixes: ['/a'] }, { path: '/a/...' }, 'data:read', OK, 'three dots is a name'],
+    [{ path_prefixes: ['/a'] }, { path: '/a/...' }, 'data:read', denied('path_prefixes'), 'a segment of three dots, which the gateway refuses too'],
     [{ path_prefixes: ['/a'] }, { path: '/a/.well-known' }, 'data:read', OK, 'dot-prefixed name'],
     [{ path_prefixes: ['/a'] }, { path: '/a/b..c' }, 'data:read', OK, 'dots inside a name'],
     [{ path_prefixes: ['/a'] }, { path: '' }, 'data:read', denied('path_prefixes'), 'empty'],
@@ -253,7 +253,8 @@ t.test('property: time windows match a week-minute reference', async (t) => {
 });
 
 t.test('property: a path with a dot segment never matches, a clean path below the prefix always does', async (t) => {
-  const seg = fc.stringMatching(/^[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,11}$/).filter((s) => s !== '.' && s !== '..');
+  // Clean segments as the gateway passes them: no segment begins or ends with `..` (src/path.ts).
+  const seg = fc.stringMatching(/^[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,11}$/).filter((s) => !s.startsWith('..') && !s.endsWith('..'));
   const dot = fc.constantFrom('..', '.', '%2e%2e', '%2E.', '.%2e', '..;x');
   fc.assert(fc.property(fc.array(seg, { maxLength: 4 }), dot, fc.array(seg, { maxLength: 4 }), (before, d, after) => {
     const path = ['/api', ...before, d, ...after].join('/');

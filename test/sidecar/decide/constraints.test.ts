@@ -98,6 +98,13 @@ t.test('methods, path_prefixes, client_ips, tenants', async (t) => {
   await deny({ path: '/api/v1/../admin' }, 'path_prefixes', 'dot-dot segment escapes the prefix');
   await deny({ path: '/api/v1/%2e%2e/admin' }, 'path_prefixes', 'encoded dot-dot segment');
   await deny({ path: '/api/v1/..%2fadmin' }, 'path_prefixes', 'encoded slash');
+  // The gateway's normalization and refusal rules (src/path.ts): what it would refuse as
+  // ambiguous_path matches no prefix here either (issue 20 §5, the exact paths of the report).
+  await deny({ path: '/api/v1/%252e%252e/admin' }, 'path_prefixes', 'double-encoded dot-dot');
+  await deny({ path: '/api/v1/\uFF0E\uFF0E/admin' }, 'path_prefixes', 'fullwidth dots');
+  await deny({ path: '/api/v1//admin' }, 'path_prefixes', 'doubled slash');
+  await deny({ path: '/api/v1/items;x=1' }, 'path_prefixes', 'a path parameter');
+  await deny({ path: '/api/v1/%61dmin' }, 'path_prefixes', 'an encoded unreserved character (not the normalized form)');
   await deny({ path: '' }, 'path_prefixes', 'empty path');
   await deny({ path: undefined }, 'path_prefixes', 'path missing');
   // client_ips

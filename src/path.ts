@@ -1,8 +1,11 @@
 /**
- * Request-target normalization and path safety for the gateway.
+ * Request-target normalization and path safety: ONE definition for the
+ * gateway (route matching, the verify context and the upstream all use the
+ * same normalized path, produced here once per request) and the sidecar (a
+ * `path_prefixes` constraint matches only a context path in this normalized
+ * form, so the two can never read a path differently). Pure: no I/O.
  *
- * Route matching, the verify context and the upstream all use the SAME
- * normalized path, produced here once per request:
+ * Normalization:
  *
  * - percent-encoded unreserved characters (`A-Z a-z 0-9 - . _ ~`) are decoded
  *   (`/%61dmin` becomes `/admin`);
@@ -25,7 +28,7 @@
  * must consist of printable ASCII without `#` (else 400 `invalid_request`).
  */
 
-import { ServiceError } from '../src/errors.js';
+import { ServiceError } from './errors.js';
 
 /**
  * Longest accepted NORMALIZED path, in characters. Equals the limit of the
