@@ -5,7 +5,9 @@
  * anything else or stages out of order → `internal_error`, each counted in
  * the decisions metric); and billing written once: a refusal from any stage,
  * also one added to the list, is billed exactly when it comes after the
- * challenge stage accepted the caller's own live challenge.
+ * challenge stage accepted the caller's own live challenge. Decisions and
+ * responses are typed from the reason table (checked by tsc, which npm test
+ * runs first).
  *
  * decide() runs in-process against a real sidecar (its context, SQLite store
  * and crypto workers); bundles come from the real HTTP challenge/present.
@@ -14,7 +16,9 @@ import t from 'tap';
 import { ServiceError } from '../../../src/errors.js';
 import { VERIFY_STAGES, decide } from '../../../sidecar/decide/pipeline.js';
 import { StoreFault } from '../../../sidecar/decide/stage.js';
-import type { Stage } from '../../../sidecar/decide/stage.js';
+import type { Decision, ReasonFor, Stage } from '../../../sidecar/decide/stage.js';
+import { DECISION_REASONS } from '../../../src/decisions.js';
+import type { VerifyResponse } from '../../../src/protocol.js';
 import { VERIFY_PRICE_MICROS } from '../../../sidecar/decide/billing.js';
 import { specFlow, startSidecar } from '../../helpers/sidecar.js';
 import type { Flow, TestSidecar } from '../../helpers/sidecar.js';
@@ -111,4 +115,19 @@ t.test('a refusal before authentication is not billed to anyone', async (t) => {
   t.same(await usage(f.user), before);
   const invalid = new ServiceError('invalid_request', 'body.required_scope is missing or not valid.', { field: 'body.required_scope' });
   t.equal(await decide(sc.app.ctx, f.platform.apiKey, invalid).catch((e: unknown) => e), invalid, 'a body the route refused is answered after authentication, as is');
+});
+
+t.test('decisions and responses are typed from the reason table', async (t) => {
+  const fine: Decision[] = [{ decision: 'allow', reason: 'authorized' }, { decision: 'deny', reason: 'constraint_denied', constraint: 'methods' }];
+  // @ts-expect-error: a reason outside the table cannot be written
+  const unknown: Decision = { decision: 'deny', reason: 'forbidden' };
+  // @ts-expect-error: a deny reason cannot come with allow
+  const mismatched: Decision = { decision: 'allow', reason: 'not_delegated' };
+  // @ts-expect-error: nor can a response carry a reason outside the table
+  const response: VerifyResponse = { decision: 'deny', decision_reason: 'nope' };
+  // @ts-expect-error: indeterminate has only its own reasons
+  const indeterminate: ReasonFor<'indeterminate'> = 'authorized';
+  t.equal([...fine, unknown, mismatched, response, indeterminate].length, 6, 'the lines above are compile errors where marked');
+  const failClosed = ['store_unavailable', 'audit_write_failed', 'internal_error'] as const satisfies readonly ReasonFor<'indeterminate'>[];
+  for (const r of failClosed) t.equal(DECISION_REASONS[r].decision, 'indeterminate', `${r} is an indeterminate reason of the table`);
 });
