@@ -43,7 +43,7 @@ export function presentRate(br: BackendResults): number {
 }
 
 /** The `BENCH_*` variables that change how the sidecar and the gateway run (shown in the table's title when set). */
-export const TUNING_VARS = ['BENCH_CRYPTO_WORKERS', 'BENCH_CRYPTO_INLINE_WHEN_IDLE', 'BENCH_CRYPTO_INLINE_WHEN_SHARED', 'BENCH_NODE_FLAGS'] as const;
+export const TUNING_VARS = ['BENCH_CRYPTO_WORKERS', 'BENCH_NODE_FLAGS'] as const;
 
 /** `NAME=value` for each {@link TUNING_VARS} entry set (not blank) in `env`. */
 export function tuningOf(env: NodeJS.ProcessEnv = process.env): string[] {
@@ -52,7 +52,7 @@ export function tuningOf(env: NodeJS.ProcessEnv = process.env): string[] {
 
 /**
  * The sidecar's own settings for the `BENCH_CRYPTO_*` entries of {@link TUNING_VARS} set (not empty) in `env`:
- * `BENCH_CRYPTO_WORKERS=0` becomes `SIDECAR_CRYPTO_WORKERS=0`, and so on.
+ * `BENCH_CRYPTO_WORKERS=0` becomes `SIDECAR_CRYPTO_WORKERS=0`.
  */
 export function sidecarTuningEnv(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
   const out: Record<string, string> = {};

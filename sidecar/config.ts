@@ -38,10 +38,6 @@ export interface SidecarConfig {
   sqliteBinding: string | null;
   /** Worker threads for hybrid signing (present) and proof-signature checks (verify); 0 = on the main thread. */
   cryptoWorkers: number;
-  /** With workers: a verify that arrives while the pool is idle runs on the main thread (lower latency at low load). */
-  cryptoInlineWhenIdle: boolean;
-  /** With workers: while other processes keep the machine's cores busy, verifies run on the main thread if a check is cheap there (sidecar/cpu-share.ts). */
-  cryptoInlineWhenShared: boolean;
   /** A separate listener for `GET /metrics` (then not served on the main port); null = the main port. */
   metricsListen: { host: string; port: number } | null;
 }
@@ -64,7 +60,12 @@ export const DEFAULTS = {
   shutdownTimeoutMs: 10_000,
 } as const;
 
-/** Default of `SIDECAR_CRYPTO_WORKERS`: one worker per core, at most two. */
+/**
+ * Default of `SIDECAR_CRYPTO_WORKERS`: one worker per core, at most two. Chosen for a sidecar
+ * that has its cores to itself (its own container or host), where two workers verified about a
+ * third more per second than none and were needed for the present target; where it shares two
+ * cores with a busy gateway, 0 did better (docs/proofs.md, "The crypto worker pool").
+ */
 export function defaultCryptoWorkers(): number {
   return Math.min(2, os.availableParallelism());
 }
@@ -79,9 +80,17 @@ export const ENV_VARS = [
   'SIDECAR_CHALLENGE_TTL_SECONDS', 'SIDECAR_PROOF_FRESHNESS_SECONDS', 'SIDECAR_API_KEY_GRACE_SECONDS',
   'SIDECAR_SEND_CODE_PER_MINUTE', 'SIDECAR_LOG_LEVEL', 'SIDECAR_BODY_LIMIT_BYTES', 'SIDECAR_TRUST_PROXY',
   'SIDECAR_AUDIT_RETENTION_DAYS', 'SIDECAR_CHALLENGE_RETENTION_HOURS', 'SIDECAR_SHUTDOWN_TIMEOUT_MS',
-  'SIDECAR_SQLITE_BINDING', 'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_CRYPTO_INLINE_WHEN_IDLE',
-  'SIDECAR_CRYPTO_INLINE_WHEN_SHARED', 'SIDECAR_METRICS_LISTEN',
+  'SIDECAR_SQLITE_BINDING', 'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_METRICS_LISTEN',
 ] as const;
+
+/**
+ * Variables of earlier versions that no longer exist, with what to do instead: still refused
+ * (an unknown setting never passes silently), with a message that says why.
+ */
+export const REMOVED_ENV_VARS: Readonly<Record<string, string>> = Object.freeze({
+  SIDECAR_CRYPTO_INLINE_WHEN_IDLE: 'removed: with workers every signature check runs on them; unset it (SIDECAR_CRYPTO_WORKERS=0 checks on the main thread)',
+  SIDECAR_CRYPTO_INLINE_WHEN_SHARED: 'removed: with workers every signature check runs on them; unset it (SIDECAR_CRYPTO_WORKERS=0 checks on the main thread)',
+});
 
 /** Micro-dollars per dollar: money is integer micro-units, never floats. */
 export const MICROS_PER_DOLLAR = 1_000_000;
@@ -130,6 +139,7 @@ export function dollarsToMicros(raw: string): number | null {
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig {
   for (const k of Object.keys(env)) {
+    if (Object.hasOwn(REMOVED_ENV_VARS, k)) throw new ConfigError(`${k}: ${REMOVED_ENV_VARS[k]}`);
     if (k.startsWith('SIDECAR_') && !(ENV_VARS as readonly string[]).includes(k)) {
       throw new ConfigError(`${k}: unknown variable (known: ${ENV_VARS.join(', ')})`);
     }
@@ -200,9 +210,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     shutdownTimeoutMs: int(env, 'SIDECAR_SHUTDOWN_TIMEOUT_MS', DEFAULTS.shutdownTimeoutMs, 100, 600_000),
     sqliteBinding: env.SIDECAR_SQLITE_BINDING ? path.resolve(env.SIDECAR_SQLITE_BINDING) : null,
     cryptoWorkers: int(env, 'SIDECAR_CRYPTO_WORKERS', defaultCryptoWorkers(), 0, MAX_CRYPTO_WORKERS),
-    cryptoInlineWhenIdle: flag(env, 'SIDECAR_CRYPTO_INLINE_WHEN_IDLE', true),
-    cryptoInlineWhenShared: flag(env, 'SIDECAR_CRYPTO_INLINE_WHEN_SHARED', true),
-    metricsListen: metricsListen(env.SIDECAR_METRICS_LISTEN, host, port),
+      metricsListen: metricsListen(env.SIDECAR_METRICS_LISTEN, host, port),
   };
 }
 

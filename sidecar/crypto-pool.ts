@@ -1,9 +1,11 @@
 /**
  * The crypto worker pool: hybrid proof signing (present) and the proof
- * signature check of verify (stage 6) run on `node:worker_threads`, so a
+ * signature check of verify (the signature stage) run on `node:worker_threads`, so a
  * second core works while the main thread keeps HTTP, SQLite and the caches.
- * Sized by `SIDECAR_CRYPTO_WORKERS` (default one per core, at most 2); with
- * 0 the same calls run inline on the main thread ({@link createProofCrypto}).
+ * Sized by `SIDECAR_CRYPTO_WORKERS` (default one per core, at most 2; the
+ * measurements behind it are in docs/proofs.md); with 0 the same calls run
+ * inline on the main thread ({@link createProofCrypto}). With workers, every
+ * task goes to a worker: there is no second, inline path to choose between.
  *
  * Key material crosses to a worker once: KeyObjects cannot be transferred,
  * so the first task for a key carries its bytes (a public key, or the agent's
@@ -23,21 +25,9 @@
  * way. Workers start when the server is ready (`warm()`, else on the first
  * task) and are terminated by `close()` (the server's `onClose`).
  *
- * Idle verifies run inline (`inlineWhenIdle`, `SIDECAR_CRYPTO_INLINE_WHEN_IDLE`):
- * when no task is in flight or queued, one verify per event-loop turn runs on
- * the main thread instead. A hand-off wakes the worker's thread and then the
- * main thread again, which on an idle machine costs more latency than the
- * check itself; under load the pool is never idle and every verify goes to
- * the workers, so both cores keep working. Signing always goes to the workers
- * (a signature takes several times a verify and would hold the event loop).
- *
- * While other processes leave the sidecar too few free cores (`inlineWhenShared`,
- * `cpu-share.ts`), every verify runs on the main thread, where a worker adds no
- * free core, unless a check costs more than `sharedInlineMaxMs` there.
- *
- * This file holds the policy (which worker, inline or not, replacement and
- * stalls); one worker's task bookkeeping and batching is `crypto-slot.ts`,
- * and the messages between the threads are `crypto-protocol.ts`.
+ * This file holds the policy (which worker, replacement and stalls); one
+ * worker's task bookkeeping and batching is `crypto-slot.ts`, and the
+ * messages between the threads are `crypto-protocol.ts`.
  */
 import type { Worker } from 'node:worker_threads';
 import { getMlDsaBackend } from '../src/crypto/hybrid.js';
@@ -47,7 +37,6 @@ import type { CryptoWorkerInit, CryptoWorkerReply, CryptoWorkerRequest } from '.
 import { WorkerSlot } from './crypto-slot.js';
 import type { Built, Task } from './crypto-slot.js';
 import { CryptoPoolError, InlineCrypto, POOL_LIMITS } from './proof-crypto.js';
-import type { CpuShare } from './cpu-share.js';
 import type { CryptoOp, CryptoTaskHook, PoolLimits, ProofCrypto, SignKey, VerifyKey } from './proof-crypto.js';
 
 /** Re-exported from proof-crypto.ts so the pool's users need one import. */
@@ -60,12 +49,8 @@ export interface ProofCryptoOptions {
   log?: { error(obj: object, msg: string): void; warn(obj: object, msg: string): void };
   /** Overrides of {@link POOL_LIMITS} (tests). */
   limits?: Partial<PoolLimits>;
-  /** Run a verify on the main thread when the pool is idle (see the file header). Default false here; the sidecar's config turns it on by default (`SIDECAR_CRYPTO_INLINE_WHEN_IDLE`). */
-  inlineWhenIdle?: boolean;
   /** Called once per task with where it runs (metrics). */
   onTask?: CryptoTaskHook;
-  /** While `shared` is true, verifies run on the main thread if a check is cheap there (`sharedInlineMaxMs`; the sidecar passes its `CpuShareMonitor`). */
-  inlineWhenShared?: CpuShare;
 }
 
 /** The pool for `workers` threads, or the inline implementation for 0. */
@@ -73,9 +58,6 @@ export function createProofCrypto(workers: number, opts: ProofCryptoOptions = {}
   if (!Number.isInteger(workers) || workers < 0) throw new TypeError('crypto workers: a non-negative integer');
   return workers === 0 ? new InlineCrypto(opts.limits, opts.onTask) : new CryptoPool(workers, opts);
 }
-
-/** Prepared verifiers kept on the main thread for the verifies it runs while the pool is idle. */
-const INLINE_VERIFIERS = 1_000;
 
 /** A worker that dies sooner than this after its start is replaced on the next task, not at once (no restart loop). */
 const QUICK_DEATH_MS = 1_000;
@@ -95,16 +77,7 @@ export class CryptoPool implements ProofCrypto {
   private watchdog: NodeJS.Timeout | undefined;
   /** Threads started so far, replacements included (tests and logs). */
   started = 0;
-  /** Verifies run on the main thread because the pool was idle (`inlineWhenIdle`) or the machine shared (`inlineWhenShared`). */
-  private readonly inline: InlineCrypto | undefined;
-  private readonly idleInline: boolean;
-  private readonly share: CpuShare | undefined;
   private readonly onTask: CryptoTaskHook | undefined;
-  /** Verifies sent to the workers while shared because a check was too costly inline (for the re-probe). */
-  private sharedSkipped = 0;
-  /** A verify ran inline in this event-loop turn (cleared by setImmediate). */
-  private inlineThisTurn = false;
-  private readonly endInlineTurn = (): void => { this.inlineThisTurn = false; };
 
   constructor(size: number, opts: ProofCryptoOptions = {}) {
     if (!Number.isInteger(size) || size < 1) throw new TypeError('crypto pool: size must be an integer ≥ 1');
@@ -115,10 +88,6 @@ export class CryptoPool implements ProofCrypto {
     // Workers use the backend the main thread uses (tests and benchmarks may force one).
     this.init = { backend: getMlDsaBackend(), verifiers: this.limits.verifiers, signers: this.limits.signers };
     this.onTask = opts.onTask;
-    this.idleInline = opts.inlineWhenIdle === true;
-    this.share = opts.inlineWhenShared;
-    // Only verifies run there (signing always goes to a worker), so its signer cache stays minimal.
-    if (this.idleInline || this.share) this.inline = new InlineCrypto({ verifiers: Math.min(INLINE_VERIFIERS, this.limits.verifiers), signers: 1 }, opts.onTask);
   }
 
   /** The live worker threads (tests). */
@@ -126,24 +95,8 @@ export class CryptoPool implements ProofCrypto {
     return this.slots.filter((s): s is WorkerSlot => s !== undefined && !s.dead).map((s) => s.worker);
   }
 
-  /** Checks both halves of a hybrid signature: inline when the machine is shared or the pool idle (see the file header), else on a worker. */
+  /** Checks both halves of a hybrid signature on a worker (the public key crosses once per worker and key). */
   verify(key: VerifyKey, domain: string, message: Uint8Array, signature: HybridSignature): Promise<boolean> {
-    if (this.inline && !this.closed) {
-      // Unless a check has shown itself too costly for the main thread (its shortest successful run): the first check
-      // runs inline to measure it, and one in sharedReprobeEvery again (a cold first run must not decide for good).
-      if (this.share?.shared) {
-        const cost = this.inline.minVerifyMs;
-        if (cost === Infinity || cost <= this.limits.sharedInlineMaxMs || ++this.sharedSkipped % this.limits.sharedReprobeEvery === 0) {
-          return this.inline.verify(key, domain, message, signature);
-        }
-      }
-      if (this.idleInline && this.inFlight() === 0 && !this.inlineThisTurn) {
-        // At most one per turn: the requests read in the same turn as this one go to the workers.
-        this.inlineThisTurn = true;
-        setImmediate(this.endInlineTurn);
-        return this.inline.verify(key, domain, message, signature);
-      }
-    }
     return this.submit<boolean>('verify', (slot, id) => {
       const base = { id, op: 'verify' as const, key: key.id, domain, message, signature };
       const cached = slot.verifiers.get(key.id) !== undefined;

@@ -32,8 +32,6 @@ export interface MetricSources {
   outboxStats(): Promise<{ pending: number; oldestPendingAt: number | null }>;
   lowestBalances(limit: number): Promise<{ accountId: string; creditsMicros: number }[]>;
   clock(): number;
-  /** The crypto pool's view of the machine (`cpu-share.ts`); absent when the sidecar does not measure it (no workers, SIDECAR_CRYPTO_INLINE_WHEN_SHARED=0, or a machine it cannot judge). */
-  cpuShare?: () => { shared: boolean; others: number | undefined };
 }
 
 /** The metric objects the sidecar updates. */
@@ -103,16 +101,6 @@ export function createMetrics(): SidecarMetrics {
       this.reset();
       for (const b of lowest) this.set({ account: b.accountId.slice(0, 8) }, b.creditsMicros / 1_000_000);
     },
-  });
-  new client.Gauge({
-    name: 'agent_authz_crypto_machine_shared',
-    help: '1 while other processes keep the machine\'s cores busy (SIDECAR_CRYPTO_INLINE_WHEN_SHARED: verifies then run on the main thread if a check is cheap there); else 0.', registers: reg,
-    collect() { this.set(sources?.cpuShare?.().shared ? 1 : 0); },
-  });
-  new client.Gauge({
-    name: 'agent_authz_machine_other_cores',
-    help: 'Cores the other processes on the machine kept busy in the last sampling interval (the input of SIDECAR_CRYPTO_INLINE_WHEN_SHARED; 0 while not measured).', registers: reg,
-    collect() { const o = sources?.cpuShare?.().others; if (o !== undefined) this.set(Math.round(o * 100) / 100); },
   });
   for (const event of ['issued', 'consumed', 'expired']) m.challenges.inc({ event }, 0);
   for (const cache of ['revocation', 'certificate']) for (const result of ['hit', 'miss']) m.cache.inc({ cache, result }, 0);

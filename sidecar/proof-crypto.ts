@@ -2,9 +2,8 @@
  * Signature work of the sidecar, as routes and the decision pipeline see it:
  * the {@link ProofCrypto} interface (hybrid proof signing for present, the
  * proof-signature check of verify), its bounds, and {@link InlineCrypto}, the
- * implementation that runs on the main thread. It is used when
- * `SIDECAR_CRYPTO_WORKERS=0`, and by the worker pool (`crypto-pool.ts`) for
- * verifies that arrive while the pool is idle.
+ * implementation that runs on the main thread, used when
+ * `SIDECAR_CRYPTO_WORKERS=0` (the worker pool is `crypto-pool.ts`).
  */
 import { LRUCache } from 'lru-cache';
 import { createSigner, createVerifier, signatureToJson } from '../src/crypto/hybrid.js';
@@ -12,7 +11,7 @@ import type { HybridPublicKey, HybridSignature, HybridSignatureJson, HybridSigne
 
 /** Bounds of the pool and of each worker's key caches. */
 export interface PoolLimits {
-  /** Prepared verifiers per worker, and in {@link InlineCrypto} (the pool's idle-verify cache holds at most 1,000). */
+  /** Prepared verifiers per worker, and in {@link InlineCrypto}. */
   verifiers: number;
   /** Prepared signers per worker, and in {@link InlineCrypto}. */
   signers: number;
@@ -22,14 +21,6 @@ export interface PoolLimits {
   stallMs: number;
   /** A worker that has not finished loading after this long is terminated and replaced. */
   startMs: number;
-  /**
-   * The pool checks signatures inline while the machine is shared only if the shortest check
-   * measured on the main thread took at most this long (ms): a costlier check (the noble backend,
-   * ~1 ms here) would make the main thread the bottleneck.
-   */
-  sharedInlineMaxMs: number;
-  /** While shared but a check measured too costly inline, one verify in this many still runs inline to measure it again. */
-  sharedReprobeEvery: number;
 }
 
 /** The default {@link PoolLimits}. */
@@ -39,8 +30,6 @@ export const POOL_LIMITS: Readonly<PoolLimits> = Object.freeze({
   maxPending: 1024,
   stallMs: 10_000,
   startMs: 60_000,
-  sharedInlineMaxMs: 0.5,
-  sharedReprobeEvery: 1_000,
 });
 
 /** Why a task could not be done by the pool (fail closed: indeterminate / 503). */
@@ -60,7 +49,7 @@ export interface SignKey {
   seed(): Uint8Array;
 }
 
-/** Signature work of the sidecar: in workers (idle verifies possibly on the main thread), or all inline when sized 0. */
+/** Signature work of the sidecar: on worker threads, or all on the main thread when sized 0. */
 export interface ProofCrypto {
   /** Worker threads (0 = inline on the main thread). */
   readonly workers: number;
@@ -89,8 +78,6 @@ export class InlineCrypto implements ProofCrypto {
   private readonly verifiers: LRUCache<string, HybridVerifier>;
   private readonly signers: LRUCache<string, HybridSigner>;
   private readonly onTask: CryptoTaskHook | undefined;
-  /** The shortest successful signature check run here so far (ms, the key's import left out); Infinity before the first. */
-  minVerifyMs = Infinity;
 
   constructor(limits: Partial<PoolLimits> = {}, onTask?: CryptoTaskHook) {
     this.verifiers = new LRUCache({ max: limits.verifiers ?? POOL_LIMITS.verifiers });
@@ -105,12 +92,7 @@ export class InlineCrypto implements ProofCrypto {
       v = createVerifier(key.publicKey);
       this.verifiers.set(key.id, v);
     }
-    const t0 = performance.now();
-    const ok = v.verify(domain, message, signature);
-    const ms = performance.now() - t0;
-    // Only a valid signature proves that both halves ran (a wrong one can stop after the first).
-    if (ok && ms < this.minVerifyMs) this.minVerifyMs = ms;
-    return ok;
+    return v.verify(domain, message, signature);
   }
 
   async sign(key: SignKey, domain: string, message: Uint8Array): Promise<HybridSignatureJson> {

@@ -21,7 +21,6 @@ import { createMetrics } from './metrics.js';
 import { DecisionCaches } from './decide/caches.js';
 import { createProofCrypto } from './crypto-pool.js';
 import type { PoolLimits } from './crypto-pool.js';
-import { CpuShareMonitor, canJudgeMachine } from './cpu-share.js';
 import { installErrorHandlers } from './http/errors.js';
 import { answerClientError, answerExpectationFailed, frameworkErrorCode } from '../runtime/client-error.js';
 import { ERRORS, errorBody } from '../src/errors.js';
@@ -140,13 +139,6 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     verify: { main: metrics.cryptoTasks.labels('verify', 'main'), worker: metrics.cryptoTasks.labels('verify', 'worker') },
     sign: { main: metrics.cryptoTasks.labels('sign', 'main'), worker: metrics.cryptoTasks.labels('sign', 'worker') },
   };
-  // With workers: is the machine shared with busy processes (then cheap verifies run inline; cpu-share.ts)?
-  const share = config.cryptoWorkers > 0 && config.cryptoInlineWhenShared && canJudgeMachine()
-    ? new CpuShareMonitor({
-      onChange: (shared, others, cpus) => app.log.info({ other_cores: Math.round(others * 100) / 100, cpus },
-        shared ? 'other processes keep the cores busy: proof signatures are checked on the main thread if a check is cheap there' : 'cores free again: proof signatures are checked on the crypto workers'),
-    })
-    : undefined;
   let worker: WebhookWorker | undefined;
   const ctx: ServiceContext = {
     config, store, box, clock, metrics,
@@ -154,8 +146,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     log: app.log,
     caches: new DecisionCaches(),
     crypto: createProofCrypto(config.cryptoWorkers, {
-      log: app.log, inlineWhenIdle: config.cryptoInlineWhenIdle, onTask: (op, thread) => cryptoTasks[op][thread].inc(),
-      ...(share ? { inlineWhenShared: share } : {}),
+      log: app.log, onTask: (op, thread) => cryptoTasks[op][thread].inc(),
       ...(opts.cryptoLimits ? { limits: opts.cryptoLimits } : {}),
     }),
     keys: {
@@ -169,7 +160,6 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     outboxStats: () => store.outbox.stats(),
     lowestBalances: (n) => store.accounts.lowestBalances(n),
     clock,
-    ...(share ? { cpuShare: () => share } : {}),
   });
   for (const id of await store.delegations.revokedCertificateIds()) ctx.caches.markRevoked(id);
 
@@ -218,7 +208,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     });
   }
   // Start the crypto workers with the server, so the first present or verify does not wait for them.
-  app.addHook('onReady', async () => { ctx.crypto.warm(); share?.start(); });
+  app.addHook('onReady', async () => { ctx.crypto.warm(); });
   const metricsServer = config.metricsListen === null ? null : await buildMetricsServer(ctx);
   app.decorate('metricsServer', metricsServer);
   app.addHook('onClose', async () => {
@@ -226,7 +216,6 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     await metricsServer?.close();
     if (retention) clearInterval(retention);
     await worker?.stop();
-    share?.stop();
     await ctx.crypto.close();
     ctx.mailer.close();
     await store.close();

@@ -10,7 +10,7 @@ import { ServiceError } from '../../src/errors.js';
 import type { ServiceContext } from '../context.js';
 import type { AuditEventRecord } from '../store/types.js';
 import { iso, parsePage } from '../http/resources.js';
-import { VERIFY_PRICE_MICROS } from '../decide/pipeline.js';
+import { VERIFY_PRICE_MICROS } from '../decide/billing.js';
 
 /** Audit page sizes. */
 export const AUDIT_LIMITS = { default: 25, max: 200 } as const;

@@ -13,7 +13,7 @@ import { generateHybridKeyPair, publicKeyToJson } from '../../src/crypto/hybrid.
 import { validateCallbackUrl } from '../webhooks/ssrf.js';
 import { AAD } from '../secrets.js';
 import { buildEvent } from '../events.js';
-import { newApiKey } from '../http/auth.js';
+import { newApiKey } from '../auth/api-key.js';
 import type { ServiceContext } from '../context.js';
 import {
   NoBody, TEXT_RULES, agentView, connectionView, iso, ownedConnection, ownedPlatform, platformView, requireScopes, requireText,

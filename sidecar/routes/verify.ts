@@ -5,11 +5,12 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
+import type { Static } from '@sinclair/typebox';
 import type { ServiceContext } from '../context.js';
-import { API_KEY_HEADER } from '../http/auth.js';
 import { decide } from '../decide/pipeline.js';
-import type { VerifyInput } from '../decide/pipeline.js';
 import { ServiceError } from '../../src/errors.js';
+import { API_KEY_HEADER, VERIFY_PATH } from '../../src/protocol.js';
+import type { VerifyRequest } from '../../src/protocol.js';
 
 const Str = (max: number) => Type.String({ maxLength: max });
 const VerifyBody = Type.Object({
@@ -32,6 +33,21 @@ const VerifyBody = Type.Object({
  */
 const INVALID_JSON_BODY: Readonly<Record<string, never>> = Object.freeze({});
 
+/**
+ * The verify request the schema accepted, or the 400 `invalid_request` that names the field
+ * that is missing or not valid (decide() answers it after authenticating the key).
+ */
+function verifyBody(body: unknown, validationError: Error | undefined): VerifyRequest | ServiceError {
+  if (body === INVALID_JSON_BODY) return new ServiceError('invalid_request', 'The request body is not valid JSON.', { field: 'body' });
+  // `satisfies`: the schema's type must fit the protocol's request type (src/protocol.ts).
+  if (!validationError && (body as Partial<VerifyRequest> | undefined)?.proof_bundle !== undefined) return body as Static<typeof VerifyBody> satisfies VerifyRequest;
+  const v = (validationError as { validation?: { instancePath?: string; params?: Record<string, unknown> }[] } | undefined)?.validation?.[0];
+  const field = ['body', v?.instancePath?.replace(/^\//, '').replace(/\//g, '.'), v?.params?.missingProperty ?? v?.params?.additionalProperty]
+    .filter((x) => typeof x === 'string' && x !== '').join('.');
+  const named = field === 'body' && !v ? 'body.proof_bundle' : field;
+  return new ServiceError('invalid_request', `${named} is missing or not valid.`, { field: named });
+}
+
 /** Registers verify. */
 export async function registerVerifyRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
   await app.register(async (scope) => registerVerify(scope, ctx));
@@ -49,25 +65,15 @@ async function registerVerify(app: FastifyInstance, ctx: ServiceContext): Promis
       else done(err, value);
     });
   });
-  app.post('/v1/service/verify', {
+  app.post(VERIFY_PATH, {
     schema: { body: VerifyBody, tags: ['verify'] },
     config: { auth: 'none' },
     // Validation errors are handed to decide(), which authenticates first: a bad key is 401 whatever the body.
     attachValidation: true,
   }, async (request) => {
     const started = process.hrtime.bigint();
-    const body = request.body as VerifyInput;
-    let invalid: ServiceError | null = null;
-    if ((body as unknown) === INVALID_JSON_BODY) {
-      invalid = new ServiceError('invalid_request', 'The request body is not valid JSON.', { field: 'body' });
-    } else if (request.validationError || body?.proof_bundle === undefined) {
-      const v = (request.validationError as { validation?: { instancePath?: string; params?: Record<string, unknown> }[] } | undefined)?.validation?.[0];
-      const field = ['body', v?.instancePath?.replace(/^\//, '').replace(/\//g, '.'), v?.params?.missingProperty ?? v?.params?.additionalProperty]
-        .filter((x) => typeof x === 'string' && x !== '').join('.');
-      invalid = new ServiceError('invalid_request', `${field === 'body' && !v ? 'body.proof_bundle' : field} is missing or not valid.`, { field: field === 'body' && !v ? 'body.proof_bundle' : field });
-    }
     try {
-      const result = await decide(ctx, request.headers[API_KEY_HEADER], body, invalid, request.log);
+      const result = await decide(ctx, request.headers[API_KEY_HEADER], verifyBody(request.body, request.validationError), { log: request.log });
       ctx.metrics.verifyDuration.observe({ outcome: result.decision }, Number(process.hrtime.bigint() - started) / 1e9);
       return result;
     } catch (err) {

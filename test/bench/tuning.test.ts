@@ -41,14 +41,17 @@ t.test('the probe starts Node with the flags and refuses those it does not know,
 t.test('tuningOf lists the set tuning variables in a fixed order', async (t) => {
   t.same(tuningOf({}), []);
   t.same(tuningOf({ BENCH_NODE_FLAGS: '  ', BENCH_CRYPTO_WORKERS: '' }), [], 'blank values are not tuning');
-  t.same(tuningOf({ BENCH_NODE_FLAGS: ' --single-threaded-gc ', BENCH_CRYPTO_WORKERS: '0', OTHER: 'x', BENCH_CRYPTO_INLINE_WHEN_IDLE: '' }),
-    ['BENCH_CRYPTO_WORKERS=0', 'BENCH_NODE_FLAGS=--single-threaded-gc']);
+  t.same(tuningOf({ BENCH_NODE_FLAGS: ' --single-threaded-gc ', BENCH_CRYPTO_WORKERS: '0', OTHER: 'x', BENCH_CRYPTO_INLINE_WHEN_IDLE: '0' }),
+    ['BENCH_CRYPTO_WORKERS=0', 'BENCH_NODE_FLAGS=--single-threaded-gc'], 'the removed inline settings are no tuning');
 });
 
 t.test('sidecarTuningEnv: each BENCH_CRYPTO_* setting becomes the sidecar\'s SIDECAR_CRYPTO_* one', async (t) => {
   t.same(sidecarTuningEnv({}), {});
-  t.same(sidecarTuningEnv({ BENCH_CRYPTO_WORKERS: '0', BENCH_CRYPTO_INLINE_WHEN_IDLE: '', BENCH_CRYPTO_INLINE_WHEN_SHARED: '0', BENCH_NODE_FLAGS: '--single-threaded-gc' }),
-    { SIDECAR_CRYPTO_WORKERS: '0', SIDECAR_CRYPTO_INLINE_WHEN_SHARED: '0' }, 'empty ones and the Node flags are not the sidecar\'s');
+  t.same(sidecarTuningEnv({ BENCH_CRYPTO_WORKERS: '0', BENCH_NODE_FLAGS: '--single-threaded-gc' }),
+    { SIDECAR_CRYPTO_WORKERS: '0' }, 'the Node flags are not the sidecar\'s');
+  t.same(sidecarTuningEnv({ BENCH_CRYPTO_WORKERS: '' }), {}, 'an empty one is not passed');
+  // The sidecar refuses SIDECAR_CRYPTO_INLINE_WHEN_*: they must never be passed on.
+  t.same(sidecarTuningEnv({ BENCH_CRYPTO_INLINE_WHEN_IDLE: '0', BENCH_CRYPTO_INLINE_WHEN_SHARED: '1' }), {}, 'the removed inline settings are not passed on');
 });
 
 function results(tuning?: string[]): Results {

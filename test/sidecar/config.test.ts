@@ -1,14 +1,17 @@
 /**
  * Configuration: every SIDECAR_* variable is validated once; a bad value is a
  * ConfigError with one line naming the variable; unknown SIDECAR_* variables
- * are refused; production needs a master key. Also the real entry point, run
+ * are refused (removed ones with what replaces them); production needs a master key. Also the real entry point, run
  * as a child process, exits non-zero with that one line.
  */
 import t from 'tap';
 import { spawn } from 'node:child_process';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, DEFAULTS, ENV_VARS, configWith, dollarsToMicros, loadConfig } from '../../sidecar/config.js';
+import {
+  ConfigError, DEFAULTS, ENV_VARS, MAX_CRYPTO_WORKERS, REMOVED_ENV_VARS, configWith, defaultCryptoWorkers, dollarsToMicros, loadConfig,
+} from '../../sidecar/config.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const KEY32 = Buffer.alloc(32, 7).toString('base64');
@@ -44,7 +47,7 @@ t.test('defaults', async (t) => {
   t.equal(c.apiKeyGraceSeconds, 0);
   t.same(c.trustProxy, []);
   t.equal(c.metricsListen, null, '/metrics on the main port');
-  t.equal(c.cryptoInlineWhenIdle, true, 'idle verifies run on the main thread');
+  t.equal(c.cryptoWorkers, Math.min(2, os.availableParallelism()), 'crypto workers: one per core, at most two');
   t.ok(Object.isFrozen(DEFAULTS) || typeof DEFAULTS === 'object');
 });
 
@@ -86,10 +89,9 @@ t.test('valid values are parsed', async (t) => {
   t.equal(c.shutdownTimeoutMs, 500);
   t.equal(loadConfig({ SIDECAR_INSECURE_COOKIES: '0' }).insecureCookies, false);
   t.equal(loadConfig({ SIDECAR_INSECURE_COOKIES: 'false' }).insecureCookies, false);
-  t.equal(loadConfig({ SIDECAR_CRYPTO_INLINE_WHEN_IDLE: '0' }).cryptoInlineWhenIdle, false);
-  t.equal(loadConfig({ SIDECAR_CRYPTO_INLINE_WHEN_IDLE: 'false' }).cryptoInlineWhenIdle, false);
-  t.equal(loadConfig({ SIDECAR_CRYPTO_INLINE_WHEN_IDLE: '1' }).cryptoInlineWhenIdle, true);
-  t.equal(loadConfig({ SIDECAR_CRYPTO_INLINE_WHEN_IDLE: '' }).cryptoInlineWhenIdle, true, 'empty means the default (on)');
+  t.equal(loadConfig({ SIDECAR_CRYPTO_WORKERS: '0' }).cryptoWorkers, 0, 'no workers: signatures on the main thread');
+  t.equal(loadConfig({ SIDECAR_CRYPTO_WORKERS: String(MAX_CRYPTO_WORKERS) }).cryptoWorkers, MAX_CRYPTO_WORKERS);
+  t.equal(loadConfig({ SIDECAR_CRYPTO_WORKERS: '' }).cryptoWorkers, defaultCryptoWorkers(), 'empty means the default');
   t.equal(loadConfig({ SIDECAR_PORT: '' }).port, DEFAULTS.port, 'empty means default');
   t.equal(loadConfig({ NODE_ENV: 'production', SIDECAR_MASTER_KEY: KEY32 }).production, true);
 });
@@ -115,7 +117,9 @@ t.test('a bad value is a one-line ConfigError naming the variable', async (t) =>
     [{ SIDECAR_INSECURE_COOKIES: '1', NODE_ENV: 'production', SIDECAR_MASTER_KEY: KEY32 }, 'SIDECAR_INSECURE_COOKIES'],
     [{ SIDECAR_WEBHOOK_ALLOW_INSECURE: '1', NODE_ENV: 'production', SIDECAR_MASTER_KEY: KEY32 }, 'SIDECAR_WEBHOOK_ALLOW_INSECURE'],
     [{ SIDECAR_WEBHOOK_ALLOW_INSECURE: 'on' }, 'SIDECAR_WEBHOOK_ALLOW_INSECURE'],
-    [{ SIDECAR_CRYPTO_INLINE_WHEN_IDLE: 'yes' }, 'SIDECAR_CRYPTO_INLINE_WHEN_IDLE'],
+    [{ SIDECAR_CRYPTO_WORKERS: String(MAX_CRYPTO_WORKERS + 1) }, 'SIDECAR_CRYPTO_WORKERS'],
+    [{ SIDECAR_CRYPTO_WORKERS: 'two' }, 'SIDECAR_CRYPTO_WORKERS'],
+    [{ SIDECAR_CRYPTO_WORKERS: '-1' }, 'SIDECAR_CRYPTO_WORKERS'],
     [{ SIDECAR_ALPHA_CREDITS: '-1' }, 'SIDECAR_ALPHA_CREDITS'],
     [{ SIDECAR_ALPHA_CREDITS: '1.1234567' }, 'SIDECAR_ALPHA_CREDITS'],
     [{ SIDECAR_ALPHA_CREDITS: 'ten' }, 'SIDECAR_ALPHA_CREDITS'],
@@ -140,6 +144,17 @@ t.test('unknown SIDECAR_* variables are refused, naming the variable', async (t)
   t.doesNotThrow(() => loadConfig({ SIDECARPORT: 'x', NOT_SIDECAR_PORT: 'abc' }), 'only the SIDECAR_ prefix is reserved');
   t.equal(ENV_VARS.length, new Set(ENV_VARS).size, 'no duplicate variable names');
   for (const v of ENV_VARS) t.doesNotThrow(() => loadConfig({ [v]: '' }), `${v} is known (empty = default)`);
+});
+
+t.test('removed crypto settings are refused with what to do instead', async (t) => {
+  for (const v of ['SIDECAR_CRYPTO_INLINE_WHEN_IDLE', 'SIDECAR_CRYPTO_INLINE_WHEN_SHARED']) {
+    t.notOk((ENV_VARS as readonly string[]).includes(v), `${v} is no setting`);
+    for (const value of ['0', '1', '']) {
+      refuses(t, { [v]: value }, v);
+      t.throws(() => loadConfig({ [v]: value }), /removed: .*SIDECAR_CRYPTO_WORKERS=0/, `${v}=${value}: says it was removed and what replaces it`);
+    }
+  }
+  t.same(Object.keys(REMOVED_ENV_VARS).sort(), ['SIDECAR_CRYPTO_INLINE_WHEN_IDLE', 'SIDECAR_CRYPTO_INLINE_WHEN_SHARED']);
 });
 
 t.test('production without a master key is refused', async (t) => {

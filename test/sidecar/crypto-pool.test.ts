@@ -4,10 +4,10 @@
  * material crosses once and is re-sent when a worker lacks it; the pool fails
  * closed (worker killed, lost task, full queue, closed pool) and replaces a
  * dead worker; workers load TypeScript under every way the sidecar is started.
- * Idle verifies run on the main thread (inlineWhenIdle), one per event-loop
- * turn, and never while a task is in flight.
- * Through the sidecar: the decision flow with SIDECAR_CRYPTO_WORKERS 0 and 2
- * (idle verifies inline or not), counted by thread in /metrics; a worker
+ * With workers every task runs on one (idle or busy, verify or sign): there is
+ * no inline path beside them.
+ * Through the sidecar: the decision flow with SIDECAR_CRYPTO_WORKERS 0 and 2,
+ * counted by thread in /metrics; a worker
  * killed under a verify gives `indeterminate` (never allow) and under a
  * present 503, and the challenge stays usable.
  */
@@ -103,51 +103,37 @@ t.test('fails closed and replaces a killed worker', async (t) => {
 /** Resolves in the next event-loop turn (after the current turn's setImmediate callbacks). */
 const nextTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
-t.test('idle verifies run on the main thread: one per event-loop turn, never beside a task in flight', async (t) => {
+t.test('with workers, every task runs on a worker: idle or busy, verify or sign', async (t) => {
   const seen: string[] = [];
   const onTask = (op: CryptoOp, thread: CryptoThread): void => { seen.push(`${op}:${thread}`); };
-  const pool = new CryptoPool(1, { inlineWhenIdle: true, onTask });
+  const pool = createProofCrypto(1, { onTask }) as CryptoPool;
   t.teardown(() => pool.close());
   const key = keyOf(kp);
   t.equal(await pool.verify(key, 'proof', msg, signed), true, 'an idle verify: valid');
   await nextTurn();
   t.equal(await pool.verify(keyOf(other), 'proof', msg, signed), false, 'an idle verify: another key does not verify');
-  await nextTurn();
-  t.equal(await pool.verify(key, 'cert', msg, signed), false, 'an idle verify: another domain does not verify');
-  t.same(seen, ['verify:main', 'verify:main', 'verify:main'], 'each ran on the main thread (a turn ended between them)');
-  t.equal(pool.threads().length, 0, 'no worker was needed');
+  t.same(seen, ['verify:worker', 'verify:worker'], 'idle verifies go to the worker');
+  t.equal(pool.threads().length, 1, 'the worker runs');
 
-  // Several verifies in one turn: the first inline, the others to the worker.
   seen.length = 0;
   await nextTurn();
   t.same(await Promise.all([0, 1, 2].map(() => pool.verify(key, 'proof', msg, signed))), [true, true, true]);
-  t.same(seen, ['verify:main', 'verify:worker', 'verify:worker'], 'one inline per turn');
+  t.same(seen, ['verify:worker', 'verify:worker', 'verify:worker'], 'several in one turn too');
 
-  // A task in flight (a signature): the verify goes to the worker too, even in a new turn.
   seen.length = 0;
-  await nextTurn();
   const signKey = { id: 'agent-i', seed: () => new Uint8Array(kp.secretSeed) };
   const sig = pool.sign(signKey, 'proof', msg);
   t.equal(await pool.verify(key, 'proof', msg, signed), true);
   t.ok(signatureFromJson(await sig), 'the signature was made');
-  t.same(seen, ['sign:worker', 'verify:worker'], 'signing always on a worker; a verify beside it too');
+  t.same(seen, ['sign:worker', 'verify:worker'], 'a signature and a verify beside it');
 
-  // A malformed key inline rejects (the pipeline answers indeterminate), as a worker's error does.
-  await nextTurn();
-  seen.length = 0;
-  await t.rejects(pool.verify({ id: 'bad', publicKey: { ed25519: new Uint8Array(3), mldsa65: new Uint8Array(3) } }, 'proof', msg, signed), 'a malformed key rejects inline');
-  t.same(seen, ['verify:main'], 'it ran inline');
+  // A malformed key rejects (the pipeline answers indeterminate) and the worker keeps serving.
+  await t.rejects(pool.verify({ id: 'bad', publicKey: { ed25519: new Uint8Array(3), mldsa65: new Uint8Array(3) } }, 'proof', msg, signed), CryptoPoolError, 'a malformed key rejects');
+  t.equal(await pool.verify(key, 'proof', msg, signed), true, 'the worker answers the next task');
   await pool.close();
-  await nextTurn();
   seen.length = 0;
-  await t.rejects(pool.verify(key, 'proof', msg, signed), { message: /closed/ }, 'a closed pool refuses, also when idle');
+  await t.rejects(pool.verify(key, 'proof', msg, signed), { message: /closed/ }, 'a closed pool refuses');
   t.same(seen, [], 'nothing ran');
-
-  // Without the option (the default of createProofCrypto), every verify goes to a worker.
-  const plain = createProofCrypto(1, { onTask });
-  t.teardown(() => plain.close());
-  t.equal(await plain.verify(key, 'proof', msg, signed), true);
-  t.same(seen, ['verify:worker']);
 });
 
 t.test('a lost task is failed by the stall watchdog; the queue is bounded; close rejects', async (t) => {
@@ -217,28 +203,27 @@ async function cryptoTasks(sc: TestSidecar): Promise<Record<string, number>> {
   return out;
 }
 
-for (const [workers, inlineWhenIdle] of [[0, true], [2, true], [2, false]] as const) {
-  t.test(`the decision flow with SIDECAR_CRYPTO_WORKERS=${workers}, SIDECAR_CRYPTO_INLINE_WHEN_IDLE=${inlineWhenIdle ? 1 : 0}`, async (t) => {
-    const sc = await startSidecar({ cryptoWorkers: workers, cryptoInlineWhenIdle: inlineWhenIdle, cryptoInlineWhenShared: false });
+for (const workers of [0, 2]) {
+  t.test(`the decision flow with SIDECAR_CRYPTO_WORKERS=${workers}`, async (t) => {
+    const sc = await startSidecar({ cryptoWorkers: workers });
     t.teardown(() => sc.close());
-    const f = await specFlow(sc, `pool${workers}${inlineWhenIdle}@example.com`, { approve: ['data:read'] });
+    const f = await specFlow(sc, `pool${workers}@example.com`, { approve: ['data:read'] });
     await decisions(t, sc, f);
     if (workers > 0) t.equal((sc.app.ctx.crypto as CryptoPool).threads().length, workers, 'the workers run');
-    // One verify at a time, each after the previous answer: the pool is idle for each.
+    // One verify at a time, each after the previous answer: the pool is idle for each, and still used.
     const before = await cryptoTasks(sc);
     for (let i = 0; i < 3; i++) expectDecision(t, await verify(f.platform, await bundleFor(f), 'data:read'), 'allow', 'authorized');
     const after = await cryptoTasks(sc);
     const d = (k: string): number => after[k]! - before[k]!;
     t.equal(d('sign:main') + d('sign:worker'), 3, 'three signatures counted');
     t.equal(d('sign:main'), workers === 0 ? 3 : 0, 'signing runs on the workers when there are any');
-    t.equal(d('verify:main'), workers === 0 || inlineWhenIdle ? 3 : 0, 'idle verifies: on the main thread unless turned off');
-    t.equal(d('verify:worker'), workers > 0 && !inlineWhenIdle ? 3 : 0, 'and otherwise on the workers');
+    t.equal(d('verify:main'), workers === 0 ? 3 : 0, 'verifies on the main thread only without workers');
+    t.equal(d('verify:worker'), workers === 0 ? 0 : 3, 'and on the workers when there are any');
   });
 }
 
 t.test('a worker killed under verify: indeterminate, nothing committed; under present: 503; then replaced', async (t) => {
-  // Every verify through the worker, so that killing it is what the verify meets.
-  const sc = await startSidecar({ cryptoWorkers: 1, cryptoInlineWhenIdle: false, cryptoInlineWhenShared: false });
+  const sc = await startSidecar({ cryptoWorkers: 1 });
   t.teardown(() => sc.close());
   const f = await specFlow(sc, 'poolkill@example.com', { approve: ['data:read'] });
   const pool = sc.app.ctx.crypto as CryptoPool;

@@ -8,8 +8,7 @@
  * log names the backend (`native`); the spec flow; 16 presents and their 16 verifies at once
  * all allow; a bundle with one bit of either signature half changed is 400
  * `invalid_signature` and spends its challenge; /metrics counts every sign and check on the
- * thread the settings put it on (idle and shared-machine inlining turned off for the workers,
- * so that the counts are exact); SIGTERM exits 0.
+ * thread the setting puts it on (all on the workers, or all on the main thread); SIGTERM exits 0.
  */
 import t from 'tap';
 import type { Test } from 'tap';
@@ -124,12 +123,9 @@ function readyLog(sc: Proc): Record<string, unknown> {
   return JSON.parse(line ?? '{}') as Record<string, unknown>;
 }
 
-// Idle and shared-machine inlining off for the workers, so that every task is counted where the setting puts it.
+// Every task is counted where the setting puts it: all on the workers, or all on the main thread.
 const MODES = [
-  {
-    name: 'with the crypto workers', workers: 2, on: 'worker', off: 'main',
-    env: { SIDECAR_CRYPTO_WORKERS: '2', SIDECAR_CRYPTO_INLINE_WHEN_IDLE: '0', SIDECAR_CRYPTO_INLINE_WHEN_SHARED: '0' },
-  },
+  { name: 'with the crypto workers', workers: 2, on: 'worker', off: 'main', env: { SIDECAR_CRYPTO_WORKERS: '2' } },
   { name: 'SIDECAR_CRYPTO_WORKERS=0: on the main thread', workers: 0, on: 'main', off: 'worker', env: { SIDECAR_CRYPTO_WORKERS: '0' } },
 ] as const;
 

@@ -11,7 +11,7 @@ import { Client, expectError, onboard, startSidecar } from '../../helpers/sideca
 import type { TestSidecar } from '../../helpers/sidecar.js';
 import type { SqliteStore } from '../../../sidecar/store/index.js';
 import { API_KEY_LIFETIME_MS } from '../../../sidecar/routes/platforms.js';
-import { API_KEY_CACHE_TTL_MS, ApiKeyCache } from '../../../sidecar/decide/caches.js';
+import { API_KEY_CACHE_TTL_MS, ApiKeyCache } from '../../../sidecar/auth/api-key.js';
 
 let sc: TestSidecar;
 t.before(async () => { sc = await startSidecar({}, { startWorkers: false }); });

@@ -1,0 +1,105 @@
+/**
+ * The contract of a decision-pipeline stage (`pipeline.ts` runs them in
+ * order), modelled on ory/oathkeeper's handlers: every stage has the same
+ * interface, reads and adds to one {@link VerifyCall}, and has one way to
+ * refuse.
+ *
+ * - **Refuse**: throw a `ServiceError` (a code of `src/errors.ts`). The call
+ *   ends with that error; `billing.ts` decides whether it is billed.
+ * - **Store failure**: wrap store access in {@link read}; a failure ends the
+ *   call `indeterminate` (`store_unavailable`; a commit's {@link StoreFault}
+ *   `'write'`: `audit_write_failed`).
+ * - **Anything else thrown** ends the call `indeterminate` (`internal_error`).
+ *
+ * A deny is not a refusal: it is a decision, recorded and billed like an
+ * allow (the delegation stage sets {@link VerifyCall.decision}; commit
+ * records it).
+ */
+import type { DelegationCertificate } from '../../src/certificate.js';
+import type { DECISION_REASONS, DecisionReason, DecisionValue } from '../../src/decisions.js';
+import type { ServiceError } from '../../src/errors.js';
+import type { ParsedProof } from '../../src/proof.js';
+import type { VerifyRequest, VerifyResponse } from '../../src/protocol.js';
+import type { ApiKeyAuth } from '../auth/api-key.js';
+import type { ServiceContext } from '../context.js';
+import type { ChallengeRecord } from '../store/types.js';
+
+/** The reasons of the table (`src/decisions.ts`) that come with decision `D`. */
+export type ReasonFor<D extends DecisionValue> = {
+  [R in DecisionReason]: (typeof DECISION_REASONS)[R]['decision'] extends D ? R : never
+}[DecisionReason];
+
+/** A decision of the delegation stage: only reasons of the table, each with its own decision. */
+export type Decision =
+  | { decision: 'allow'; reason: ReasonFor<'allow'>; constraint?: undefined }
+  | { decision: 'deny'; reason: ReasonFor<'deny'>; constraint?: string };
+
+/** One verify call as it moves through the stages. Each stage reads what earlier ones set. */
+export interface VerifyCall {
+  /** The decision time (service clock, Unix ms), read once when the call starts. */
+  readonly now: number;
+  /** The API key as presented (the header; not yet checked). */
+  readonly apiKey: unknown;
+  /** The body as the route validated it, or the error that says why it is not a verify request. */
+  readonly body: VerifyRequest | ServiceError;
+  /** authenticate: the caller's connection. */
+  auth?: ApiKeyAuth;
+  /** parse: the verify request. */
+  request?: VerifyRequest;
+  /** parse: the proof bundle, parsed. */
+  proof?: ParsedProof;
+  /** challenge: the proof's challenge (known, unconsumed, unexpired, issued to the caller). */
+  challenge?: ChallengeRecord;
+  /**
+   * The id of the caller's own live challenge while this call may still spend it: set by the
+   * challenge stage, taken by commit (which spends it in its transaction). A refusal while it is
+   * set spends it and is billed (`billing.ts`).
+   */
+  spendableChallenge: string | null;
+  /** certificate: the verified certificate the proof refers to, issued for the caller's connection. */
+  cert?: DelegationCertificate;
+  /** delegation: allow or deny, with its reason. */
+  decision?: Decision;
+  /** commit: the 200 answer, once the decision is recorded. */
+  response?: VerifyResponse;
+}
+
+/** A stage of the decision pipeline. */
+export interface Stage {
+  /** Its name (logs: the stage a call failed closed in). */
+  readonly name: string;
+  /**
+   * Checks the call and adds what it found to it, or refuses by throwing a `ServiceError`
+   * (see the file header). Returns nothing: a stage that passes lets the next one run.
+   */
+  run(ctx: ServiceContext, call: VerifyCall): Promise<void> | void;
+}
+
+/** A store failure: the pipeline fails closed with `store_unavailable` ('read') or `audit_write_failed` ('write'). */
+export class StoreFault extends Error {
+  readonly stage: 'read' | 'write';
+  override readonly cause: unknown;
+  constructor(stage: 'read' | 'write', cause: unknown) {
+    super(`store ${stage} failed`);
+    this.stage = stage;
+    this.cause = cause;
+  }
+}
+
+/** Runs a store read; any failure (a throw or a rejection) becomes a {@link StoreFault} `'read'`. */
+export async function read<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw new StoreFault('read', err);
+  }
+}
+
+/**
+ * What an earlier stage must have set; its absence is a pipeline bug (stages out of order),
+ * thrown as a plain Error: the call fails closed with `internal_error`.
+ */
+export function need<T>(value: T | undefined, what: string): T {
+  if (value === undefined) throw new Error(`decision pipeline: ${what} is not set (stages out of order)`);
+  return value;
+}

@@ -1,0 +1,64 @@
+/**
+ * Stage 9, commit: one store transaction consumes the challenge, debits the
+ * call (`billing.ts`'s price), counts it and appends the audit row; no
+ * decision leaves before it. The transaction re-reads the certificate's
+ * status for an allow: revoked since the delegation stage, it becomes deny
+ * `delegation_revoked` and is committed as such. A challenge spent by a
+ * concurrent verify since the challenge stage is the same 400
+ * `invalid_challenge` that stage gives (unbilled); a balance spent meanwhile
+ * is 402 `credits_exhausted`. A store failure is `audit_write_failed`
+ * (nothing recorded or billed).
+ */
+import crypto from 'node:crypto';
+import { ServiceError } from '../../../src/errors.js';
+import type { AuditEventRecord, DecisionCommitResult } from '../../store/types.js';
+import { VERIFY_PRICE_MICROS } from '../billing.js';
+import { StoreFault, need } from '../stage.js';
+import type { Decision, Stage } from '../stage.js';
+
+/** The commit stage. */
+export const commit: Stage = {
+  name: 'commit',
+  async run(ctx, call) {
+    const auth = need(call.auth, 'auth');
+    const request = need(call.request, 'request');
+    const p = need(call.proof, 'proof').payload;
+    let decision: Decision = need(call.decision, 'decision');
+    const challengeId = need(call.spendableChallenge ?? undefined, 'challenge');
+    // This transaction spends the challenge: a refusal from here on is not billed again.
+    call.spendableChallenge = null;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const audit: AuditEventRecord = {
+        id: crypto.randomUUID(), accountId: auth.accountId, eventType: decision.decision === 'allow' ? 'proof.verified' : 'proof.rejected',
+        connectionId: auth.connectionId, agentId: p.agent_id, certId: p.cert_id, requiredScope: request.required_scope,
+        details: { decision: decision.decision, decision_reason: decision.reason, ...(decision.constraint ? { constraint: decision.constraint } : {}) },
+        createdAt: call.now,
+      };
+      let r: DecisionCommitResult;
+      try {
+        r = await ctx.store.proofs.commitDecision({
+          challengeId, audienceConnectionId: auth.connectionId, now: call.now, accountId: auth.accountId, priceMicros: VERIFY_PRICE_MICROS,
+          decision: decision.decision, certId: p.cert_id, audit,
+        });
+      } catch (err) {
+        throw new StoreFault('write', err);
+      }
+      if (r === 'certificate_revoked') {
+        ctx.caches.markRevoked(p.cert_id);
+        decision = { decision: 'deny', reason: 'delegation_revoked' };
+        continue;
+      }
+      if (r === 'invalid_challenge') throw new ServiceError('invalid_challenge');
+      if (r === 'credits_exhausted') throw new ServiceError('credits_exhausted');
+      ctx.metrics.challenges.inc({ event: 'consumed' });
+      ctx.metrics.verifyDecisions.inc({ decision: decision.decision, reason: decision.reason });
+      call.decision = decision;
+      call.response = {
+        decision: decision.decision, decision_reason: decision.reason, agent_id: p.agent_id, cert_id: p.cert_id,
+        scope: request.required_scope, ...(decision.constraint ? { constraint: decision.constraint } : {}), audit_event_id: audit.id,
+      };
+      return;
+    }
+    throw new StoreFault('write', new Error('decision commit did not settle'));
+  },
+};
