@@ -34,8 +34,6 @@ export interface SidecarConfig {
   auditRetentionDays: number;
   challengeRetentionHours: number;
   shutdownTimeoutMs: number;
-  /** Path of a better-sqlite3 native binding built for this runtime (null = the installed one). */
-  sqliteBinding: string | null;
   /** Worker threads for hybrid signing (present) and proof-signature checks (verify); 0 = on the main thread. */
   cryptoWorkers: number;
   /** With workers: a verify that arrives while the pool is idle runs on the main thread (lower latency at low load). */
@@ -79,7 +77,7 @@ export const ENV_VARS = [
   'SIDECAR_CHALLENGE_TTL_SECONDS', 'SIDECAR_PROOF_FRESHNESS_SECONDS', 'SIDECAR_API_KEY_GRACE_SECONDS',
   'SIDECAR_SEND_CODE_PER_MINUTE', 'SIDECAR_LOG_LEVEL', 'SIDECAR_BODY_LIMIT_BYTES', 'SIDECAR_TRUST_PROXY',
   'SIDECAR_AUDIT_RETENTION_DAYS', 'SIDECAR_CHALLENGE_RETENTION_HOURS', 'SIDECAR_SHUTDOWN_TIMEOUT_MS',
-  'SIDECAR_SQLITE_BINDING', 'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_CRYPTO_INLINE_WHEN_IDLE',
+  'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_CRYPTO_INLINE_WHEN_IDLE',
   'SIDECAR_CRYPTO_INLINE_WHEN_SHARED', 'SIDECAR_METRICS_LISTEN',
 ] as const;
 
@@ -198,7 +196,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     auditRetentionDays: int(env, 'SIDECAR_AUDIT_RETENTION_DAYS', DEFAULTS.auditRetentionDays, 0, 36500),
     challengeRetentionHours: int(env, 'SIDECAR_CHALLENGE_RETENTION_HOURS', DEFAULTS.challengeRetentionHours, 1, 8760),
     shutdownTimeoutMs: int(env, 'SIDECAR_SHUTDOWN_TIMEOUT_MS', DEFAULTS.shutdownTimeoutMs, 100, 600_000),
-    sqliteBinding: env.SIDECAR_SQLITE_BINDING ? path.resolve(env.SIDECAR_SQLITE_BINDING) : null,
     cryptoWorkers: int(env, 'SIDECAR_CRYPTO_WORKERS', defaultCryptoWorkers(), 0, MAX_CRYPTO_WORKERS),
     cryptoInlineWhenIdle: flag(env, 'SIDECAR_CRYPTO_INLINE_WHEN_IDLE', true),
     cryptoInlineWhenShared: flag(env, 'SIDECAR_CRYPTO_INLINE_WHEN_SHARED', true),
