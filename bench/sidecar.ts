@@ -6,9 +6,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { BenchSeedDb, dbBytes } from '../sidecar/store/sqlite/bench-seed.js';
+import { BenchSeedDb, dbBytes } from './seed-db.js';
 import { DB_FILE_NAME } from '../sidecar/store/index.js';
-import { NODE24 } from './node24.js';
+import { NODE24, NODE24_SQLITE_PRELOAD } from './node24.js';
 import type { Backend } from './plan.js';
 import { Child, childEnv, freePort, tsArgs, waitForHttp } from './procs.js';
 import { log, sidecarTuningEnv, sleep } from './common.js';
@@ -44,11 +44,12 @@ async function startSidecarOnce(run: Run, backend: Backend, dataDir: string, o: 
     SIDECAR_CHALLENGE_TTL_SECONDS: '3600', SIDECAR_PROOF_FRESHNESS_SECONDS: '3600',
     ...(o.webhooks ? { SIDECAR_WEBHOOK_ALLOW_INSECURE: '1' } : {}),
     ...sidecarTuningEnv(),
-    ...(backend === 'native' ? { SIDECAR_SQLITE_BINDING: run.sqlite24! } : {}),
   });
   delete env.NODE_ENV;
   const bin = backend === 'native' ? NODE24 : process.execPath;
-  const child = new Child(o.name ?? `sidecar(${backend})`, bin, tsArgs('sidecar/main.ts', [...run.nodeFlags, ...(o.nodeFlags ?? [])]), env);
+  // On Node 24, better-sqlite3 comes from its Node 24 build (bench/node24-sqlite.mjs; run.sqlite24 made sure it exists).
+  const preload = backend === 'native' ? ['--import', NODE24_SQLITE_PRELOAD] : [];
+  const child = new Child(o.name ?? `sidecar(${backend})`, bin, tsArgs('sidecar/main.ts', [...preload, ...run.nodeFlags, ...(o.nodeFlags ?? [])]), env);
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(`${url}/readyz`, child, 60_000);
   return { child, url, dataDir, dbFile: path.join(dataDir, DB_FILE_NAME), backend };

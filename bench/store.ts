@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { BenchSeedDb } from '../sidecar/store/sqlite/bench-seed.js';
+import { BenchSeedDb } from './seed-db.js';
 import { DB_FILE_NAME } from '../sidecar/store/index.js';
 import type { Backend } from './plan.js';
 import { login, makeBundles, pool, setUp } from './flow.js';

@@ -6,7 +6,7 @@
 import http from 'node:http';
 import crypto from 'node:crypto';
 import path from 'node:path';
-import { BenchSeedDb } from '../sidecar/store/sqlite/bench-seed.js';
+import { BenchSeedDb } from './seed-db.js';
 import { DB_FILE_NAME } from '../sidecar/store/index.js';
 import { AAD, createSecretBox } from '../sidecar/secrets.js';
 import type { Backend } from './plan.js';

@@ -3,7 +3,7 @@
  * backup of the sidecar's database.
  *
  * Reads the configuration from the same `SIDECAR_*` environment variables as
- * the sidecar (`SIDECAR_DATA_DIR`, and `SIDECAR_SQLITE_BINDING` when set), and copies
+ * the sidecar (`SIDECAR_DATA_DIR`), and copies
  * `<data dir>/agent-authz.sqlite` to `<file>` with SQLite's backup API on a
  * separate connection, so it can run while the sidecar serves requests. The
  * file is a consistent snapshot; the existing file is never overwritten.
@@ -32,9 +32,8 @@ export async function runBackupCommand(argv: readonly string[]): Promise<number>
     return 2;
   }
   let dataDir: string;
-  let nativeBinding: string | null;
   try {
-    ({ dataDir, sqliteBinding: nativeBinding } = loadConfig());
+    ({ dataDir } = loadConfig());
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`agent-authz backup: configuration error: ${err.message}\n`);
@@ -44,7 +43,7 @@ export async function runBackupCommand(argv: readonly string[]): Promise<number>
   }
   const src = path.join(dataDir, DB_FILE_NAME);
   try {
-    const r = await backupDatabase(src, argv[0]!, nativeBinding ? { nativeBinding } : {});
+    const r = await backupDatabase(src, argv[0]!);
     process.stdout.write(`${JSON.stringify({ backup: r.file, source: src, bytes: r.bytes, pages: r.pages, schema_version: r.schemaVersion })}\n`);
     process.stderr.write('agent-authz backup: done. The backup is only usable with the same master key; keep SIDECAR_MASTER_KEY (or master.key) safe and separate.\n');
     return 0;

@@ -34,8 +34,6 @@ export interface SidecarConfig {
   auditRetentionDays: number;
   challengeRetentionHours: number;
   shutdownTimeoutMs: number;
-  /** Path of a better-sqlite3 native binding built for this runtime (null = the installed one). */
-  sqliteBinding: string | null;
   /** Worker threads for hybrid signing (present) and proof-signature checks (verify); 0 = on the main thread. */
   cryptoWorkers: number;
   /** A separate listener for `GET /metrics` (then not served on the main port); null = the main port. */
@@ -80,7 +78,7 @@ export const ENV_VARS = [
   'SIDECAR_CHALLENGE_TTL_SECONDS', 'SIDECAR_PROOF_FRESHNESS_SECONDS', 'SIDECAR_API_KEY_GRACE_SECONDS',
   'SIDECAR_SEND_CODE_PER_MINUTE', 'SIDECAR_LOG_LEVEL', 'SIDECAR_BODY_LIMIT_BYTES', 'SIDECAR_TRUST_PROXY',
   'SIDECAR_AUDIT_RETENTION_DAYS', 'SIDECAR_CHALLENGE_RETENTION_HOURS', 'SIDECAR_SHUTDOWN_TIMEOUT_MS',
-  'SIDECAR_SQLITE_BINDING', 'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_METRICS_LISTEN',
+  'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_METRICS_LISTEN',
 ] as const;
 
 /**
@@ -90,6 +88,7 @@ export const ENV_VARS = [
 export const REMOVED_ENV_VARS: Readonly<Record<string, string>> = Object.freeze({
   SIDECAR_CRYPTO_INLINE_WHEN_IDLE: 'removed: with workers every signature check runs on them; unset it (SIDECAR_CRYPTO_WORKERS=0 checks on the main thread)',
   SIDECAR_CRYPTO_INLINE_WHEN_SHARED: 'removed: with workers every signature check runs on them; unset it (SIDECAR_CRYPTO_WORKERS=0 checks on the main thread)',
+  SIDECAR_SQLITE_BINDING: 'removed: it only served the benchmark; the sidecar uses the better-sqlite3 binding it was installed with',
 });
 
 /** Micro-dollars per dollar: money is integer micro-units, never floats. */
@@ -208,7 +207,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     auditRetentionDays: int(env, 'SIDECAR_AUDIT_RETENTION_DAYS', DEFAULTS.auditRetentionDays, 0, 36500),
     challengeRetentionHours: int(env, 'SIDECAR_CHALLENGE_RETENTION_HOURS', DEFAULTS.challengeRetentionHours, 1, 8760),
     shutdownTimeoutMs: int(env, 'SIDECAR_SHUTDOWN_TIMEOUT_MS', DEFAULTS.shutdownTimeoutMs, 100, 600_000),
-    sqliteBinding: env.SIDECAR_SQLITE_BINDING ? path.resolve(env.SIDECAR_SQLITE_BINDING) : null,
     cryptoWorkers: int(env, 'SIDECAR_CRYPTO_WORKERS', defaultCryptoWorkers(), 0, MAX_CRYPTO_WORKERS),
       metricsListen: metricsListen(env.SIDECAR_METRICS_LISTEN, host, port),
   };

@@ -131,7 +131,6 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   const store = opts.store ?? openSqliteStore({
     file: path.join(config.dataDir, DB_FILE_NAME),
     onTransaction: (s, ok) => metrics.sqliteTx.observe({ result: ok ? 'commit' : 'rollback' }, s),
-    ...(config.sqliteBinding ? { nativeBinding: config.sqliteBinding } : {}),
   });
   const box = createSecretBox(master.key);
   // Label children bound once: one counter increment per signature task, without a label lookup.

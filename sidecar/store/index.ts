@@ -25,11 +25,9 @@ export interface SqliteStoreOptions {
   file: string;
   /** Observer of write-transaction latency (seconds). */
   onTransaction?: (seconds: number, ok: boolean) => void;
-  /** Path of a better-sqlite3 native binding built for this runtime. */
-  nativeBinding?: string;
 }
 
-/** The SQLite {@link Store}, with a fault-injection hook for tests. */
+/** The SQLite {@link Store}. */
 export class SqliteStore implements Store {
   readonly accounts: SqliteAccountStore;
   readonly platforms: SqlitePlatformStore;
@@ -43,7 +41,6 @@ export class SqliteStore implements Store {
     this.db = new Db({
       file: opts.file,
       ...(opts.onTransaction ? { onTransaction: opts.onTransaction } : {}),
-      ...(opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : {}),
     });
     this.db.migrate();
     this.accounts = new SqliteAccountStore(this.db);
@@ -53,23 +50,10 @@ export class SqliteStore implements Store {
     this.outbox = new SqliteOutboxStore(this.db);
   }
 
-  /**
-   * Test hook: `fn` is called with each SQL text before it runs; throwing
-   * from it simulates a store fault. Pass undefined to clear.
-   */
-  injectFault(fn: ((sql: string) => void) | undefined): void {
-    this.db.fault = fn;
-  }
-
   async ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }> {
     const expectedVersion = MIGRATIONS[MIGRATIONS.length - 1]!.version;
-    this.db.fault?.('SELECT 1');
     const schemaVersion = this.db.schemaVersion();
     return { ok: schemaVersion === expectedVersion, schemaVersion, expectedVersion };
-  }
-
-  async backup(file: string): Promise<void> {
-    await this.db.raw.backup(file);
   }
 
   async close(): Promise<void> {

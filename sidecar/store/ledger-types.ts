@@ -142,11 +142,15 @@ export interface OutboxStore {
   release(id: string): Promise<void>;
   /**
    * Releases every lease of a pending delivery, without recording attempts;
-   * returns how many were released. Called once when the worker starts: one
-   * sidecar process owns the database, so at start nothing can be in flight
-   * and any lease left was held by a process that died (kill -9, crash).
+   * returns how many were released. Called once when the worker starts.
+   *
+   * Only an engine whose database belongs to ONE process implements it (SQLite:
+   * at start nothing can be in flight, so any lease left was held by a process
+   * that died). An engine shared by several replicas (PostgreSQL) must not: a
+   * starting replica would take leases that a live peer holds; there a dead
+   * replica's leases simply run out. See docs/storage.md.
    */
-  releaseAllLeases(): Promise<number>;
+  releaseAllLeases?(): Promise<number>;
   listDeliveries(q: { accountId: string; platformId?: string; state?: string; limit: number; before?: number }): Promise<DeliveryRecord[]>;
   getDelivery(id: string): Promise<(DeliveryRecord & { accountId: string }) | undefined>;
   listAttempts(deliveryId: string): Promise<DeliveryAttemptRecord[]>;

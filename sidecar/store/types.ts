@@ -237,7 +237,5 @@ export interface Store {
   readonly outbox: OutboxStore;
   /** Readiness: the store answers and migrations are applied. */
   ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }>;
-  /** Online backup to a file (SQLite backup API or the engine's equivalent). */
-  backup(file: string): Promise<void>;
   close(): Promise<void>;
 }

@@ -5,8 +5,9 @@
  *
  * - Claim due deliveries with a lease (`leaseMs`); a crash leaves the lease to
  *   run out and the delivery becomes due again — same id, same body. `start()`
- *   releases every lease first (one process per database: whatever is leased
- *   at start belonged to a dead process), so after a restart they go out at once.
+ *   releases every lease first on SQLite (one process per database: whatever is
+ *   leased at start belonged to a dead process), so after a restart they go out
+ *   at once; on PostgreSQL, shared by replicas, leases only run out.
  * - Open the sealed body (aad `outbox:<id>:body`) and the sealed webhook secret
  *   (aad `platform:<id>:webhook_secret`), sign `timestamp + "." + body` with a
  *   fresh timestamp on every attempt, and send the plaintext bytes exactly.
@@ -88,9 +89,9 @@ export class WebhookWorker {
 
   /**
    * Starts polling (idempotent). Before the first poll it releases every lease
-   * left in the store ({@link OutboxStore.releaseAllLeases}): this assumes the
-   * worker is the only one on its database (one sidecar process per database
-   * file), so a leased delivery at start was claimed by a process that died.
+   * left in the store when the engine offers it ({@link OutboxStore.releaseAllLeases},
+   * SQLite only: one sidecar process per database file, so a leased delivery at
+   * start was claimed by a process that died).
    * A stopped worker cannot be started again: construct a new one.
    */
   start(): void {
@@ -153,11 +154,12 @@ export class WebhookWorker {
   // -------------------------------------------------------------------------
 
   private async loop(): Promise<void> {
-    // One sidecar process owns the database (docs/storage.md), so nothing can be in flight
+    // On an engine owned by one process (SQLite; docs/storage.md) nothing can be in flight
     // yet: a lease left now was held by a process that died. Release them so those
-    // deliveries go out at once (same id, same body) instead of after `leaseMs`.
+    // deliveries go out at once (same id, same body) instead of after `leaseMs`. A shared
+    // engine (PostgreSQL) has no releaseAllLeases: a live peer may hold those leases.
     try {
-      const released = await this.store.releaseAllLeases();
+      const released = this.store.releaseAllLeases ? await this.store.releaseAllLeases() : 0;
       if (released > 0) this.log.info({ released }, 'webhook worker start: released leases left by a previous process');
     } catch (err) {
       this.log.error({ err }, 'webhook worker start: releasing stale leases failed; they run out after the lease');

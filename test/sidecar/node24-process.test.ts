@@ -16,7 +16,7 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ensureNode24SqliteBinding, NODE24 } from '../../bench/node24.js';
+import { ensureNode24SqliteBinding, NODE24, NODE24_SQLITE_PRELOAD } from '../../bench/node24.js';
 import { remoteSidecar, specFlow, startMailSink } from '../helpers/sidecar.js';
 import type { MailSink } from '../helpers/sidecar.js';
 import { freePort } from '../helpers/net.js';
@@ -28,19 +28,20 @@ import { parsePrometheusText, sampleValue } from './ops/helpers.js';
 t.setTimeout(15 * 60_000);
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const binding = ensureNode24SqliteBinding((s) => t.comment(s), { quiet: true });
+ensureNode24SqliteBinding((s) => t.comment(s), { quiet: true });
 
 interface Proc { url: string; output(): string; stop(): Promise<number | null> }
 
 /** Starts `sidecar/main.ts` on Node 24 with `extra` env; resolves once /readyz answers 200 (at most 30 s). */
 async function startNode24Sidecar(dir: string, mail: MailSink, extra: Record<string, string> = {}): Promise<Proc> {
   const port = await freePort();
-  const child = spawn(NODE24, ['--import', 'tsx', 'sidecar/main.ts'], {
+  // better-sqlite3 from its Node 24 build: a test-only preload, not a sidecar setting.
+  const child = spawn(NODE24, ['--import', NODE24_SQLITE_PRELOAD, '--import', 'tsx', 'sidecar/main.ts'], {
     cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       PATH: process.env.PATH ?? '', SIDECAR_HOST: '127.0.0.1', SIDECAR_PORT: String(port), SIDECAR_DATA_DIR: dir,
       SIDECAR_SMTP_URL: mail.url, SIDECAR_INSECURE_COOKIES: '1', SIDECAR_LOG_LEVEL: 'info', SIDECAR_SEND_CODE_PER_MINUTE: '100',
-      SIDECAR_SQLITE_BINDING: binding, ...extra,
+      ...extra,
     },
   });
   let out = '';

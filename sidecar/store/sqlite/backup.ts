@@ -30,9 +30,8 @@ export interface BackupResult {
 /**
  * Copies the database `srcFile` to `destFile` online. Refuses to overwrite an
  * existing `destFile` (TypeError) and a missing `srcFile` (TypeError).
- * `nativeBinding`: a better-sqlite3 binding path (`SIDECAR_SQLITE_BINDING`).
  */
-export async function backupDatabase(srcFile: string, destFile: string, opts: { nativeBinding?: string } = {}): Promise<BackupResult> {
+export async function backupDatabase(srcFile: string, destFile: string): Promise<BackupResult> {
   const dest = path.resolve(destFile);
   if (!fs.existsSync(srcFile)) throw new TypeError(`no database at ${srcFile}`);
   if (fs.existsSync(dest)) throw new TypeError(`${dest} exists; choose a new file name`);
@@ -40,7 +39,7 @@ export async function backupDatabase(srcFile: string, destFile: string, opts: { 
   const partial = `${dest}.partial`;
   fs.rmSync(partial, { force: true });
 
-  const dbOpts = { fileMustExist: true, ...(opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : {}) };
+  const dbOpts = { fileMustExist: true };
   const src = new Database(srcFile, dbOpts);
   let pages = 0;
   try {

@@ -18,8 +18,6 @@ export interface DbOptions {
   busyTimeoutMs?: number;
   /** Observer of write-transaction latency in seconds (metrics). */
   onTransaction?: (seconds: number, ok: boolean) => void;
-  /** A better-sqlite3 native binding built for this runtime (when it differs from the installed build). */
-  nativeBinding?: string;
 }
 
 /**
@@ -46,11 +44,9 @@ export class Db {
   /** Work queued for the next group commit ({@link groupTx}). */
   private group: GroupItem[] = [];
   private groupScheduled = false;
-  /** Fault-injection hook for tests: when set, called before every statement prepare/run. */
-  fault: ((sql: string) => void) | undefined;
 
   constructor(opts: DbOptions) {
-    this.raw = new Database(opts.file, opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : {});
+    this.raw = new Database(opts.file);
     // exec() creates no Statement object; see the note on stmt().
     this.raw.exec(`PRAGMA journal_mode = WAL; PRAGMA busy_timeout = ${opts.busyTimeoutMs ?? 5000}; PRAGMA synchronous = ${SYNCHRONOUS_LEVEL}; PRAGMA foreign_keys = ON;`);
     this.onTransaction = opts.onTransaction;
@@ -63,8 +59,12 @@ export class Db {
    * one become garbage (use exec() for statements without results).
    */
   stmt(sql: string): Statement {
-    this.fault?.(sql);
-    return this.control(sql);
+    let s = this.stmts.get(sql);
+    if (!s) {
+      s = this.raw.prepare(sql);
+      this.stmts.set(sql, s);
+    }
+    return s;
   }
 
   /** Runs one statement, returning the changed-row count. */
@@ -80,16 +80,6 @@ export class Db {
   /** All rows of a query. */
   all<T>(sql: string, ...params: unknown[]): T[] {
     return this.stmt(sql).all(...params) as T[];
-  }
-
-  /** A cached statement without the fault hook (transaction control, rollback). */
-  private control(sql: string): Statement {
-    let s = this.stmts.get(sql);
-    if (!s) {
-      s = this.raw.prepare(sql);
-      this.stmts.set(sql, s);
-    }
-    return s;
   }
 
   /**
@@ -110,7 +100,7 @@ export class Db {
       return out;
     } finally {
       this.inTx = false;
-      if (!ok && this.raw.inTransaction) this.control('ROLLBACK').run();
+      if (!ok && this.raw.inTransaction) this.stmt('ROLLBACK').run();
       this.onTransaction?.(Number(process.hrtime.bigint() - started) / 1e9, ok);
     }
   }
@@ -151,15 +141,15 @@ export class Db {
     try {
       this.tx(() => {
         for (const item of items) {
-          this.control('SAVEPOINT group_item').run();
+          this.stmt('SAVEPOINT group_item').run();
           try {
             outcomes.push({ ok: true, value: item.fn() });
-            this.control('RELEASE group_item').run();
+            this.stmt('RELEASE group_item').run();
           } catch (err) {
             // A statement error that ended the transaction (I/O, disk full) takes the group with it.
             if (!this.raw.inTransaction) throw err;
-            this.control('ROLLBACK TO group_item').run();
-            this.control('RELEASE group_item').run();
+            this.stmt('ROLLBACK TO group_item').run();
+            this.stmt('RELEASE group_item').run();
             outcomes.push({ ok: false, err });
           }
         }

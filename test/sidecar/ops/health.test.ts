@@ -9,13 +9,13 @@ import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { startSidecar } from '../../helpers/sidecar.js';
+import { startFaultySidecar } from '../../helpers/store-faults.js';
 import { openSqliteStore } from '../../../sidecar/store/index.js';
 import type { SqliteStore } from '../../../sidecar/store/index.js';
 
 t.test('liveness and readiness', async (t) => {
-  const sc = await startSidecar();
+  const sc = await startFaultySidecar();
   t.teardown(() => sc.close());
-  const store = sc.app.ctx.store as SqliteStore;
 
   const live = await fetch(`${sc.url}/healthz`);
   t.equal(live.status, 200);
@@ -29,7 +29,7 @@ t.test('liveness and readiness', async (t) => {
   t.ok(Number.isInteger(body.schema_version) && body.schema_version >= 1, 'schema version reported');
 
   // The store fails: not ready (503), but still alive.
-  store.injectFault(() => { throw new Error('disk I/O error'); });
+  sc.faults.fail(/./);
   const down = await fetch(`${sc.url}/readyz`);
   t.equal(down.status, 503);
   t.same(await down.json(), { status: 'not_ready', reason: 'store_unavailable' });
@@ -38,7 +38,7 @@ t.test('liveness and readiness', async (t) => {
   t.equal(m.status, 200, 'metrics are still served while the store fails');
   await m.text();
 
-  store.injectFault(undefined);
+  sc.faults.clear();
   t.equal((await fetch(`${sc.url}/readyz`)).status, 200, 'ready again once the store answers');
 });
 

@@ -8,8 +8,8 @@
  */
 import { Writable } from 'node:stream';
 import t from 'tap';
-import { Client, present, specFlow, startSidecar } from '../../helpers/sidecar.js';
-import type { SqliteStore } from '../../../sidecar/store/index.js';
+import { Client, present, specFlow } from '../../helpers/sidecar.js';
+import { startFaultySidecar } from '../../helpers/store-faults.js';
 
 /** Collects everything written, split into lines. */
 class Capture extends Writable {
@@ -31,7 +31,7 @@ function leaves(v: unknown, out: (string | number)[] = []): (string | number)[] 
 
 t.test('logs are JSON with request ids and without secrets', async (t) => {
   const cap = new Capture();
-  const sc = await startSidecar({ logLevel: 'debug' }, { logStream: cap });
+  const sc = await startFaultySidecar({ logLevel: 'debug' }, { logStream: cap });
   t.teardown(() => sc.close());
 
   const secrets = new Map<string, string>();
@@ -77,10 +77,9 @@ t.test('logs are JSON with request ids and without secrets', async (t) => {
   t.equal(allow.body?.decision, 'allow');
   const bundle2 = await present(f);
   for (const sig of Object.values(bundle2.sig as Record<string, string>)) keep('proof signature', sig);
-  const store = sc.app.ctx.store as SqliteStore;
-  store.injectFault((sql) => { if (/^BEGIN/.test(sql)) throw new Error('SQLITE_IOERR: disk I/O error'); });
+  sc.faults.fail('proofs.commitDecision', { error: () => new Error('SQLITE_IOERR: disk I/O error') });
   const faulty = await f.platform.post('/v1/service/verify', { proof_bundle: bundle2, required_scope: 'data:read' });
-  store.injectFault(undefined);
+  sc.faults.clear();
   t.ok(faulty.status >= 500 || faulty.body?.decision === 'indeterminate', 'store fault fails closed');
 
   const codes = sc.mail.messages.map((m) => /sign-in code is (\d{6})/.exec(m.raw)?.[1]).filter((c): c is string => !!c);

@@ -7,25 +7,23 @@
  * not cached after it.
  */
 import t from 'tap';
-import { Client, expectError, onboard, startSidecar } from '../../helpers/sidecar.js';
-import type { TestSidecar } from '../../helpers/sidecar.js';
-import type { SqliteStore } from '../../../sidecar/store/index.js';
+import { Client, expectError, onboard } from '../../helpers/sidecar.js';
+import { startFaultySidecar } from '../../helpers/store-faults.js';
+import type { FaultySidecar } from '../../helpers/store-faults.js';
 import { API_KEY_LIFETIME_MS } from '../../../sidecar/routes/platforms.js';
 import { API_KEY_CACHE_TTL_MS, ApiKeyCache } from '../../../sidecar/auth/api-key.js';
 
-let sc: TestSidecar;
-t.before(async () => { sc = await startSidecar({}, { startWorkers: false }); });
+let sc: FaultySidecar;
+t.before(async () => { sc = await startFaultySidecar({}, { startWorkers: false }); });
 t.teardown(() => sc.close());
 
 const reg = { name: 'Cache platform', surface_type: 'agentic_api', default_allowed_scopes: ['data:read'] };
 
 /** Counts the API-key row reads while `fn` runs. */
 async function keyReads(fn: () => Promise<unknown>): Promise<number> {
-  const store = sc.app.ctx.store as SqliteStore;
-  let n = 0;
-  store.injectFault((sql) => { if (/^SELECT \* FROM api_keys/.test(sql)) n++; });
-  try { await fn(); } finally { store.injectFault(undefined); }
-  return n;
+  const spy = sc.faults.spy('platforms.getApiKeyByPrefix');
+  try { await fn(); } finally { sc.faults.clear(); }
+  return spy.hits;
 }
 
 t.test('a success is reused; a failure is not cached; clear() forces a read', async (t) => {

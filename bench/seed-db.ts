@@ -1,5 +1,5 @@
 /**
- * Benchmark seeding (used only by `bench/`, never by the sidecar): writes
+ * Benchmark seeding (bench code, never part of the sidecar): writes
  * synthetic audit rows, certificates + agents and outbox rows straight into a
  * sidecar's SQLite file while that sidecar is stopped, so the scaling runs
  * can measure the decision path against big tables and indexes.
@@ -7,8 +7,9 @@
  * Synthetic rows copy a real row (the bench's own certificate, agent and
  * delegation request) with fresh ids: they share one key pair, which is fine
  * because they only make the tables and indexes big; no proof is ever
- * verified against them. SQL lives here because only `sidecar/store/` may
- * hold SQL.
+ * verified against them. It writes the SQLite schema of
+ * `sidecar/store/sqlite/migrations.ts` directly, so a migration that changes
+ * these tables must change this file too (the bench smoke test runs it).
  */
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
@@ -43,10 +44,10 @@ export class BenchSeedDb {
   private readonly db: SqliteDatabase;
   private readonly live: boolean;
 
-  constructor(file: string, opts: { nativeBinding?: string; live?: boolean } = {}) {
+  constructor(file: string, opts: { live?: boolean } = {}) {
     this.live = opts.live === true;
     if (!fs.existsSync(file)) throw new TypeError(`no database file at ${file}`);
-    this.db = new Database(file, opts.nativeBinding ? { nativeBinding: opts.nativeBinding } : {});
+    this.db = new Database(file);
     this.db.pragma('busy_timeout = 10000');
     if (!opts.live) {
       // Seeding speed only (the sidecar is stopped; it reopens the file in WAL mode with its own

@@ -1,0 +1,140 @@
+/**
+ * Store contract, platforms part: createPlatform (atomic with its connection,
+ * key and event; the platform limit checked inside the transaction, also under
+ * concurrency), callbacks, connections, key rotation (grace only for the
+ * newest previous key; one active key after concurrent rotations), connection
+ * removal (once, with every side effect, or nothing), and agents.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Test } from 'tap';
+import type { ApiKeyRecord, ConnectionRecord, PlatformRecord } from '../../../sidecar/store/types.js';
+import type { OpenStore } from './contract.js';
+import { NOW, approved, count, ev, newPrefix, request, seed, storeFor, together, values } from './contract-fixtures.js';
+
+/** Runs the platforms part. */
+export async function platformsContract(t: Test, open: OpenStore): Promise<void> {
+  const s = await storeFor(t, open);
+
+  await t.test('createPlatform: atomic with its event; the limit holds under concurrency', async (t) => {
+    const x = await seed(s);
+    t.equal(await s.platforms.countPlatforms(x.accountId), 1);
+    t.same(await s.platforms.getPlatform(x.p.id), x.p, 'platform read back as written');
+    t.same(await s.platforms.getConnection(x.c.id), x.c);
+    t.same(await s.platforms.getApiKeyByPrefix(x.k.prefix), x.k);
+    const mk = (n: number): [PlatformRecord, ConnectionRecord, ApiKeyRecord] => {
+      const p = { ...x.p, id: randomUUID(), name: `p${n}`, createdAt: NOW + n };
+      const c = { ...x.c, id: randomUUID(), platformId: p.id, createdAt: NOW + n };
+      return [p, c, { ...x.k, id: randomUUID(), connectionId: c.id, prefix: newPrefix() }];
+    };
+    const results = values(t, await together(6, (i) => { const [p, c, k] = mk(i + 1); return s.platforms.createPlatform(p, c, k, ev(x.accountId, p.id, c.id, 'connection.created'), 3); }));
+    t.equal(count(results, true), 2, '6 concurrent creates with a limit of 3 (1 exists): exactly 2');
+    t.equal(await s.platforms.countPlatforms(x.accountId), 3);
+    t.equal((await s.outbox.listDeliveries({ accountId: x.accountId, limit: 50 })).length, 2, 'one event per created platform, none for refused ones');
+    t.same((await s.platforms.listPlatforms(x.accountId)).map((p) => p.createdAt), [...(await s.platforms.listPlatforms(x.accountId)).map((p) => p.createdAt)].sort((a, b) => a - b), 'listed oldest first');
+    t.equal((await s.platforms.listConnections(x.accountId)).length, 3);
+
+    // Fails late (the key prefix is taken): no platform, connection or event remains.
+    const [p, c, k] = mk(9);
+    await t.rejects(s.platforms.createPlatform(p, c, { ...k, prefix: x.k.prefix }, ev(x.accountId, p.id, c.id, 'connection.created'), 10));
+    t.equal(await s.platforms.getPlatform(p.id), undefined, 'no platform');
+    t.equal(await s.platforms.getConnection(c.id), undefined, 'no connection');
+    t.equal(await s.platforms.countPlatforms(x.accountId), 3);
+    t.equal((await s.outbox.listDeliveries({ accountId: x.accountId, limit: 50 })).length, 2, 'no event');
+  });
+
+  await t.test('callbacks: set (re-enables), disable once', async (t) => {
+    const x = await seed(s);
+    await s.platforms.setCallbackUrl(x.p.id, 'https://example.com/hook');
+    t.equal((await s.platforms.getPlatform(x.p.id))?.callbackUrl, 'https://example.com/hook');
+    await s.platforms.disableCallback(x.p.id, NOW + 5);
+    await s.platforms.disableCallback(x.p.id, NOW + 6);
+    t.equal((await s.platforms.getPlatform(x.p.id))?.callbackDisabledAt, NOW + 5, 'disabled once; the first time is kept');
+    await s.platforms.setCallbackUrl(x.p.id, 'https://example.com/new');
+    const p = await s.platforms.getPlatform(x.p.id);
+    t.same([p?.callbackUrl, p?.callbackDisabledAt], ['https://example.com/new', null], 'a new URL re-enables');
+    await s.platforms.setCallbackUrl(x.p.id, null);
+    t.equal((await s.platforms.getPlatform(x.p.id))?.callbackUrl, null);
+  });
+
+  await t.test('rotateApiKey: grace for the newest previous key only; atomic; one active key after a race', async (t) => {
+    const x = await seed(s);
+    const k2: ApiKeyRecord = { ...x.k, id: randomUUID(), prefix: newPrefix(), digest: 'b'.repeat(64) };
+    const prev = await s.platforms.rotateApiKey(x.c.id, k2, NOW + 5_000, (pp) => ev(x.accountId, x.p.id, x.c.id, `rotated:${pp}`));
+    t.same(prev, x.k, 'returns the previous key');
+    t.same(await s.platforms.getApiKeyByPrefix(x.k.prefix), { ...x.k, status: 'rotated', validUntil: NOW + 5_000 });
+    const k3: ApiKeyRecord = { ...x.k, id: randomUUID(), prefix: newPrefix() };
+    await s.platforms.rotateApiKey(x.c.id, k3, NOW + 6_000, (pp) => ev(x.accountId, x.p.id, x.c.id, `rotated:${pp}`));
+    t.equal((await s.platforms.getApiKeyByPrefix(x.k.prefix))?.validUntil, null, 'the older rotated key lost its grace');
+    t.same(await s.platforms.getApiKeyByPrefix(k2.prefix), { ...k2, status: 'rotated', validUntil: NOW + 6_000 });
+    t.equal((await s.platforms.getApiKeyByPrefix(k3.prefix))?.status, 'active');
+    const types = (await s.outbox.listDeliveries({ accountId: x.accountId, limit: 10 })).map((d) => d.eventType).sort();
+    t.same(types, [`rotated:${k2.prefix}`, `rotated:${x.k.prefix}`].sort(), 'one event each, built from the previous prefix');
+
+    // Fails late (the new prefix is taken): the active key stays, no event.
+    await t.rejects(s.platforms.rotateApiKey(x.c.id, { ...k3, id: randomUUID() }, null, () => ev(x.accountId, x.p.id, x.c.id, 'rotated:bad')));
+    t.equal((await s.platforms.getApiKeyByPrefix(k3.prefix))?.status, 'active', 'still active');
+    t.equal((await s.platforms.getApiKeyByPrefix(k2.prefix))?.validUntil, NOW + 6_000, 'grace unchanged');
+    t.equal((await s.outbox.listDeliveries({ accountId: x.accountId, limit: 10 })).length, 2, 'no event');
+
+    const y = await seed(s);
+    const next = Array.from({ length: 6 }, () => ({ ...y.k, id: randomUUID(), prefix: newPrefix() }));
+    const prevs = values(t, await together(6, (i) => s.platforms.rotateApiKey(y.c.id, next[i]!, null, (pp) => ev(y.accountId, y.p.id, y.c.id, `rotated:${pp}`))));
+    const statuses = await Promise.all([y.k, ...next].map(async (k) => (await s.platforms.getApiKeyByPrefix(k.prefix))?.status));
+    t.equal(count(statuses, 'active'), 1, '6 concurrent rotations: exactly one active key');
+    t.equal(count(statuses, 'rotated'), 6);
+    t.equal(new Set(prevs.map((p) => p?.prefix)).size, 6, 'each rotation replaced a different key (serialized)');
+  });
+
+  await t.test('removeConnection: every side effect once, or nothing', async (t) => {
+    const x = await seed(s);
+    const c1 = await approved(s, x);
+    const pending = request(x, NOW + 2);
+    await s.delegations.createRequest(pending);
+    // Fails late (an event id is taken): nothing changes.
+    const taken = ev(x.accountId, x.p.id, x.c.id, 'taken');
+    await s.platforms.setCallbackUrl(x.p.id, null);
+    await s.delegations.revokeCertificate((await approved(s, x, NOW + 3)).id, 'setup', NOW + 3, taken);
+    await t.rejects(s.platforms.removeConnection(x.c.id, NOW + 8, () => [{ ...taken }]));
+    t.equal((await s.platforms.getConnection(x.c.id))?.status, 'active', 'connection still active');
+    t.equal((await s.platforms.getApiKeyByPrefix(x.k.prefix))?.status, 'active', 'key still active');
+    t.equal((await s.delegations.getCertificate(c1.id))?.status, 'approved', 'certificate still approved');
+    t.equal((await s.delegations.getRequest(pending.id))?.state, 'pending', 'request still pending');
+
+    const outcomes = values(t, await together(4, (i) => s.platforms.removeConnection(x.c.id, NOW + 9 + i, (certs, denied) => [
+      ...certs.map((c) => ev(x.accountId, x.p.id, x.c.id, `revoked:${c.certId}`)),
+      ...denied.map((d) => ev(x.accountId, x.p.id, x.c.id, `denied:${d.requestId}`)),
+      ev(x.accountId, x.p.id, x.c.id, 'connection.removed'),
+    ])));
+    const winners = outcomes.filter((o) => o !== undefined);
+    t.equal(winners.length, 1, '4 concurrent removals: one');
+    t.same(winners[0], [{ certId: c1.id, agentId: x.agentId }], 'returns the certificates it revoked');
+    const conn = await s.platforms.getConnection(x.c.id);
+    t.equal(conn?.status, 'removed');
+    t.ok(conn?.removedAt !== null && conn!.removedAt >= NOW + 9);
+    t.same(await s.platforms.getApiKeyByPrefix(x.k.prefix), { ...x.k, status: 'removed', validUntil: null });
+    const rc = await s.delegations.getCertificate(c1.id);
+    t.same([rc?.status, rc?.revokeReason], ['revoked', 'connection_removed']);
+    t.equal((await s.delegations.getRequest(pending.id))?.state, 'denied');
+    t.equal(await s.delegations.activeCertificateForAgent(x.agentId), undefined);
+    const types = (await s.outbox.listDeliveries({ accountId: x.accountId, limit: 10 })).map((d) => d.eventType).sort();
+    t.same(types, ['connection.removed', `denied:${pending.id}`, `revoked:${c1.id}`, 'taken'].sort());
+    t.ok((await s.delegations.revokedCertificateIds()).includes(c1.id));
+    t.equal(await s.platforms.rotateApiKey(x.c.id, { ...x.k, id: randomUUID(), prefix: newPrefix() }, null, () => ev(x.accountId, x.p.id, x.c.id, 'x')), undefined, 'no rotation after removal');
+  });
+
+  await t.test('agents: created, read, listed by account and by connection', async (t) => {
+    const x = await seed(s);
+    const a = await s.platforms.getAgent(x.agentId);
+    t.same(a && { ...a, secretEnc: Array.from(a.secretEnc) }, {
+      id: x.agentId, connectionId: x.c.id, accountId: x.accountId, name: 'agent', agentType: 'api_agent', custodyMode: 'custodial',
+      publicKey: '{"pk":1}', secretEnc: [7, 7, 7], createdAt: NOW,
+    });
+    const second = { ...a!, id: randomUUID(), name: 'second', createdAt: NOW + 1 };
+    await s.platforms.createAgent(second);
+    await t.rejects(s.platforms.createAgent(second), 'a duplicate id is refused');
+    t.same((await s.platforms.listAgents({ connectionId: x.c.id })).map((g) => g.id), [x.agentId, second.id], 'by connection, oldest first');
+    t.same((await s.platforms.listAgents({ accountId: x.accountId })).map((g) => g.id), [x.agentId, second.id], 'by account');
+    t.same(await s.platforms.listAgents({ accountId: randomUUID() }), []);
+    t.equal(await s.platforms.getAgent(randomUUID()), undefined);
+  });
+}
