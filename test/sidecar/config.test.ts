@@ -146,7 +146,7 @@ t.test('unknown SIDECAR_* variables are refused, naming the variable', async (t)
   for (const v of ENV_VARS) t.doesNotThrow(() => loadConfig({ [v]: '' }), `${v} is known (empty = default)`);
 });
 
-t.test('removed crypto settings are refused with what to do instead', async (t) => {
+t.test('removed settings are refused with what to do instead', async (t) => {
   for (const v of ['SIDECAR_CRYPTO_INLINE_WHEN_IDLE', 'SIDECAR_CRYPTO_INLINE_WHEN_SHARED']) {
     t.notOk((ENV_VARS as readonly string[]).includes(v), `${v} is no setting`);
     for (const value of ['0', '1', '']) {
@@ -154,7 +154,8 @@ t.test('removed crypto settings are refused with what to do instead', async (t) 
       t.throws(() => loadConfig({ [v]: value }), /removed: .*SIDECAR_CRYPTO_WORKERS=0/, `${v}=${value}: says it was removed and what replaces it`);
     }
   }
-  t.same(Object.keys(REMOVED_ENV_VARS).sort(), ['SIDECAR_CRYPTO_INLINE_WHEN_IDLE', 'SIDECAR_CRYPTO_INLINE_WHEN_SHARED']);
+  t.throws(() => loadConfig({ SIDECAR_SQLITE_BINDING: '/x.node' }), /SIDECAR_SQLITE_BINDING.*removed: it only served the benchmark/, 'the benchmark-only binding setting is gone');
+  t.same(Object.keys(REMOVED_ENV_VARS).sort(), ['SIDECAR_CRYPTO_INLINE_WHEN_IDLE', 'SIDECAR_CRYPTO_INLINE_WHEN_SHARED', 'SIDECAR_SQLITE_BINDING']);
 });
 
 t.test('production without a master key is refused', async (t) => {
