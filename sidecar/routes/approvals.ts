@@ -16,7 +16,7 @@ import type { ServiceContext } from '../context.js';
 import type { ApprovalRecord, ApprovalState } from '../store/types.js';
 import { approvalAction, approvalChange } from '../approvals/records.js';
 import { expireApprovals } from '../approvals/expiry.js';
-import { TEXT_RULES, iso, parsePage, requireText } from '../http/resources.js';
+import { NoBody, TEXT_RULES, iso, parsePage, requireText } from '../http/resources.js';
 
 /** Approval page sizes. */
 export const APPROVAL_LIMITS = { default: 25, max: 200 } as const;
@@ -99,7 +99,7 @@ export async function registerApprovalRoutes(app: FastifyInstance, ctx: ServiceC
     return approvalView(await ownedApproval(ctx, request.session!.accountId, (request.params as { approval_id: string }).approval_id));
   });
 
-  app.post('/v1/service/approvals/:approval_id/approve', { schema: { params: IdParam, tags: ['approvals'] }, config: { auth: 'session_csrf' } }, async (request) => {
+  app.post('/v1/service/approvals/:approval_id/approve', { schema: { params: IdParam, body: NoBody, tags: ['approvals'] }, config: { auth: 'session_csrf' } }, async (request) => {
     const a = await ownedApproval(ctx, request.session!.accountId, (request.params as { approval_id: string }).approval_id);
     return approvalView(await decide(ctx, a, 'granted', null));
   });
