@@ -44,6 +44,8 @@ export interface SidecarConfig {
   cryptoInlineWhenShared: boolean;
   /** A separate listener for `GET /metrics` (then not served on the main port); null = the main port. */
   metricsListen: { host: string; port: number } | null;
+  /** Serve the account holder's console at `/console/` (`SIDECAR_CONSOLE`, default on; off for verify-only sidecars). */
+  consoleEnabled: boolean;
 }
 
 /** Defaults, as named constants. */
@@ -80,7 +82,7 @@ export const ENV_VARS = [
   'SIDECAR_SEND_CODE_PER_MINUTE', 'SIDECAR_LOG_LEVEL', 'SIDECAR_BODY_LIMIT_BYTES', 'SIDECAR_TRUST_PROXY',
   'SIDECAR_AUDIT_RETENTION_DAYS', 'SIDECAR_CHALLENGE_RETENTION_HOURS', 'SIDECAR_SHUTDOWN_TIMEOUT_MS',
   'SIDECAR_SQLITE_BINDING', 'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_CRYPTO_INLINE_WHEN_IDLE',
-  'SIDECAR_CRYPTO_INLINE_WHEN_SHARED', 'SIDECAR_METRICS_LISTEN',
+  'SIDECAR_CRYPTO_INLINE_WHEN_SHARED', 'SIDECAR_METRICS_LISTEN', 'SIDECAR_CONSOLE',
 ] as const;
 
 /** Micro-dollars per dollar: money is integer micro-units, never floats. */
@@ -203,6 +205,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     cryptoInlineWhenIdle: flag(env, 'SIDECAR_CRYPTO_INLINE_WHEN_IDLE', true),
     cryptoInlineWhenShared: flag(env, 'SIDECAR_CRYPTO_INLINE_WHEN_SHARED', true),
     metricsListen: metricsListen(env.SIDECAR_METRICS_LISTEN, host, port),
+    consoleEnabled: flag(env, 'SIDECAR_CONSOLE', true),
   };
 }
 
