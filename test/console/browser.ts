@@ -48,9 +48,7 @@ export async function launch(o: { clock?: boolean } = {}): Promise<Browser> {
     // A refused API call logs "Failed to load resource" (a 4xx the test causes on purpose); anything else is a problem.
     if (m.type() === 'error' && !/Failed to load resource/.test(m.text())) problems.push(`console: ${m.text()}`);
   });
-  await page.addInitScript(() => {
-    document.addEventListener('securitypolicyviolation', (e) => console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`));
-  });
+  await page.addInitScript({ content: "document.addEventListener('securitypolicyviolation', (e) => console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`));" });
   if (o.clock) await page.clock.install();
   return {
     context, page, problems,
@@ -66,7 +64,7 @@ export async function axeViolations(page: Page): Promise<string[]> {
   await page.evaluate(AXE_SOURCE);
   const result = await page.evaluate(async () => {
     const axe = (globalThis as unknown as { axe: { run: (ctx: unknown, o: unknown) => Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: unknown }[] }[] }> } }).axe;
-    const r = await axe.run(document, { resultTypes: ['violations'] });
+    const r = await axe.run((globalThis as any).document, { resultTypes: ['violations'] }); // eslint-disable-line @typescript-eslint/no-explicit-any
     return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => JSON.stringify(n.target)).slice(0, 3) }));
   });
   return result.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.impact} ${v.id}: ${v.help} at ${v.targets.join(', ')}`);
@@ -81,9 +79,9 @@ export async function screenshot(page: Page, name: string): Promise<void> {
 /** A short description of the focused element (for messages). */
 export function focused(page: Page): Promise<string> {
   return page.evaluate(() => {
-    const a = document.activeElement as HTMLElement | null;
+    const a = (globalThis as any).document.activeElement; // eslint-disable-line @typescript-eslint/no-explicit-any
     if (!a) return '(none)';
-    return `${a.tagName.toLowerCase()}${a.id ? `#${a.id}` : ''} "${(a.getAttribute('aria-label') ?? a.textContent ?? (a as HTMLInputElement).value ?? '').trim().slice(0, 60)}"`;
+    return `${String(a.tagName).toLowerCase()}${a.id ? `#${a.id}` : ''} "${String(a.getAttribute('aria-label') ?? a.textContent ?? a.value ?? '').trim().slice(0, 60)}"`;
   });
 }
 
@@ -94,7 +92,8 @@ export function focused(page: Page): Promise<string> {
 export async function tabTo(page: Page, selector: string, o: { max?: number; back?: boolean } = {}): Promise<void> {
   const max = o.max ?? 80;
   for (let i = 0; i <= max; i++) {
-    if (await page.evaluate((s) => { const el = document.querySelector(s); return !!el && el === document.activeElement; }, selector)) return;
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    if (await page.evaluate((s) => { const d = (globalThis as any).document; const el = d.querySelector(s); return !!el && el === d.activeElement; }, selector)) return;
     await page.keyboard.press(o.back ? 'Shift+Tab' : 'Tab');
   }
   throw new Error(`the keyboard did not reach ${selector} in ${max} Tab presses (focus is on ${await focused(page)})`);
