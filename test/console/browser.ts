@@ -92,8 +92,9 @@ export function focused(page: Page): Promise<string> {
 export async function tabTo(page: Page, selector: string, o: { max?: number; back?: boolean } = {}): Promise<void> {
   const max = o.max ?? 80;
   for (let i = 0; i <= max; i++) {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    if (await page.evaluate((s) => { const d = (globalThis as any).document; const el = d.querySelector(s); return !!el && el === d.activeElement; }, selector)) return;
+    // A Playwright selector (CSS plus :text-is() and the like); the first match counts.
+    const on = await page.locator(selector).first().evaluate((el) => el === (el.ownerDocument as { activeElement: unknown }).activeElement).catch(() => false);
+    if (on) return;
     await page.keyboard.press(o.back ? 'Shift+Tab' : 'Tab');
   }
   throw new Error(`the keyboard did not reach ${selector} in ${max} Tab presses (focus is on ${await focused(page)})`);

@@ -74,7 +74,7 @@ const methods: ConstraintKind<string[]> = {
   Editor: (p) => (
     <div class="row wrap">
       {METHODS.map((m) => (
-        <label key={m} class="inline"><input type="checkbox" checked={p.state.includes(m)}
+        <label key={m} class="inline"><input type="checkbox" id={`${p.id}-${m}`} checked={p.state.includes(m)}
           onChange={(e) => p.onChange((e.target as HTMLInputElement).checked ? [...p.state, m] : p.state.filter((x) => x !== m))} /> {m}</label>
       ))}
     </div>
@@ -104,7 +104,7 @@ const timeWindow: ConstraintKind<{ start: string; end: string; days: string[] }>
       </div>
       <div class="row wrap" role="group" aria-label="Days (none = every day)">
         {DAYS.map((d) => (
-          <label key={d} class="inline"><input type="checkbox" checked={p.state.days.includes(d)}
+          <label key={d} class="inline"><input type="checkbox" id={`${p.id}-${d}`} checked={p.state.days.includes(d)}
             onChange={(e) => p.onChange({ ...p.state, days: (e.target as HTMLInputElement).checked ? [...p.state.days, d] : p.state.days.filter((x) => x !== d) })} /> {DAY_NAMES[d]}</label>
         ))}
       </div>

@@ -9,14 +9,13 @@
 import type { JSX } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api.js';
+import { AUDIT_POLL_MS } from '../constants.js';
 import { navigate } from '../router.js';
 import type { Route } from '../router.js';
 import { ErrorText, PageTitle, StatusText, useLoad } from '../ui/common.js';
 import { fromLocalInput, plural, shortId, when } from '../ui/format.js';
 import type { Agent, AuditEvent } from '../types.js';
 
-/** How often the newest events are polled. */
-export const AUDIT_POLL_MS = 5000;
 /** Matching events shown per step, and API pages scanned at most per step. */
 const PAGE = 25;
 const MAX_SCAN = 10;

@@ -54,7 +54,7 @@ export function RegisterForm(p: { onRegistered: (r: Registration) => void }): JS
         <div class="scopes">
           {Object.entries(CANONICAL_SCOPES).map(([s, info]) => (
             <label key={s} class="inline">
-              <input type="checkbox" checked={scopes.includes(s)}
+              <input type="checkbox" value={s} checked={scopes.includes(s)}
                 onChange={(e) => setScopes((e.target as HTMLInputElement).checked ? [...scopes, s] : scopes.filter((x) => x !== s))} />
               {' '}<code>{s}</code>{info.sensitive ? <span class="badge warn">sensitive</span> : null}
               <span class="hint"> {info.description}</span>
