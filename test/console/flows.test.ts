@@ -33,7 +33,8 @@ t.test('sign in, onboard, register, approve, revoke, audit — keyboard only', a
     req.on('end', () => { hooks.push(body); res.writeHead(200).end('ok'); });
   });
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
-  const sc = await startSidecar({ cryptoWorkers: 0 }, { webhook: { pollIntervalMs: 200 } });
+  // The default Secure cookies (as `npm start` sets them): browsers accept them from http://127.0.0.1.
+  const sc = await startSidecar({ cryptoWorkers: 0, insecureCookies: false }, { webhook: { pollIntervalMs: 200 } });
   const b = await launch({ clock: true });
   t.teardown(async () => {
     await b.close();
