@@ -79,7 +79,7 @@ export const SECURITY_OVERRIDES: Readonly<Record<string, AuthMode>> = {
 };
 
 /** Routes left out of the document on purpose (operational, not part of the API). */
-export const HIDDEN_ROUTES = ['/metrics', '/openapi.json', '/console', '/console/*'] as const;
+export const HIDDEN_ROUTES = ['/metrics', '/openapi.json', '/console', '/console/', '/console/*'] as const;
 
 /** The `security` of one route, from its method, URL and `config.auth`. */
 export function securityFor(method: string, url: string, auth: AuthMode | undefined): Record<string, string[]>[] {

@@ -18,7 +18,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import crypto from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorBody } from '../../src/errors.js';
 import type { ServiceContext } from '../context.js';
 
@@ -113,7 +113,7 @@ function send(reply: FastifyReply, a: ConsoleAsset, acceptEncoding: string | und
 }
 
 /**
- * Registers `/console` (a redirect to `/console/`) and `/console/*`, unless
+ * Registers `/console` (a redirect to `/console/`), `/console/` and `/console/*`, unless
  * `SIDECAR_CONSOLE=0`. `dir` is the built console (default {@link defaultConsoleDir}).
  */
 export async function registerConsoleRoutes(app: FastifyInstance, ctx: ServiceContext, dir: string | null = defaultConsoleDir()): Promise<void> {
@@ -127,12 +127,12 @@ export async function registerConsoleRoutes(app: FastifyInstance, ctx: ServiceCo
     return reply.headers(CONSOLE_HEADERS).redirect(CONSOLE_PATH + (q >= 0 ? request.url.slice(q) : ''), 308);
   });
 
-  app.get('/console/*', route, async (request, reply) => {
+  const serve = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
     if (!assets) {
       return reply.code(503).headers(CONSOLE_HEADERS).type('application/json; charset=utf-8')
         .send(errorBody('service_unavailable', 'The console is not built on this sidecar; run `npm run build`.'));
     }
-    const rel = (request.params as { '*': string })['*'];
+    const rel = (request.params as { '*'?: string })['*'] ?? '';
     const enc = request.headers['accept-encoding'];
     const inm = request.headers['if-none-match'];
     const file = assets.get(rel);
@@ -143,5 +143,8 @@ export async function registerConsoleRoutes(app: FastifyInstance, ctx: ServiceCo
         .send(errorBody('route_not_found', `No console file ${CONSOLE_PATH}${rel.slice(0, 200)}.`));
     }
     return send(reply, assets.get('index.html')!, enc, inm);
-  });
+  };
+  // `/console/` on its own as well: the same answer as `/console/*` with an empty rest.
+  app.get(CONSOLE_PATH, route, serve);
+  app.get(`${CONSOLE_PATH}*`, route, serve);
 }
