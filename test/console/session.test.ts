@@ -21,15 +21,16 @@ t.test('refresh before expiry, expiry and return, CSRF failure', async (t) => {
   const csrf = async (): Promise<string | undefined> => (await context.cookies(sc.url)).find((c) => c.name === 'service_csrf')?.value;
 
   await page.goto(`${sc.url}/console/platform`);
+  await page.waitForURL(/sign-in\?next=%2Fplatform$/);
   await page.getByRole('heading', { name: 'Sign in to agent-authz' }).waitFor();
-  t.match(page.url(), /sign-in\?next=%2Fplatform$/);
   await signIn(page, sc, 'grace@example.com');
   await page.getByLabel('First name').fill('Grace');
   await page.getByLabel('Last name').fill('Hopper');
   await page.getByRole('button', { name: 'Continue' }).click();
   await page.getByRole('button', { name: 'Finish' }).click();
+  await page.waitForURL(/\/console\/platform$/);
   await page.getByRole('heading', { level: 1, name: 'Platform' }).waitFor();
-  t.match(page.url(), /\/console\/platform$/, 'after onboarding: the page asked for at first');
+  t.pass('after onboarding: the page asked for at first');
   const reg = await page.request.post(`${sc.url}/v1/service/platforms/personal`, {
     headers: { 'x-service-csrf': (await csrf())! },
     data: { name: 'Hopper API', surface_type: 'agentic_api', default_allowed_scopes: ['data:read'] },
@@ -57,14 +58,15 @@ t.test('refresh before expiry, expiry and return, CSRF failure', async (t) => {
   sc.clock.advance(16 * MIN);
   await tabTo(page, 'nav a[href="/console/audit"]');
   await page.keyboard.press('Enter');
+  await page.waitForURL(/\/console\/sign-in\?next=%2Faudit$/);
   await page.getByRole('heading', { name: 'Sign in to agent-authz' }).waitFor();
-  t.match(page.url(), /\/console\/sign-in\?next=%2Faudit$/);
   t.match(await page.locator('.notice').textContent(), /Your session has expired\. Sign in again to return to the page you were on\./);
   t.same(await axeViolations(page), [], 'session expired: no serious or critical accessibility violation');
   await screenshot(page, 'session-expired');
   await signIn(page, sc, 'grace@example.com');
+  await page.waitForURL(/\/console\/audit$/);
   await page.getByRole('heading', { level: 1, name: 'Audit' }).waitFor();
-  t.match(page.url(), /\/console\/audit$/, 'back on the page the user was on');
+  t.pass('back on the page the user was on');
 
   // A CSRF refusal is an error message on the page, not a blank page.
   await page.getByRole('link', { name: 'Platform' }).click();
