@@ -91,10 +91,11 @@ export function focused(page: Page): Promise<string> {
  */
 export async function tabTo(page: Page, selector: string, o: { max?: number; back?: boolean } = {}): Promise<void> {
   const max = o.max ?? 80;
+  const target = page.locator(selector).first();
+  await target.waitFor({ state: 'attached', timeout: 10_000 });
   for (let i = 0; i <= max; i++) {
     // A Playwright selector (CSS plus :text-is() and the like); the first match counts.
-    const on = await page.locator(selector).first().evaluate((el) => el === (el.ownerDocument as { activeElement: unknown }).activeElement).catch(() => false);
-    if (on) return;
+    if (await target.evaluate((el) => el === (el.ownerDocument as { activeElement: unknown }).activeElement, undefined, { timeout: 2000 })) return;
     await page.keyboard.press(o.back ? 'Shift+Tab' : 'Tab');
   }
   throw new Error(`the keyboard did not reach ${selector} in ${max} Tab presses (focus is on ${await focused(page)})`);

@@ -50,9 +50,12 @@ t.test('refresh before expiry, expiry and return, CSRF failure', async (t) => {
   sc.clock.advance(10 * MIN);
   await page.getByLabel('Callback URL (https; empty = no webhooks)').fill('http://127.0.0.1:9/hooks');
   const put = page.waitForRequest((r) => r.method() === 'PUT');
+  // The page re-reads the platform after saving; that must finish before the session runs out.
+  const reread = Promise.all(['/v1/service/platforms', '/v1/service/connections'].map((p) => page.waitForResponse((r) => r.url().endsWith(p))));
   await page.getByRole('button', { name: 'Save callback address' }).click();
   t.equal((await put).headers()['x-service-csrf'], after, 'the next change sends the new token');
   await page.getByText('Callback address saved.').waitFor();
+  await reread;
 
   // The session runs out (no refresh in time): the next call returns to sign-in, then back here.
   sc.clock.advance(16 * MIN);
