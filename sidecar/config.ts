@@ -38,6 +38,8 @@ export interface SidecarConfig {
   cryptoWorkers: number;
   /** A separate listener for `GET /metrics` (then not served on the main port); null = the main port. */
   metricsListen: { host: string; port: number } | null;
+  /** Serve the account holder's console at `/console/` (`SIDECAR_CONSOLE`, default on; off for verify-only sidecars). */
+  consoleEnabled: boolean;
 }
 
 /** Defaults, as named constants. */
@@ -78,7 +80,7 @@ export const ENV_VARS = [
   'SIDECAR_CHALLENGE_TTL_SECONDS', 'SIDECAR_PROOF_FRESHNESS_SECONDS', 'SIDECAR_API_KEY_GRACE_SECONDS',
   'SIDECAR_SEND_CODE_PER_MINUTE', 'SIDECAR_LOG_LEVEL', 'SIDECAR_BODY_LIMIT_BYTES', 'SIDECAR_TRUST_PROXY',
   'SIDECAR_AUDIT_RETENTION_DAYS', 'SIDECAR_CHALLENGE_RETENTION_HOURS', 'SIDECAR_SHUTDOWN_TIMEOUT_MS',
-  'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_METRICS_LISTEN',
+  'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_METRICS_LISTEN', 'SIDECAR_CONSOLE',
 ] as const;
 
 /**
@@ -208,7 +210,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     challengeRetentionHours: int(env, 'SIDECAR_CHALLENGE_RETENTION_HOURS', DEFAULTS.challengeRetentionHours, 1, 8760),
     shutdownTimeoutMs: int(env, 'SIDECAR_SHUTDOWN_TIMEOUT_MS', DEFAULTS.shutdownTimeoutMs, 100, 600_000),
     cryptoWorkers: int(env, 'SIDECAR_CRYPTO_WORKERS', defaultCryptoWorkers(), 0, MAX_CRYPTO_WORKERS),
-      metricsListen: metricsListen(env.SIDECAR_METRICS_LISTEN, host, port),
+    metricsListen: metricsListen(env.SIDECAR_METRICS_LISTEN, host, port),
+    consoleEnabled: flag(env, 'SIDECAR_CONSOLE', true),
   };
 }
 

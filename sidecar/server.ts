@@ -33,6 +33,7 @@ import { registerProofRoutes } from './routes/proofs.js';
 import { registerVerifyRoutes } from './routes/verify.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { registerWebhookRoutes } from './routes/webhooks.js';
+import { registerConsoleRoutes } from './routes/console.js';
 import { buildMetricsServer, registerHealthRoutes } from './routes/health.js';
 import { WebhookWorker } from './webhooks/worker.js';
 import { LOG_REDACT_PATHS } from './log.js';
@@ -190,6 +191,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   await registerVerifyRoutes(app, ctx);
   await registerAuditRoutes(app, ctx);
   await registerWebhookRoutes(app, ctx);
+  await registerConsoleRoutes(app, ctx);
 
   let retention: NodeJS.Timeout | undefined;
   if (opts.startWorkers !== false) {
