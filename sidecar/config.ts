@@ -42,6 +42,8 @@ export interface SidecarConfig {
   approvalTtlSeconds: number;
   /** Every proof must be operation-bound (deny `operation_unbound` otherwise), whatever its certificate says. */
   requireBoundOperation: boolean;
+  /** Serve the account holder's console at `/console/` (`SIDECAR_CONSOLE`, default on; off for verify-only sidecars). */
+  consoleEnabled: boolean;
 }
 
 /** Defaults, as named constants. */
@@ -83,7 +85,8 @@ export const ENV_VARS = [
   'SIDECAR_CHALLENGE_TTL_SECONDS', 'SIDECAR_PROOF_FRESHNESS_SECONDS', 'SIDECAR_API_KEY_GRACE_SECONDS',
   'SIDECAR_SEND_CODE_PER_MINUTE', 'SIDECAR_LOG_LEVEL', 'SIDECAR_BODY_LIMIT_BYTES', 'SIDECAR_TRUST_PROXY',
   'SIDECAR_AUDIT_RETENTION_DAYS', 'SIDECAR_CHALLENGE_RETENTION_HOURS', 'SIDECAR_SHUTDOWN_TIMEOUT_MS',
-  'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_METRICS_LISTEN', 'SIDECAR_APPROVAL_TTL_SECONDS', 'SIDECAR_REQUIRE_BOUND_OPERATION',
+  'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_METRICS_LISTEN', 'SIDECAR_CONSOLE', 'SIDECAR_APPROVAL_TTL_SECONDS',
+  'SIDECAR_REQUIRE_BOUND_OPERATION',
 ] as const;
 
 /**
@@ -216,6 +219,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     metricsListen: metricsListen(env.SIDECAR_METRICS_LISTEN, host, port),
     approvalTtlSeconds: int(env, 'SIDECAR_APPROVAL_TTL_SECONDS', DEFAULTS.approvalTtlSeconds, 30, 86_400),
     requireBoundOperation: flag(env, 'SIDECAR_REQUIRE_BOUND_OPERATION'),
+    consoleEnabled: flag(env, 'SIDECAR_CONSOLE', true),
   };
 }
 

@@ -102,7 +102,7 @@ export const SECURITY_OVERRIDES: Readonly<Record<string, AuthMode>> = {
 };
 
 /** Routes left out of the document on purpose (operational, not part of the JSON API). */
-export const HIDDEN_ROUTES = ['GET /metrics', 'GET /openapi.json'] as const;
+export const HIDDEN_ROUTES = ['GET /metrics', 'GET /openapi.json', 'GET /console', 'GET /console/', 'GET /console/*'] as const;
 
 /** The authentication mode of one route, from its method, URL and `config.auth`. */
 export function authModeOf(method: string, url: string, auth: AuthMode | undefined): AuthMode {

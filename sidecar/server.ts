@@ -36,6 +36,7 @@ import { registerWebhookRoutes } from './routes/webhooks.js';
 import { registerApprovalRoutes } from './routes/approvals.js';
 import { registerLimitRoutes } from './routes/limits.js';
 import { startApprovalExpiry } from './approvals/expiry.js';
+import { registerConsoleRoutes } from './routes/console.js';
 import { buildMetricsServer, registerHealthRoutes } from './routes/health.js';
 import { WebhookWorker } from './webhooks/worker.js';
 import { LOG_REDACT_PATHS } from './log.js';
@@ -195,6 +196,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   await registerWebhookRoutes(app, ctx);
   await registerApprovalRoutes(app, ctx);
   await registerLimitRoutes(app, ctx);
+  await registerConsoleRoutes(app, ctx);
 
   let retention: NodeJS.Timeout | undefined;
   let stopApprovalExpiry: (() => void) | undefined;

@@ -1,0 +1,111 @@
+/**
+ * Delegation requests: the list (pending first), a self-request for one of
+ * your agents, and the review page of one request, where you approve a subset
+ * of the requested scopes with an optional expiry and constraints, or deny.
+ */
+import type { JSX } from 'preact';
+import { useState } from 'preact/hooks';
+import { api } from '../api.js';
+import { Link, navigate } from '../router.js';
+import type { Route } from '../router.js';
+import { ErrorText, PageTitle, useLoad } from '../ui/common.js';
+import { shortId, when } from '../ui/format.js';
+import type { Agent, Connection, DelegationRequest } from '../types.js';
+import { ApproveForm } from './approve.js';
+
+const ORDER = { pending: 0, approved: 1, denied: 2 } as const;
+
+/** The list of requests. */
+export function RequestsPage(): JSX.Element {
+  const d = useLoad(async () => {
+    const [r, a, c] = await Promise.all([
+      api<{ requests: DelegationRequest[] }>('GET', '/v1/service/delegations/requests'),
+      api<{ agents: Agent[] }>('GET', '/v1/service/agents'),
+      api<{ connections: Connection[] }>('GET', '/v1/service/connections'),
+    ]);
+    return { requests: r.requests, agents: a.agents, connections: c.connections.filter((x) => x.status === 'active') };
+  });
+  const [agentId, setAgentId] = useState('');
+  const [error, setError] = useState<unknown>(null);
+  const name = (id: string): string => d.data?.agents.find((a) => a.agent_id === id)?.name ?? shortId(id);
+
+  const selfRequest = async (e: Event): Promise<void> => {
+    e.preventDefault();
+    setError(null);
+    const agent = d.data!.agents.find((a) => a.agent_id === agentId) ?? d.data!.agents[0];
+    try {
+      const r = await api<DelegationRequest>('POST', '/v1/service/delegations/self-request', {
+        connection_id: agent?.connection_id ?? d.data!.connections[0]?.connection_id ?? '', ...(agent ? { agent_id: agent.agent_id } : {}),
+      });
+      navigate(`/requests/${r.request_id}`);
+    } catch (err) { setError(err); }
+  };
+
+  const sorted = [...(d.data?.requests ?? [])].sort((a, b) => ORDER[a.state] - ORDER[b.state] || b.created_at.localeCompare(a.created_at));
+  return (
+    <section>
+      <PageTitle>Delegation requests</PageTitle>
+      <ErrorText error={d.error} />
+      {d.data && d.data.connections.length > 0 && (
+        <form class="panel row wrap" onSubmit={selfRequest} noValidate>
+          <label for="sr-agent">Ask for a delegation for</label>
+          <select id="sr-agent" value={agentId} onChange={(e) => setAgentId((e.target as HTMLSelectElement).value)}>
+            {d.data.agents.length === 0 && <option value="">(no agents yet)</option>}
+            {d.data.agents.map((a) => <option key={a.agent_id} value={a.agent_id}>{a.name} ({shortId(a.agent_id)})</option>)}
+          </select>
+          <button type="submit">Create request</button>
+          <ErrorText error={error} />
+        </form>
+      )}
+      {d.data && (sorted.length === 0 ? <p>No requests yet.</p> : (
+        <table>
+          <caption>{sorted.filter((r) => r.state === 'pending').length} pending of {sorted.length}</caption>
+          <thead><tr><th scope="col">State</th><th scope="col">Agent</th><th scope="col">Requested scopes</th><th scope="col">Created</th><th scope="col"><span class="sr-only">Action</span></th></tr></thead>
+          <tbody>
+            {sorted.map((r) => (
+              <tr key={r.request_id}>
+                <td><span class={`badge ${r.state}`}>{r.state}</span></td>
+                <td>{name(r.agent_id)}</td>
+                <td>{r.requested_scope.join(', ')}</td>
+                <td>{when(r.created_at)}</td>
+                <td><Link href={`/requests/${r.request_id}`}>{r.state === 'pending' ? 'Review' : 'View'}<span class="sr-only"> request {shortId(r.request_id)} from {name(r.agent_id)}</span></Link></td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ))}
+    </section>
+  );
+}
+
+/** One request: its facts, and approve or deny while it is pending. */
+export function RequestPage(p: { route: Route }): JSX.Element {
+  const id = decodeURIComponent(p.route.path.split('/')[2] ?? '');
+  const d = useLoad(async () => {
+    const [r, a] = await Promise.all([
+      api<DelegationRequest>('GET', `/v1/service/delegations/requests/${encodeURIComponent(id)}`),
+      api<{ agents: Agent[] }>('GET', '/v1/service/agents'),
+    ]);
+    return { request: r, agent: a.agents.find((x) => x.agent_id === r.agent_id) ?? null };
+  }, [id]);
+  const [done, setDone] = useState<string | null>(null);
+  if (!d.data) return <section><PageTitle>Delegation request</PageTitle>{d.error ? <ErrorText error={d.error} /> : <p role="status">Loading…</p>}</section>;
+  const { request: r, agent } = d.data;
+  return (
+    <section>
+      <PageTitle>Delegation request from {agent?.name ?? shortId(r.agent_id)}</PageTitle>
+      <p><Link href="/requests">← All requests</Link></p>
+      <dl class="facts">
+        <dt>State</dt><dd><span class={`badge ${r.state}`}>{r.state}</span></dd>
+        <dt>Agent</dt><dd>{agent?.name ?? '—'} <span class="mono">{r.agent_id}</span></dd>
+        <dt>Connection</dt><dd class="mono">{r.connection_id}</dd>
+        <dt>Requested scopes</dt><dd>{r.requested_scope.join(', ')}</dd>
+        <dt>Created</dt><dd>{when(r.created_at)}</dd>
+        {r.decided_at && <><dt>Decided</dt><dd>{when(r.decided_at)}</dd></>}
+        {r.cert_id && <><dt>Certificate</dt><dd><Link href="/certificates" class="mono">{r.cert_id}</Link></dd></>}
+      </dl>
+      {done && <p class="success" role="status">{done}</p>}
+      {r.state === 'pending' && <ApproveForm request={r} onDecided={(msg) => { setDone(msg); d.reload(); }} />}
+    </section>
+  );
+}

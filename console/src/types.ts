@@ -1,0 +1,51 @@
+/**
+ * The shapes of the `/v1` answers the console reads (docs/api.md).
+ */
+
+/** A platform (no secrets). */
+export interface Platform {
+  platform_id: string; connection_id: string | null; name: string; description: string; surface_type: string;
+  publish_state: string; default_allowed_scopes: string[]; callback_url: string | null; callback_disabled_at: string | null;
+  expires_at: string | null; created_at: string;
+}
+/** The answer of a registration: the platform's three secrets, shown once. */
+export interface Registration {
+  api_key: string; api_key_prefix: string; connection_id: string; platform_id: string; name: string; expires_at: string;
+  signing_secret: string; webhook_signing_secret: string;
+}
+/** A connection. */
+export interface Connection { connection_id: string; platform_id: string; allowed_scopes: string[]; status: string; removed_at: string | null; created_at: string }
+/** An agent. */
+export interface Agent { agent_id: string; name: string; agent_type: string; custody_mode: string; connection_id?: string; created_at?: string }
+/** A delegation request. */
+export interface DelegationRequest {
+  request_id: string; connection_id: string; agent_id: string; requested_scope: string[]; state: 'pending' | 'approved' | 'denied';
+  cert_id: string | null; decided_at: string | null; created_at: string;
+}
+/** A certificate (delegation). */
+export interface Certificate {
+  cert_id: string; request_id: string; connection_id: string; agent_id: string; approved_scope: string[];
+  constraints: Record<string, unknown> | null; status: 'approved' | 'revoked'; issued_at: string; expires_at: string | null;
+  revoked_at: string | null; revoke_reason: string | null; cert_sha256: string;
+}
+/** An audit event. */
+export interface AuditEvent {
+  event_id: string; event_type: string; occurred_at: string; connection_id: string | null; agent_id: string | null;
+  cert_id: string | null; required_scope: string | null; details: Record<string, unknown> | null;
+}
+/** The usage read. */
+export interface Usage {
+  account_id: string; balance_micros: number; balance_dollars: string; price_per_verify_micros: number;
+  verify_calls: number; allows: number; denies: number; remaining_verify_calls: number;
+}
+/** A webhook delivery. */
+export interface Delivery {
+  delivery_id: string; platform_id: string; connection_id: string | null; event: string; state: string; attempts: number;
+  next_attempt_at: string | null; last_status: number | null; last_error: string | null; delivered_at: string | null; created_at: string;
+  attempt_history?: { attempt: number; attempted_at: string; status: number | null; error: string | null; duration_ms: number | null }[];
+}
+
+/** True when a certificate is in force now (approved and not past its expiry). */
+export function isActive(c: Certificate, now = Date.now()): boolean {
+  return c.status === 'approved' && (c.expires_at === null || Date.parse(c.expires_at) > now);
+}
