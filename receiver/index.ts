@@ -29,6 +29,7 @@ export {
   isTimestampFresh, isWebhookEventType, signWebhook, verifyWebhookSignature,
 } from '../src/webhooks.js';
 export type {
+  ApprovalAction, ApprovalDeniedEvent, ApprovalEventBase, ApprovalExpiredEvent, ApprovalGrantedEvent, ApprovalRequestedEvent,
   ConnectionCreatedEvent, ConnectionKeyRotatedEvent, ConnectionRemovedEvent, DelegationApprovedEvent,
   DelegationDeniedEvent, DelegationRevokedEvent, WebhookEnvelope, WebhookEvent, WebhookEventType,
 } from '../src/webhooks.js';

@@ -38,6 +38,10 @@ export interface SidecarConfig {
   cryptoWorkers: number;
   /** A separate listener for `GET /metrics` (then not served on the main port); null = the main port. */
   metricsListen: { host: string; port: number } | null;
+  /** Lifetime of a pending approval, and of a granted one from its grant (seconds). */
+  approvalTtlSeconds: number;
+  /** Every proof must be operation-bound (deny `operation_unbound` otherwise), whatever its certificate says. */
+  requireBoundOperation: boolean;
   /** Serve the account holder's console at `/console/` (`SIDECAR_CONSOLE`, default on; off for verify-only sidecars). */
   consoleEnabled: boolean;
 }
@@ -58,6 +62,7 @@ export const DEFAULTS = {
   auditRetentionDays: 0,
   challengeRetentionHours: 24,
   shutdownTimeoutMs: 10_000,
+  approvalTtlSeconds: 600,
 } as const;
 
 /**
@@ -80,7 +85,8 @@ export const ENV_VARS = [
   'SIDECAR_CHALLENGE_TTL_SECONDS', 'SIDECAR_PROOF_FRESHNESS_SECONDS', 'SIDECAR_API_KEY_GRACE_SECONDS',
   'SIDECAR_SEND_CODE_PER_MINUTE', 'SIDECAR_LOG_LEVEL', 'SIDECAR_BODY_LIMIT_BYTES', 'SIDECAR_TRUST_PROXY',
   'SIDECAR_AUDIT_RETENTION_DAYS', 'SIDECAR_CHALLENGE_RETENTION_HOURS', 'SIDECAR_SHUTDOWN_TIMEOUT_MS',
-  'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_METRICS_LISTEN', 'SIDECAR_CONSOLE',
+  'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_METRICS_LISTEN', 'SIDECAR_CONSOLE', 'SIDECAR_APPROVAL_TTL_SECONDS',
+  'SIDECAR_REQUIRE_BOUND_OPERATION',
 ] as const;
 
 /**
@@ -211,6 +217,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     shutdownTimeoutMs: int(env, 'SIDECAR_SHUTDOWN_TIMEOUT_MS', DEFAULTS.shutdownTimeoutMs, 100, 600_000),
     cryptoWorkers: int(env, 'SIDECAR_CRYPTO_WORKERS', defaultCryptoWorkers(), 0, MAX_CRYPTO_WORKERS),
     metricsListen: metricsListen(env.SIDECAR_METRICS_LISTEN, host, port),
+    approvalTtlSeconds: int(env, 'SIDECAR_APPROVAL_TTL_SECONDS', DEFAULTS.approvalTtlSeconds, 30, 86_400),
+    requireBoundOperation: flag(env, 'SIDECAR_REQUIRE_BOUND_OPERATION'),
     consoleEnabled: flag(env, 'SIDECAR_CONSOLE', true),
   };
 }

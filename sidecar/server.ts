@@ -33,6 +33,9 @@ import { registerProofRoutes } from './routes/proofs.js';
 import { registerVerifyRoutes } from './routes/verify.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { registerWebhookRoutes } from './routes/webhooks.js';
+import { registerApprovalRoutes } from './routes/approvals.js';
+import { registerLimitRoutes } from './routes/limits.js';
+import { startApprovalExpiry } from './approvals/expiry.js';
 import { registerConsoleRoutes } from './routes/console.js';
 import { buildMetricsServer, registerHealthRoutes } from './routes/health.js';
 import { WebhookWorker } from './webhooks/worker.js';
@@ -191,9 +194,12 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   await registerVerifyRoutes(app, ctx);
   await registerAuditRoutes(app, ctx);
   await registerWebhookRoutes(app, ctx);
+  await registerApprovalRoutes(app, ctx);
+  await registerLimitRoutes(app, ctx);
   await registerConsoleRoutes(app, ctx);
 
   let retention: NodeJS.Timeout | undefined;
+  let stopApprovalExpiry: (() => void) | undefined;
   if (opts.startWorkers !== false) {
     worker = new WebhookWorker({
       store: store.outbox, box, clock, allowInsecure: config.webhookAllowInsecure, logger: app.log,
@@ -206,6 +212,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
       worker!.start();
       retention = setInterval(() => { void runRetention(ctx).catch((err: unknown) => app.log.error({ err }, 'retention job failed')); }, 3600_000);
       retention.unref();
+      stopApprovalExpiry = startApprovalExpiry(ctx);
     });
   }
   // Start the crypto workers with the server, so the first present or verify does not wait for them.
@@ -216,6 +223,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     // After the main listener's connections are done: scrapes keep working during a graceful shutdown.
     await metricsServer?.close();
     if (retention) clearInterval(retention);
+    stopApprovalExpiry?.();
     await worker?.stop();
     await ctx.crypto.close();
     ctx.mailer.close();

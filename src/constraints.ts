@@ -10,6 +10,13 @@ import net from 'node:net';
 import { describeValue } from './scopes.js';
 import type { VerifyContext } from './protocol.js';
 import { isNormalizedPath } from './path.js';
+import { AMOUNT_RE, amountMicros } from './amount.js';
+import { validateBudget, validateMaxCalls } from './limits.js';
+import type { Budget, MaxCalls } from './limits.js';
+import { validateApprovalRule } from './approval-rule.js';
+import type { ApprovalRule } from './approval-rule.js';
+
+export { AMOUNT_RE, amountMicros } from './amount.js';
 
 /** Days for {@link TimeWindow}. */
 export const DAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] as const;
@@ -42,6 +49,14 @@ export interface Constraints {
   tenants?: string[];
   /** Allowed time of day. */
   time_window?: TimeWindow;
+  /** Only operation-bound proofs are accepted (docs/proofs.md); else deny `operation_unbound`. */
+  require_bound_operation?: boolean;
+  /** Scopes (optionally above an amount) that need a person's approval per action (docs/constraints.md). */
+  require_approval?: ApprovalRule;
+  /** Money over the allowed `payments:*` calls per calendar window (src/limits.ts). */
+  budget?: Budget;
+  /** Allowed calls of any scope per calendar window (src/limits.ts). */
+  max_calls?: MaxCalls;
 }
 
 /** The constraint context verify receives: the protocol's {@link VerifyContext}. */
@@ -50,20 +65,12 @@ export type ConstraintContext = VerifyContext;
 /** Names of the constraint kinds, as reported by `constraint_denied`. */
 export type ConstraintName = keyof Constraints;
 
-/** Decimal amount syntax (up to 15 integer digits and 6 decimals). */
-export const AMOUNT_RE = /^(0|[1-9][0-9]{0,14})(\.[0-9]{1,6})?$/;
 const CURRENCY_RE = /^[A-Z]{3}$/;
 const METHOD_RE = /^[A-Z]{1,16}$/;
 const HHMM_RE = /^([01][0-9]|2[0-3]):[0-5][0-9]$/;
 const TENANT_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 /** A request method in the context (compared case-insensitively, ASCII only). */
 const REQUEST_METHOD_RE = /^[A-Za-z]{1,16}$/;
-
-/** Amount in micro-units as a bigint. */
-export function amountMicros(a: string): bigint {
-  const [i, f = ''] = a.split('.');
-  return BigInt(i!) * 1_000_000n + BigInt(f.padEnd(6, '0'));
-}
 
 function parseCidr(s: string): { addr: string; prefix: number; family: 'ipv4' | 'ipv6' } | null {
   const [addr, bits, ...rest] = s.split('/');
@@ -79,7 +86,7 @@ function parseCidr(s: string): { addr: string; prefix: number; family: 'ipv4' | 
 /** Validates untrusted constraints input; returns an error message naming the member, or null when valid. */
 export function validateConstraints(c: unknown): string | null {
   if (c === null || typeof c !== 'object' || Array.isArray(c)) return 'constraints must be an object';
-  const allowed = new Set(['max_amount', 'methods', 'path_prefixes', 'client_ips', 'tenants', 'time_window']);
+  const allowed = new Set(['max_amount', 'methods', 'path_prefixes', 'client_ips', 'tenants', 'time_window', 'require_bound_operation', 'require_approval', 'budget', 'max_calls']);
   for (const k of Object.keys(c)) if (!allowed.has(k)) return `constraints.${k} is not a known constraint`;
   const o = c as Record<string, unknown>;
   const list = (k: string, ok: (x: string) => boolean): string | null => {
@@ -99,7 +106,11 @@ export function validateConstraints(c: unknown): string | null {
     ?? list('path_prefixes', (x) => x.startsWith('/') && x.length <= 512 && !x.includes('..') && !/[\s?#%\\]/.test(x) && isNormalizedPath(x))
     ?? list('client_ips', (x) => parseCidr(x) !== null)
     ?? list('tenants', (x) => TENANT_RE.test(x))
-    ?? validateWindow(o.time_window);
+    ?? validateWindow(o.time_window)
+    ?? (o.require_bound_operation === undefined || typeof o.require_bound_operation === 'boolean' ? null : 'constraints.require_bound_operation must be true or false')
+    ?? validateApprovalRule(o.require_approval)
+    ?? validateBudget(o.budget)
+    ?? validateMaxCalls(o.max_calls);
 }
 
 function validateWindow(w: unknown): string | null {

@@ -73,6 +73,10 @@ export const ERRORS = {
   invalid_signature: { status: 400, message: 'A signature in the proof does not verify.' },
   credits_exhausted: { status: 402, message: 'The account has no credits left for this call.' },
 
+  // approvals
+  approval_not_found: { status: 404, message: 'No such approval.' },
+  approval_not_pending: { status: 409, message: 'The approval is no longer pending.' },
+
   // webhooks
   delivery_not_found: { status: 404, message: 'No such webhook delivery.' },
   callback_not_configured: { status: 409, message: 'The platform has no callback URL.' },

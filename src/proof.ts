@@ -7,11 +7,17 @@
  * JSON of the signed fields. The certificate is referred to by id and
  * SHA-256, not embedded, so the base64 of a bundle stays near 6.4 KiB — small
  * enough for one `X-Service-Proof` header. docs/proofs.md documents it.
+ *
+ * An operation-bound bundle also signs `operation` (src/operation.ts): the
+ * method, path or tool, body hash and optionally the scope of the one request
+ * it may authorize. Bundles without it keep their exact format.
  */
 import { canonicalBytes } from './canonical.js';
 import { sha256Hex } from './crypto/encoding.js';
 import { signatureFromJson, signatureToJson } from './crypto/hybrid.js';
 import type { HybridSignature, HybridSignatureJson, HybridSigner } from './crypto/hybrid.js';
+import { parseOperation } from './operation.js';
+import type { BoundOperation } from './operation.js';
 
 /** Signature domain of proofs. */
 export const PROOF_DOMAIN = 'proof';
@@ -34,6 +40,8 @@ export interface ProofPayload {
   cert_sha256: string;
   /** ISO 8601 UTC with milliseconds. */
   presented_at: string;
+  /** The operation the proof is bound to (operation-bound proofs); absent in an unbound proof. */
+  operation?: BoundOperation;
 }
 
 /** A proof bundle (the `proof_bundle` of present and verify). */
@@ -80,6 +88,8 @@ const SIG_KEYS = ['ed25519', 'ml_dsa_65'];
 const frameBytes = (keys: readonly string[]): number => 2 + (keys.length - 1) + keys.reduce((n, k) => n + k.length + 3, 0);
 const BUNDLE_FRAME_BYTES = frameBytes(KEYS);
 const SIG_FRAME_BYTES = frameBytes(SIG_KEYS);
+/** `,"operation":` before the operation's own canonical JSON. */
+const OPERATION_FRAME_BYTES = 1 + '"operation":'.length;
 const ISO_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const ID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const CHALLENGE_RE = /^[A-Za-z0-9_-]{16,128}$/;
@@ -117,7 +127,14 @@ export function parseProofBundle(input: unknown): ParsedProof | null {
   if (proto !== Object.prototype && proto !== null) return null;
   const o = input as Record<string, unknown>;
   const keys = Object.keys(o);
-  if (keys.length !== KEYS.length || !KEYS.every((k) => Object.prototype.hasOwnProperty.call(o, k))) return null;
+  const bound = Object.prototype.hasOwnProperty.call(o, 'operation');
+  if (keys.length !== KEYS.length + (bound ? 1 : 0) || !KEYS.every((k) => Object.prototype.hasOwnProperty.call(o, k))) return null;
+  let operation: BoundOperation | undefined;
+  if (bound) {
+    const op = parseOperation(o.operation);
+    if (!op.ok) return null;
+    operation = op.value;
+  }
   if (o.v !== 1 || o.typ !== PROOF_TYPE) return null;
   if (typeof o.challenge !== 'string' || !isChallengeShape(o.challenge)) return null;
   if (typeof o.aud !== 'string' || !ID_RE.test(o.aud)) return null;
@@ -130,13 +147,15 @@ export function parseProofBundle(input: unknown): ParsedProof | null {
   const sig = o.sig as { ed25519?: unknown; ml_dsa_65?: unknown } | null;
   if (typeof sig !== 'object' || sig === null || typeof sig.ed25519 !== 'string' || typeof sig.ml_dsa_65 !== 'string') return null;
   // The size limit (canonical JSON bytes), from the member lengths: no serialization.
-  if (canonicalBundleBytes(o, sig as { ed25519: string; ml_dsa_65: string }) > MAX_BUNDLE_BYTES) return null;
+  const operationBytes = operation === undefined ? 0 : OPERATION_FRAME_BYTES + canonicalBytes(operation).length;
+  if (canonicalBundleBytes(o, sig as { ed25519: string; ml_dsa_65: string }) + operationBytes > MAX_BUNDLE_BYTES) return null;
   const signature = signatureFromJson(sig);
   if (!signature) return null;
   const payload: ProofPayload = {
     v: 1, typ: PROOF_TYPE, challenge: o.challenge, aud: o.aud, agent_id: o.agent_id,
     cert_id: o.cert_id, cert_sha256: o.cert_sha256, presented_at: o.presented_at,
   };
+  if (operation !== undefined) payload.operation = operation;
   return { payload, signature, presentedAt };
 }
 

@@ -39,6 +39,11 @@ export interface VerifyContext {
   currency?: string;
   /** Lowercase hex SHA-256 of the raw request body. */
   body_sha256?: string;
+  /**
+   * The MCP tool of a JSON-RPC `tools/call` (`params.name`, 1–128 of `A-Z a-z 0-9 _ - .`), sent by
+   * the gateway's MCP routes. An operation-bound proof that names a tool needs it (docs/proofs.md).
+   */
+  tool?: string;
 }
 
 /** The body of `POST /v1/service/verify`. */
@@ -67,4 +72,10 @@ export interface VerifyResponse {
   constraint?: string;
   /** Id of the audit event recorded for this decision. */
   audit_event_id?: string;
+  /**
+   * With `approval_required`, `approval_denied`, `approval_expired` and `approval_used`: the
+   * approval of this operation; with an allow that used an approval, that approval. A gateway
+   * passes it to the agent (docs/gateway.md), which can poll its status (docs/api.md).
+   */
+  approval_id?: string;
 }

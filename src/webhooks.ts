@@ -35,6 +35,10 @@ export const WEBHOOK_EVENT_TYPES = [
   'delegation.approved',
   'delegation.denied',
   'delegation.revoked',
+  'approval.requested',
+  'approval.granted',
+  'approval.denied',
+  'approval.expired',
 ] as const;
 
 /** One event kind. */
@@ -121,6 +125,66 @@ export interface DelegationRevokedEvent extends WebhookEnvelope {
   reason: string;
 }
 
+/** An action awaiting or given a person's approval, in human terms (docs/webhooks.md). */
+export interface ApprovalAction {
+  /** HTTP method of the request, or null. */
+  method: string | null;
+  /** Request path (or the MCP tool's resource), or null. */
+  path: string | null;
+  /** MCP tool, or null. */
+  tool: string | null;
+  /** Decimal amount, or null. */
+  amount: string | null;
+  /** Currency of the amount, or null. */
+  currency: string | null;
+  /** Tenant, or null. */
+  tenant: string | null;
+  /** True when the proof was bound to this operation (docs/proofs.md). */
+  bound: boolean;
+}
+
+/** Members of every `approval.*` event. */
+export interface ApprovalEventBase extends WebhookEnvelope {
+  approval_id: string;
+  connection_id: string;
+  org_id: string;
+  agent_id: string;
+  cert_id: string;
+  /** The scope of the action. */
+  scope: string;
+  action: ApprovalAction;
+}
+
+/** `approval.requested`: an action needs a person's approval (verify answered deny `approval_required`). */
+export interface ApprovalRequestedEvent extends ApprovalEventBase {
+  event: 'approval.requested';
+  /** When the request expires unless decided (ISO 8601). */
+  expires_at: string;
+}
+
+/** `approval.granted`: the account holder approved the action; one verify of it may now allow. */
+export interface ApprovalGrantedEvent extends ApprovalEventBase {
+  event: 'approval.granted';
+  /** Until when the approval can be used (ISO 8601). */
+  expires_at: string;
+}
+
+/** `approval.denied`: the account holder denied the action. */
+export interface ApprovalDeniedEvent extends ApprovalEventBase {
+  event: 'approval.denied';
+  /** The note given with the denial, or null. */
+  note: string | null;
+}
+
+/** `approval.expired`: the approval expired, undecided (`pending`) or unused (`granted`). */
+export interface ApprovalExpiredEvent extends ApprovalEventBase {
+  event: 'approval.expired';
+  /** `pending`: never decided; `granted`: never used. */
+  previous_state: 'pending' | 'granted';
+  /** When it expired (ISO 8601). */
+  expired_at: string;
+}
+
 /** Any event body. */
 export type WebhookEvent =
   | ConnectionCreatedEvent
@@ -128,7 +192,11 @@ export type WebhookEvent =
   | ConnectionRemovedEvent
   | DelegationApprovedEvent
   | DelegationDeniedEvent
-  | DelegationRevokedEvent;
+  | DelegationRevokedEvent
+  | ApprovalRequestedEvent
+  | ApprovalGrantedEvent
+  | ApprovalDeniedEvent
+  | ApprovalExpiredEvent;
 
 const toBytes = (v: string | Uint8Array): Uint8Array => (typeof v === 'string' ? Buffer.from(v, 'utf8') : v);
 

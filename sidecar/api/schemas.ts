@@ -118,12 +118,52 @@ export const VerifyResult = named('VerifyResult', Type.Object({
   agent_id: Type.Optional(Str), cert_id: Type.Optional(Str), scope: Type.Optional(Str),
   constraint: Type.Optional(Type.String({ description: 'With constraint_denied: the constraint that did not hold.' })),
   audit_event_id: Type.Optional(Str),
+  approval_id: Type.Optional(Type.String({ description: 'With approval_required, approval_denied, approval_expired, approval_used, and an allow that used an approval: the approval.' })),
+}));
+
+const ApprovalStates = Type.String({ description: '`pending`, `granted`, `denied`, `used` or `expired`.' });
+const StringMap = (description: string) => Type.Record(Type.String(), Type.String(), { description });
+/** A step-up approval as the account holder sees it (docs/api.md, Approvals). */
+export const ActionApproval = named('ActionApproval', Type.Object({
+  approval_id: Str, state: ApprovalStates,
+  summary: Type.String({ description: 'One line: scope, amount and currency, then the method and path or the tool.' }),
+  scope: Str,
+  action: Type.Object({
+    method: NullableStr, path: NullableStr, tool: NullableStr, amount: NullableStr, currency: NullableStr, tenant: NullableStr,
+    bound: Type.Boolean({ description: 'The proof was bound to this operation.' }),
+  }),
+  agent_id: Str, connection_id: Str, cert_id: Str,
+  context: StringMap('The verify context of the action.'),
+  operation: Type.Union([StringMap('The bound operation.'), Type.Null()]),
+  note: NullableStr, created_at: NullableTime,
+  expires_at: Type.Union([Time, Type.Null()], { description: 'Pending: when the request expires. Granted: until when it can be used.' }),
+  decided_at: NullableTime, settled_at: NullableTime,
+}));
+export const ActionApprovalList = named('ActionApprovalList', Type.Object({
+  approvals: Type.Array(Type.Ref('ActionApproval')), next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page.' }),
+}));
+/** What the agent's platform reads while it waits (API key). */
+export const ActionApprovalStatus = named('ActionApprovalStatus', Type.Object({
+  approval_id: Str, state: ApprovalStates, expires_at: NullableTime, decided_at: NullableTime,
+  note: Type.Union([Type.String(), Type.Null()], { description: 'The account holder\'s note with a denial.' }),
+}));
+/** Spent and left of a certificate's limits in the current window (docs/constraints.md). */
+export const CertificateUsage = named('CertificateUsage', Type.Object({
+  cert_id: Str,
+  budget: Type.Union([Type.Object({
+    amount: Str, currency: Str, period: Str, window_start: Time, window_end: NullableTime,
+    spent: Type.String({ description: 'Decimal, in the budget\'s currency.' }), left: Str,
+    spent_micros: Type.Integer(), left_micros: Type.Integer(),
+  }), Type.Null()]),
+  max_calls: Type.Union([Type.Object({
+    count: Type.Integer(), period: Str, window_start: Time, window_end: NullableTime, used: Type.Integer(), left: Type.Integer(),
+  }), Type.Null()]),
 }));
 
 export const AuditEvent = named('AuditEvent', Type.Object({
   event_id: Str, event_type: Str, occurred_at: NullableTime, connection_id: NullableStr, agent_id: NullableStr,
   cert_id: NullableStr, required_scope: NullableStr,
-  details: FreeObject('For proof.verified and proof.rejected: decision, decision_reason (and constraint).'),
+  details: FreeObject('For proof.verified and proof.rejected: decision, decision_reason (and constraint, approval_id, budget_debit, calls_debit, operation_member); for approval.*: approval_id, action and the event\'s members.'),
 }));
 export const AuditPage = named('AuditPage', Type.Object({
   events: Type.Array(Type.Ref('AuditEvent')), next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page.' }),
@@ -162,6 +202,7 @@ export const RESPONSE_SCHEMAS: readonly TSchema[] = [
   SendCodeResult, LoginResult, RefreshResult, LogoutResult, Session, ProfileResult, AccountTypeResult,
   PlatformRegistration, Platform, PlatformList, Connection, ConnectionList, KeyRotation, ConnectionRemoval,
   AgentCreated, Agent, AgentList, DelegationRequest, DelegationRequestList, Approval, Denial, Revocation,
-  Certificate, CertificateList, Identity, Challenge, Presentation, VerifyResult, AuditEvent, AuditPage, Usage,
+  Certificate, CertificateList, Identity, Challenge, Presentation, VerifyResult, ActionApproval, ActionApprovalList,
+  ActionApprovalStatus, CertificateUsage, AuditEvent, AuditPage, Usage,
   Delivery, DeliveryPage, DeliveryDetail, Redelivery, Liveness, Readiness, NotReady,
 ];

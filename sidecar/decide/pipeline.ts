@@ -13,7 +13,10 @@
  * | 6 | certificate | 400 invalid_proof / invalid_signature |
  * | 7 | signature (crypto workers) | 400 invalid_signature |
  * | 8 | delegation: status, expiry, scope, constraints | (decides allow or deny) |
- * | 9 | commit: challenge + debit + audit row in one transaction | 200 allow / deny |
+ * | 9 | binding: an operation-bound proof allows only its operation | (allow → deny) |
+ * | 10 | limits: budget and max_calls, the debits to commit | (allow → deny) |
+ * | 11 | approval: step-up approval of the operation | (allow → deny) |
+ * | 12 | commit: challenge + debit + effects + audit row in one transaction | 200 allow / deny |
  *
  * The orchestrator fails closed: a stage refuses only by throwing a
  * `ServiceError` (billed or not by `billing.ts`); a store failure answers 200
@@ -34,13 +37,16 @@ import { certificate } from './stages/certificate.js';
 import { challenge } from './stages/challenge.js';
 import { commit } from './stages/commit.js';
 import { delegation } from './stages/delegation.js';
+import { binding } from './stages/binding.js';
+import { limits } from './stages/limits.js';
+import { approval } from './stages/approval.js';
 import { freshness } from './stages/freshness.js';
 import { parse } from './stages/parse.js';
 import { signature } from './stages/signature.js';
 
 /** The stages of a verify call, in the order they run. */
 export const VERIFY_STAGES: readonly Stage[] = Object.freeze([
-  authenticate, meter, parse, challenge, freshness, certificate, signature, delegation, commit,
+  authenticate, meter, parse, challenge, freshness, certificate, signature, delegation, binding, limits, approval, commit,
 ]);
 
 /** Options of {@link decide}. */

@@ -22,17 +22,31 @@ import type { ParsedProof } from '../../src/proof.js';
 import type { VerifyRequest, VerifyResponse } from '../../src/protocol.js';
 import type { ApiKeyAuth } from '../auth/api-key.js';
 import type { ServiceContext } from '../context.js';
-import type { ChallengeRecord } from '../store/types.js';
+import type { ChallengeRecord, DecisionEffects } from '../store/types.js';
 
 /** The reasons of the table (`src/decisions.ts`) that come with decision `D`. */
 export type ReasonFor<D extends DecisionValue> = {
   [R in DecisionReason]: (typeof DECISION_REASONS)[R]['decision'] extends D ? R : never
 }[DecisionReason];
 
-/** A decision of the delegation stage: only reasons of the table, each with its own decision. */
-export type Decision =
+/**
+ * What later stages add to a decision: the approval it names, what commit writes with it
+ * (approvals, usage counters) and extra members of its audit row. A stage that changes the
+ * decision builds a new one, so these never outlive the decision they belong to.
+ */
+export interface DecisionExtras {
+  /** The approval the answer names (`approval_id`). */
+  approvalId?: string;
+  /** Written by commit in the decision's transaction. */
+  effects?: DecisionEffects;
+  /** Added to the audit row's details. */
+  details?: Record<string, unknown>;
+}
+
+/** A decision of the delegation stage and later ones: only reasons of the table, each with its own decision. */
+export type Decision = DecisionExtras & (
   | { decision: 'allow'; reason: ReasonFor<'allow'>; constraint?: undefined }
-  | { decision: 'deny'; reason: ReasonFor<'deny'>; constraint?: string };
+  | { decision: 'deny'; reason: ReasonFor<'deny'>; constraint?: string });
 
 /** One verify call as it moves through the stages. Each stage reads what earlier ones set. */
 export interface VerifyCall {

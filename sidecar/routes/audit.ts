@@ -15,7 +15,9 @@ import { VERIFY_PRICE_MICROS } from '../decide/billing.js';
 /** Audit page sizes. */
 export const AUDIT_LIMITS = { default: 25, max: 200 } as const;
 /** Audit event types that can be filtered on. */
-export const AUDIT_EVENT_TYPES = ['proof.presented', 'proof.verified', 'proof.rejected'] as const;
+export const AUDIT_EVENT_TYPES = [
+  'proof.presented', 'proof.verified', 'proof.rejected', 'approval.requested', 'approval.granted', 'approval.denied', 'approval.expired',
+] as const;
 
 const AuditQuery = Type.Object({
   limit: Type.Optional(Type.String({ maxLength: 10 })),

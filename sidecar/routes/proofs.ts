@@ -1,6 +1,7 @@
 /**
  * Challenge and present (spec endpoints 11 and 12). Present builds a proof
- * bundle; it authorizes nothing (only verify decides).
+ * bundle; it authorizes nothing (only verify decides). With `operation` the
+ * bundle is bound to that one operation (src/operation.ts, docs/proofs.md).
  */
 import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
@@ -9,6 +10,8 @@ import { ServiceError } from '../../src/errors.js';
 import { b64urlEncode } from '../../src/crypto/encoding.js';
 import { PROOF_DOMAIN, PROOF_TYPE, challengeId, isChallengeShape, proofSignedBytes } from '../../src/proof.js';
 import type { ProofBundle, ProofPayload } from '../../src/proof.js';
+import { parseOperation } from '../../src/operation.js';
+import type { BoundOperation } from '../../src/operation.js';
 import type { HybridSignatureJson } from '../../src/crypto/hybrid.js';
 import { AAD } from '../secrets.js';
 import type { ServiceContext } from '../context.js';
@@ -16,7 +19,16 @@ import { CryptoPoolError } from '../crypto-pool.js';
 import type { AgentRecord } from '../store/types.js';
 import { NoBody, iso } from '../http/resources.js';
 
-const PresentBody = Type.Object({ challenge: Type.String({ maxLength: 256 }) }, { additionalProperties: false });
+const PresentBody = Type.Object({ challenge: Type.String({ maxLength: 256 }), operation: Type.Optional(Type.Unknown()) }, { additionalProperties: false });
+
+/** The optional `operation` of present, validated strictly (400 `invalid_request` naming the member). */
+function boundOperation(input: unknown): BoundOperation | undefined {
+  if (input === undefined) return undefined;
+  const op = parseOperation(input);
+  if (op.ok) return op.value;
+  const field = op.member === '' ? 'body.operation' : `body.operation.${op.member}`;
+  throw new ServiceError('invalid_request', `${field} ${op.message}.`, { field });
+}
 const PresentParams = Type.Object({ connection_id: Type.String({ maxLength: 100 }), agent_id: Type.String({ maxLength: 100 }) });
 
 /**
@@ -59,7 +71,9 @@ export async function registerProofRoutes(app: FastifyInstance, ctx: ServiceCont
     const now = ctx.clock();
     const cert = await ctx.store.delegations.activeCertificateForAgent(agent.id);
     if (!cert || ctx.caches.statusOf(cert.id) === 'revoked' || (cert.expiresAt !== null && cert.expiresAt <= now)) throw new ServiceError('no_active_delegation');
-    const challenge = (request.body as { challenge: string }).challenge;
+    const body = request.body as { challenge: string; operation?: unknown };
+    const operation = boundOperation(body.operation);
+    const challenge = body.challenge;
     const ch = isChallengeShape(challenge) ? await ctx.store.proofs.getChallenge(challengeId(challenge)) : undefined;
     // The challenge must have been issued to the agent's own connection: that connection is the
     // only audience whose verify can accept a proof from this agent's certificate.
@@ -72,11 +86,13 @@ export async function registerProofRoutes(app: FastifyInstance, ctx: ServiceCont
       v: 1, typ: PROOF_TYPE, challenge, aud: ch.audienceConnectionId, agent_id: agent.id, cert_id: cert.id,
       cert_sha256: cert.certSha256, presented_at: new Date(now).toISOString(),
     };
+    if (operation !== undefined) payload.operation = operation;
     const bundle: ProofBundle = { ...payload, sig: await signAsAgent(ctx, agent, payload) };
     ctx.metrics.signDuration.observe({ kind: 'proof' }, Number(process.hrtime.bigint() - t0) / 1e9);
     const ok = await ctx.store.proofs.presentChallenge(ch.id, now, {
       id: crypto.randomUUID(), accountId: agent.accountId, eventType: 'proof.presented', connectionId: agent.connectionId,
-      agentId: agent.id, certId: cert.id, requiredScope: null, details: { audience_connection_id: ch.audienceConnectionId }, createdAt: now,
+      agentId: agent.id, certId: cert.id, requiredScope: operation?.scope ?? null,
+      details: { audience_connection_id: ch.audienceConnectionId, ...(operation === undefined ? {} : { operation }) }, createdAt: now,
     });
     if (!ok) throw new ServiceError('invalid_challenge');
     ctx.metrics.presentDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);

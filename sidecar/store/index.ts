@@ -12,6 +12,7 @@ import { SqlitePlatformStore } from './sqlite/platforms.js';
 import { SqliteDelegationStore } from './sqlite/delegations.js';
 import { SqliteProofStore } from './sqlite/proofs.js';
 import { SqliteOutboxStore } from './sqlite/outbox.js';
+import { SqliteApprovalStore, SqliteUsageStore } from './sqlite/approvals.js';
 import type { Store } from './types.js';
 
 export type * from './types.js';
@@ -34,6 +35,8 @@ export class SqliteStore implements Store {
   readonly delegations: SqliteDelegationStore;
   readonly proofs: SqliteProofStore;
   readonly outbox: SqliteOutboxStore;
+  readonly approvals: SqliteApprovalStore;
+  readonly usage: SqliteUsageStore;
   private readonly db: Db;
 
   constructor(opts: SqliteStoreOptions) {
@@ -48,6 +51,8 @@ export class SqliteStore implements Store {
     this.delegations = new SqliteDelegationStore(this.db);
     this.proofs = new SqliteProofStore(this.db);
     this.outbox = new SqliteOutboxStore(this.db);
+    this.approvals = new SqliteApprovalStore(this.db, (a) => this.proofs.insertAudit(a));
+    this.usage = new SqliteUsageStore(this.db);
   }
 
   async ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }> {

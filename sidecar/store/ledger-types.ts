@@ -36,7 +36,7 @@ export interface AuditEventRecord {
   id: string;
   seq?: number;
   accountId: string;
-  eventType: 'proof.presented' | 'proof.verified' | 'proof.rejected';
+  eventType: 'proof.presented' | 'proof.verified' | 'proof.rejected' | 'approval.requested' | 'approval.granted' | 'approval.denied' | 'approval.expired';
   connectionId: string | null;
   agentId: string | null;
   certId: string | null;
@@ -56,10 +56,91 @@ export interface DecisionCommit {
   /** For an allow, the certificate whose status is re-read inside the transaction. */
   certId: string | null;
   audit: AuditEventRecord;
+  /** Approvals and usage counters written in the same transaction ({@link DecisionEffects}). */
+  effects?: DecisionEffects;
 }
 
-/** Result of {@link ProofStore.commitDecision}. */
-export type DecisionCommitResult = 'committed' | 'invalid_challenge' | 'credits_exhausted' | 'certificate_revoked';
+/**
+ * Result of {@link ProofStore.commitDecision}. Every result but `committed` wrote nothing:
+ * `approval_used`, `approval_exists`, `budget_exceeded` and `rate_exceeded` come from the
+ * {@link DecisionEffects}.
+ */
+export type DecisionCommitResult = 'committed' | 'invalid_challenge' | 'credits_exhausted' | 'certificate_revoked'
+  | 'approval_used' | 'approval_exists' | 'budget_exceeded' | 'rate_exceeded';
+
+/**
+ * States of an approval: `pending` → `granted` → `used`; `pending` → `denied`;
+ * `pending` or `granted` → `expired` (its `expiresAt` passed).
+ */
+export type ApprovalState = 'pending' | 'granted' | 'denied' | 'used' | 'expired';
+
+/** One approval of one operation. */
+export interface ApprovalRecord {
+  id: string;
+  /** Listing order (assigned by the store). */
+  seq?: number;
+  accountId: string;
+  connectionId: string;
+  platformId: string;
+  agentId: string;
+  certId: string;
+  /** The required scope of the operation. */
+  scope: string;
+  /** SHA-256 (hex) of the canonical operation: certificate, scope, context and bound operation. */
+  fingerprint: string;
+  /** The verify context of the operation (string members only). */
+  context: Record<string, string>;
+  /** The operation the proof was bound to, or null. */
+  operation: Record<string, string> | null;
+  state: ApprovalState;
+  /** The account holder's note (deny), or null. */
+  note: string | null;
+  createdAt: number;
+  /** End of the pending request; once granted, end of the grant. */
+  expiresAt: number;
+  /** When it was granted or denied. */
+  decidedAt: number | null;
+  /** When it became `denied`, `used` or `expired`. */
+  settledAt: number | null;
+}
+
+/** The audit row and webhook event written with an approval's state change. */
+export interface ApprovalChange {
+  audit: AuditEventRecord;
+  event: OutboxEventInput;
+}
+
+/** A debit of one usage counter, made by an allow. */
+export interface UsageDebit {
+  certId: string;
+  /** `budget` (micro-units) or `calls`. */
+  kind: 'budget' | 'calls';
+  /** Start of the calendar window (Unix ms; 0 for `total`). */
+  windowStart: number;
+  /** What this call adds (> 0). */
+  amount: number;
+  /** The counter may not go above this. */
+  limit: number;
+}
+
+/**
+ * What a verify commits besides its challenge, debit and audit row, in the same transaction
+ * ({@link ProofStore.commitDecision}). The decision pipeline gives `useApproval` and `debits`
+ * with an allow, `requestApproval` with a deny `approval_required`.
+ */
+export interface DecisionEffects {
+  /** A granted approval to spend: it must still be `granted` and unexpired, else `approval_used`. */
+  useApproval?: string;
+  /** Counters to debit; one that would go above its limit fails the commit (`budget_exceeded` / `rate_exceeded`). */
+  debits?: UsageDebit[];
+  /**
+   * A new pending approval with its `approval.requested` audit row and event. When the
+   * certificate already has a pending approval with the same fingerprint, nothing is written
+   * and the result is `approval_exists`.
+   */
+  requestApproval?: ApprovalChange & { approval: ApprovalRecord };
+}
+
 
 /** Challenges, presentations, verify decisions, audit and metering. */
 export interface ProofStore {

@@ -9,9 +9,12 @@
  */
 
 import type { OutboxEventInput, OutboxStore, ProofStore } from './ledger-types.js';
+import type { ApprovalStore, UsageStore } from './approval-types.js';
 
 /** The proof, audit and outbox parts of the interface (ledger-types.ts), re-exported so the store has one import path. */
 export type * from './ledger-types.js';
+/** The approval and usage-counter parts (approval-types.ts). */
+export type * from './approval-types.js';
 
 /** An account holder. */
 export interface AccountRecord {
@@ -235,6 +238,10 @@ export interface Store {
   readonly delegations: DelegationStore;
   readonly proofs: ProofStore;
   readonly outbox: OutboxStore;
+  /** Step-up approvals (approval-types.ts). */
+  readonly approvals: ApprovalStore;
+  /** Usage counters of budgets and rate limits (approval-types.ts). */
+  readonly usage: UsageStore;
   /** Readiness: the store answers and migrations are applied. */
   ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }>;
   close(): Promise<void>;

@@ -49,7 +49,10 @@ t.test('isTimestampFresh: under 5 minutes either way', async (t) => {
 });
 
 t.test('constants', async (t) => {
-  t.same([...WEBHOOK_EVENT_TYPES], ['connection.created', 'connection.key_rotated', 'connection.removed', 'delegation.approved', 'delegation.denied', 'delegation.revoked']);
+  t.same([...WEBHOOK_EVENT_TYPES], [
+    'connection.created', 'connection.key_rotated', 'connection.removed', 'delegation.approved', 'delegation.denied', 'delegation.revoked',
+    'approval.requested', 'approval.granted', 'approval.denied', 'approval.expired',
+  ]);
   t.ok(isWebhookEventType('delegation.revoked'));
   t.notOk(isWebhookEventType('proof.verified'));
   t.equal(WEBHOOK_HEADERS.deliveryId, 'X-Service-Delivery-ID');

@@ -7,12 +7,15 @@
  * concurrent verify since the challenge stage is the same 400
  * `invalid_challenge` that stage gives (unbilled); a balance spent meanwhile
  * is 402 `credits_exhausted`. A store failure is `audit_write_failed`
- * (nothing recorded or billed).
+ * (nothing recorded or billed). The decision's effects (an approval spent or
+ * requested, usage counters debited) commit in the same transaction; one that
+ * cannot be written makes the call a deny (`redecide.ts`), committed as such.
  */
 import crypto from 'node:crypto';
 import { ServiceError } from '../../../src/errors.js';
 import type { AuditEventRecord, DecisionCommitResult } from '../../store/types.js';
 import { VERIFY_PRICE_MICROS } from '../billing.js';
+import { redecide } from '../redecide.js';
 import { StoreFault, need } from '../stage.js';
 import type { Decision, Stage } from '../stage.js';
 
@@ -31,14 +34,14 @@ export const commit: Stage = {
       const audit: AuditEventRecord = {
         id: crypto.randomUUID(), accountId: auth.accountId, eventType: decision.decision === 'allow' ? 'proof.verified' : 'proof.rejected',
         connectionId: auth.connectionId, agentId: p.agent_id, certId: p.cert_id, requiredScope: request.required_scope,
-        details: { decision: decision.decision, decision_reason: decision.reason, ...(decision.constraint ? { constraint: decision.constraint } : {}) },
+        details: { decision: decision.decision, decision_reason: decision.reason, ...(decision.constraint ? { constraint: decision.constraint } : {}), ...decision.details },
         createdAt: call.now,
       };
       let r: DecisionCommitResult;
       try {
         r = await ctx.store.proofs.commitDecision({
           challengeId, audienceConnectionId: auth.connectionId, now: call.now, accountId: auth.accountId, priceMicros: VERIFY_PRICE_MICROS,
-          decision: decision.decision, certId: p.cert_id, audit,
+          decision: decision.decision, certId: p.cert_id, audit, ...(decision.effects ? { effects: decision.effects } : {}),
         });
       } catch (err) {
         throw new StoreFault('write', err);
@@ -46,6 +49,12 @@ export const commit: Stage = {
       if (r === 'certificate_revoked') {
         ctx.caches.markRevoked(p.cert_id);
         decision = { decision: 'deny', reason: 'delegation_revoked' };
+        continue;
+      }
+      // An effect that could not be written (a spent approval, a limit reached): a deny instead.
+      const instead = await redecide(ctx, r, decision);
+      if (instead !== null) {
+        decision = instead;
         continue;
       }
       if (r === 'invalid_challenge') throw new ServiceError('invalid_challenge');
@@ -56,6 +65,7 @@ export const commit: Stage = {
       call.response = {
         decision: decision.decision, decision_reason: decision.reason, agent_id: p.agent_id, cert_id: p.cert_id,
         scope: request.required_scope, ...(decision.constraint ? { constraint: decision.constraint } : {}), audit_event_id: audit.id,
+        ...(decision.approvalId ? { approval_id: decision.approvalId } : {}),
       };
       return;
     }

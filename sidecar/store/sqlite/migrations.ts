@@ -205,4 +205,42 @@ CREATE TABLE delivery_attempts (
 CREATE INDEX delivery_attempts_delivery ON delivery_attempts (delivery_id, attempt);
 `,
   },
+  // Version 2 is the PostgreSQL branch's (key check and rate limits); this one is numbered after it.
+  {
+    version: 3,
+    name: 'approvals and usage counters',
+    sql: `
+CREATE TABLE approvals (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  account_id TEXT NOT NULL,
+  connection_id TEXT NOT NULL,
+  platform_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  cert_id TEXT NOT NULL,
+  scope TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  context TEXT NOT NULL,
+  operation TEXT,
+  state TEXT NOT NULL,
+  note TEXT,
+  created_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL,
+  decided_at INTEGER,
+  settled_at INTEGER
+);
+CREATE UNIQUE INDEX approvals_one_pending ON approvals (cert_id, fingerprint) WHERE state = 'pending';
+CREATE INDEX approvals_operation ON approvals (cert_id, fingerprint, seq);
+CREATE INDEX approvals_account ON approvals (account_id, seq);
+CREATE INDEX approvals_due ON approvals (state, expires_at);
+
+CREATE TABLE usage_counters (
+  cert_id TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  window_start INTEGER NOT NULL,
+  used INTEGER NOT NULL,
+  PRIMARY KEY (cert_id, kind, window_start)
+);
+`,
+  },
 ];

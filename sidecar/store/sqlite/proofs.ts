@@ -4,6 +4,7 @@
  * retention purges.
  */
 import type { Db } from './db.js';
+import { applyEffects } from './effects.js';
 import type { AuditEventRecord, ChallengeRecord, DecisionCommit, DecisionCommitResult, ProofStore } from '../types.js';
 
 interface ChallengeRow { id: string; audience_connection_id: string; account_id: string; expires_at: number; presented_at: number | null; consumed_at: number | null; created_at: number }
@@ -28,7 +29,8 @@ export class SqliteProofStore implements ProofStore {
     this.db = db;
   }
 
-  private insertAudit(a: AuditEventRecord): void {
+  /** Appends one audit row inside the caller's transaction (the approval store writes its rows with it too). */
+  insertAudit(a: AuditEventRecord): void {
     this.db.run('INSERT INTO audit_events (id, account_id, event_type, connection_id, agent_id, cert_id, required_scope, details, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
       a.id, a.accountId, a.eventType, a.connectionId, a.agentId, a.certId, a.requiredScope, JSON.stringify(a.details), a.createdAt);
   }
@@ -89,6 +91,8 @@ export class SqliteProofStore implements ProofStore {
           throw rollback;
         }
         result = this.consume(c.challengeId, c.audienceConnectionId, c.now, c.accountId, c.priceMicros, c.decision);
+        if (result !== 'committed') throw rollback;
+        if (c.effects) result = applyEffects(this.db, c.effects, c.now, (a) => this.insertAudit(a));
         if (result !== 'committed') throw rollback;
         this.insertAudit(c.audit);
       });

@@ -21,6 +21,7 @@ import { delegationsContract } from './contract-delegations.js';
 import { proofsContract } from './contract-proofs.js';
 import { outboxContract } from './contract-outbox.js';
 import { storeLevelContract } from './contract-store.js';
+import { approvalsContract } from './contract-approvals.js';
 
 /** Opens a new, empty, migrated store. */
 export type OpenStore = () => Promise<Store>;
@@ -34,6 +35,7 @@ export async function runStoreContract(t: Test, name: string, open: OpenStore): 
     ['delegation requests and certificates', delegationsContract],
     ['challenges, decisions and audit', proofsContract],
     ['webhook outbox', outboxContract],
+    ['approvals and usage counters', approvalsContract],
   ];
   for (const [part, fn] of parts) await t.test(`${name}: ${part}`, (tt) => fn(tt, open));
 }
