@@ -8,6 +8,8 @@
  */
 import os from 'node:os';
 import path from 'node:path';
+import { AUDIT_ENV_VARS, parseAuditConfig } from './audit/config.js';
+import type { AuditConfig } from './audit/config.js';
 
 /** The validated configuration `buildServer` takes. */
 export interface SidecarConfig {
@@ -38,6 +40,8 @@ export interface SidecarConfig {
   cryptoWorkers: number;
   /** A separate listener for `GET /metrics` (then not served on the main port); null = the main port. */
   metricsListen: { host: string; port: number } | null;
+  /** The audit chain, checkpoints, decision log and exports (`SIDECAR_AUDIT_*`, audit/config.ts). */
+  audit: AuditConfig;
 }
 
 /** Defaults, as named constants. */
@@ -79,6 +83,7 @@ export const ENV_VARS = [
   'SIDECAR_SEND_CODE_PER_MINUTE', 'SIDECAR_LOG_LEVEL', 'SIDECAR_BODY_LIMIT_BYTES', 'SIDECAR_TRUST_PROXY',
   'SIDECAR_AUDIT_RETENTION_DAYS', 'SIDECAR_CHALLENGE_RETENTION_HOURS', 'SIDECAR_SHUTDOWN_TIMEOUT_MS',
   'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_METRICS_LISTEN',
+  ...AUDIT_ENV_VARS,
 ] as const;
 
 /**
@@ -209,6 +214,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     shutdownTimeoutMs: int(env, 'SIDECAR_SHUTDOWN_TIMEOUT_MS', DEFAULTS.shutdownTimeoutMs, 100, 600_000),
     cryptoWorkers: int(env, 'SIDECAR_CRYPTO_WORKERS', defaultCryptoWorkers(), 0, MAX_CRYPTO_WORKERS),
       metricsListen: metricsListen(env.SIDECAR_METRICS_LISTEN, host, port),
+    audit: parseAuditConfig(env, { int: (name, def, min, max) => int(env, name, def, min, max), fail: (m) => { throw new ConfigError(m); } }),
   };
 }
 

@@ -12,6 +12,7 @@ import { SqlitePlatformStore } from './sqlite/platforms.js';
 import { SqliteDelegationStore } from './sqlite/delegations.js';
 import { SqliteProofStore } from './sqlite/proofs.js';
 import { SqliteOutboxStore } from './sqlite/outbox.js';
+import { SqliteAuditStore } from './sqlite/audit.js';
 import type { Store } from './types.js';
 
 export type * from './types.js';
@@ -25,6 +26,8 @@ export interface SqliteStoreOptions {
   file: string;
   /** Observer of write-transaction latency (seconds). */
   onTransaction?: (seconds: number, ok: boolean) => void;
+  /** Link audit rows into the per-account hash chain (default true; false is SIDECAR_AUDIT_CHAIN=off). */
+  auditChain?: boolean;
 }
 
 /** The SQLite {@link Store}. */
@@ -34,6 +37,7 @@ export class SqliteStore implements Store {
   readonly delegations: SqliteDelegationStore;
   readonly proofs: SqliteProofStore;
   readonly outbox: SqliteOutboxStore;
+  readonly audit: SqliteAuditStore;
   private readonly db: Db;
 
   constructor(opts: SqliteStoreOptions) {
@@ -46,8 +50,9 @@ export class SqliteStore implements Store {
     this.accounts = new SqliteAccountStore(this.db);
     this.platforms = new SqlitePlatformStore(this.db);
     this.delegations = new SqliteDelegationStore(this.db);
-    this.proofs = new SqliteProofStore(this.db);
+    this.proofs = new SqliteProofStore(this.db, opts.auditChain ?? true);
     this.outbox = new SqliteOutboxStore(this.db);
+    this.audit = new SqliteAuditStore(this.db);
   }
 
   async ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }> {

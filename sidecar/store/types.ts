@@ -9,9 +9,12 @@
  */
 
 import type { OutboxEventInput, OutboxStore, ProofStore } from './ledger-types.js';
+import type { AuditStore } from './audit-types.js';
 
 /** The proof, audit and outbox parts of the interface (ledger-types.ts), re-exported so the store has one import path. */
 export type * from './ledger-types.js';
+/** The audit-evidence part (audit-types.ts): chain heads, checkpoints, exports, the service key. */
+export type * from './audit-types.js';
 
 /** An account holder. */
 export interface AccountRecord {
@@ -235,6 +238,7 @@ export interface Store {
   readonly delegations: DelegationStore;
   readonly proofs: ProofStore;
   readonly outbox: OutboxStore;
+  readonly audit: AuditStore;
   /** Readiness: the store answers and migrations are applied. */
   ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }>;
   close(): Promise<void>;

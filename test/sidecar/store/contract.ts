@@ -21,6 +21,8 @@ import { delegationsContract } from './contract-delegations.js';
 import { proofsContract } from './contract-proofs.js';
 import { outboxContract } from './contract-outbox.js';
 import { storeLevelContract } from './contract-store.js';
+import { auditContract } from './contract-audit.js';
+import { auditExportContract } from './contract-audit-export.js';
 
 /** Opens a new, empty, migrated store. */
 export type OpenStore = () => Promise<Store>;
@@ -34,6 +36,8 @@ export async function runStoreContract(t: Test, name: string, open: OpenStore): 
     ['delegation requests and certificates', delegationsContract],
     ['challenges, decisions and audit', proofsContract],
     ['webhook outbox', outboxContract],
+    ['audit chain, checkpoints and retention', auditContract],
+    ['audit reads, ranges, export cursors and service keys', auditExportContract],
   ];
   for (const [part, fn] of parts) await t.test(`${name}: ${part}`, (tt) => fn(tt, open));
 }
