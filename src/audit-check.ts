@@ -77,9 +77,9 @@ export class AccountChainChecker {
   add(r: ChainedRow): boolean {
     if (this.broken) return false;
     this.rows++;
-    const fail = (kind: ChainProblemKind, message: string): boolean => {
+    const fail = (kind: ChainProblemKind, message: string, at: number | null = Number.isSafeInteger(r.position) ? r.position : null): boolean => {
       this.broken = true;
-      this.problems.push({ kind, accountId: this.accountId, position: Number.isSafeInteger(r.position) ? r.position : null, eventId: r.id, message });
+      this.problems.push({ kind, accountId: this.accountId, position: at, eventId: at === r.position ? r.id : null, message });
       return false;
     };
     if (r.accountId !== this.accountId || !Number.isSafeInteger(r.position) || r.position < 1 || !isHash(r.prevHash) || !isHash(r.hash)) {
@@ -91,14 +91,14 @@ export class AccountChainChecker {
       if (r.position > 1 && !this.partial) {
         const anchor = this.valid.get(r.position - 1);
         if (!anchor || anchor.kind !== 'anchor') {
-          return fail('unanchored_start', `the chain starts at position ${r.position} without a signed retention anchor at ${r.position - 1}: rows 1–${r.position - 1} are missing`);
+          return fail('unanchored_start', `the chain starts at position ${r.position} without a signed retention anchor at ${r.position - 1}: rows 1–${r.position - 1} are missing`, 1);
         }
         if (anchor.head !== r.prevHash) return fail('link_broken', `the row does not link to the retention anchor at position ${anchor.position}`);
       }
     } else if (r.position <= prev.position) {
       return fail('out_of_order', `position ${r.position} follows position ${prev.position}: rows were reordered or inserted`);
     } else if (r.position > prev.position + 1) {
-      return fail('rows_missing', `rows ${prev.position + 1}–${r.position - 1} are missing (deleted)`);
+      return fail('rows_missing', `rows ${prev.position + 1}–${r.position - 1} are missing (deleted)`, prev.position + 1);
     } else if (r.prevHash !== prev.hash) {
       return fail('link_broken', `the row does not link to row ${prev.position}: a row was changed, inserted or reordered`);
     }

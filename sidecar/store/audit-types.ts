@@ -118,3 +118,22 @@ export interface AuditStore {
   /** Rows not yet exported to `sink`, over all accounts. */
   exportBacklog(sink: string): Promise<number>;
 }
+
+/**
+ * A read-only view of an audit trail for the offline verifier (`audit verify`): a database
+ * opened without writing, or an export file. Rows come in position order.
+ */
+export interface AuditSource {
+  /** Service public keys found in the source: key id and public key JSON text. */
+  serviceKeys(): Promise<{ id: string; publicKey: string }[]>;
+  /** Every account with a chain head, rows or checkpoints. */
+  accounts(): Promise<string[]>;
+  /** The stored chain head (null when the source keeps none, as an export). */
+  head(accountId: string): Promise<{ position: number; hash: string } | null>;
+  checkpoints(accountId: string): Promise<AuditCheckpointRecord[]>;
+  /** The account's chained rows in position order. */
+  rows(accountId: string): AsyncIterable<ChainedAuditEvent>;
+  /** Rows of the account without chain fields: how many, and the first one's id. */
+  unchained(accountId: string): Promise<{ count: number; firstId: string | null }>;
+  close(): Promise<void>;
+}
