@@ -13,6 +13,8 @@ import { CheckpointJob, pruneAudit } from './checkpoints.js';
 import { createAuditMetrics } from './metrics.js';
 import type { AuditMetrics } from './metrics.js';
 import type client from 'prom-client';
+import { openDecisionLog } from './decision-log.js';
+import type { DecisionLog } from './decision-log.js';
 
 /** What {@link createAuditServices} needs. */
 export interface AuditDeps {
@@ -29,6 +31,8 @@ export interface AuditServices {
   readonly signer: CheckpointSigner;
   readonly checkpoints: CheckpointJob;
   readonly metrics: AuditMetrics;
+  /** The decision log, or null when `SIDECAR_DECISION_LOG` is off. */
+  readonly decisionLog: DecisionLog | null;
   /** Retention: removes chain prefixes older than `olderThan`, leaving signed anchors; returns the rows removed. */
   prune(olderThan: number): Promise<number>;
   /** Starts the background jobs. */
@@ -45,8 +49,9 @@ export async function createAuditServices(d: AuditDeps): Promise<AuditServices> 
     store: d.store.audit, signer, clock: d.clock, rows: d.config.checkpointRows, seconds: d.config.checkpointSeconds, log: d.log,
     onCheckpoints: (n) => metrics.checkpoints.inc({ kind: 'periodic' }, n),
   });
+  const decisionLog = openDecisionLog(d.config, () => metrics.decisionLogLines.inc());
   return {
-    signer, checkpoints, metrics,
+    signer, checkpoints, metrics, decisionLog,
     async prune(olderThan) {
       const r = await pruneAudit(d.store.audit, signer, olderThan, d.clock());
       if (r.anchors > 0) metrics.checkpoints.inc({ kind: 'anchor' }, r.anchors);
@@ -57,6 +62,7 @@ export async function createAuditServices(d: AuditDeps): Promise<AuditServices> 
     },
     async stop() {
       await checkpoints.stop();
+      await decisionLog?.close();
     },
   };
 }
