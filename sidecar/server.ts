@@ -36,7 +36,7 @@ import { registerWebhookRoutes } from './routes/webhooks.js';
 import { buildMetricsServer, registerHealthRoutes } from './routes/health.js';
 import { WebhookWorker } from './webhooks/worker.js';
 import { LOG_REDACT_PATHS } from './log.js';
-import { ERROR_SCHEMA, OPENAPI_OPTIONS, attachOperation } from './openapi.js';
+import { ERROR_SCHEMA, OPENAPI_INFO, OPENAPI_OPTIONS, attachOperation } from './openapi.js';
 import { RESPONSE_SCHEMAS } from './api/schemas.js';
 import { createAuditServices } from './audit/services.js';
 
@@ -135,7 +135,9 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     auditChain: config.audit.chain,
   });
   const box = createSecretBox(master.key);
-  const audit = await createAuditServices({ config: config.audit, store, box, clock, log: app.log, registry: metrics.registry });
+  const audit = await createAuditServices({
+    config: config.audit, store, box, clock, log: app.log, registry: metrics.registry, serviceVersion: OPENAPI_INFO.info?.version ?? 'unknown',
+  });
   // Label children bound once: one counter increment per signature task, without a label lookup.
   const cryptoTasks = {
     verify: { main: metrics.cryptoTasks.labels('verify', 'main'), worker: metrics.cryptoTasks.labels('verify', 'worker') },

@@ -14,6 +14,9 @@ import { createAuditMetrics } from './metrics.js';
 import type { AuditMetrics } from './metrics.js';
 import type client from 'prom-client';
 import { openDecisionLog } from './decision-log.js';
+import { AuditExporter } from './export.js';
+import { httpSink, otlpSink } from './sinks.js';
+import type { ExportSink } from './sinks.js';
 import type { DecisionLog } from './decision-log.js';
 
 /** What {@link createAuditServices} needs. */
@@ -24,6 +27,10 @@ export interface AuditDeps {
   clock: () => number;
   log: { error(obj: object, msg?: string): void; warn(obj: object, msg?: string): void; info(obj: object, msg?: string): void; debug(obj: object, msg?: string): void };
   registry: client.Registry;
+  /** The sidecar's version (the OTLP resource's service.version). */
+  serviceVersion: string;
+  /** Per-request deadline of the push exports (ms; default 15000). */
+  exportTimeoutMs?: number;
 }
 
 /** The audit services. */
@@ -33,6 +40,8 @@ export interface AuditServices {
   readonly metrics: AuditMetrics;
   /** The decision log, or null when `SIDECAR_DECISION_LOG` is off. */
   readonly decisionLog: DecisionLog | null;
+  /** The push exporters (one per configured sink). */
+  readonly exporters: readonly AuditExporter[];
   /** Retention: removes chain prefixes older than `olderThan`, leaving signed anchors; returns the rows removed. */
   prune(olderThan: number): Promise<number>;
   /** Starts the background jobs. */
@@ -50,8 +59,21 @@ export async function createAuditServices(d: AuditDeps): Promise<AuditServices> 
     onCheckpoints: (n) => metrics.checkpoints.inc({ kind: 'periodic' }, n),
   });
   const decisionLog = openDecisionLog(d.config, () => metrics.decisionLogLines.inc());
+  const timeoutMs = d.exportTimeoutMs ?? 15_000;
+  const sinks: ExportSink[] = [];
+  if (d.config.export) sinks.push(httpSink({ url: d.config.export.url, secret: d.config.export.secret, timeoutMs, clock: d.clock, log: d.log }));
+  if (d.config.otlp) sinks.push(otlpSink({ url: d.config.otlp.url, headers: d.config.otlp.headers, timeoutMs, clock: d.clock, serviceVersion: d.serviceVersion }));
+  const exporters = sinks.map((sink) => {
+    metrics.backlogOf(sink.name, () => d.store.audit.exportBacklog(sink.name));
+    return new AuditExporter({
+      store: d.store.audit, sink, clock: d.clock, batch: d.config.exportBatch, maxBacklog: d.config.exportMaxBacklog, flushMs: d.config.exportFlushMs,
+      leaseMs: Math.max(60_000, 2 * timeoutMs + 10_000), log: d.log,
+      onEvents: (result, n) => metrics.exportEvents.inc({ sink: sink.name, result }, n),
+      onFailure: () => metrics.exportFailures.inc({ sink: sink.name }),
+    });
+  });
   return {
-    signer, checkpoints, metrics, decisionLog,
+    signer, checkpoints, metrics, decisionLog, exporters,
     async prune(olderThan) {
       const r = await pruneAudit(d.store.audit, signer, olderThan, d.clock());
       if (r.anchors > 0) metrics.checkpoints.inc({ kind: 'anchor' }, r.anchors);
@@ -59,9 +81,11 @@ export async function createAuditServices(d: AuditDeps): Promise<AuditServices> 
     },
     start() {
       checkpoints.start();
+      for (const e of exporters) e.start();
     },
     async stop() {
       await checkpoints.stop();
+      await Promise.all(exporters.map((e) => e.stop()));
       await decisionLog?.close();
     },
   };
