@@ -21,17 +21,6 @@ export const AMOUNT_PATTERN = /^(0|[1-9][0-9]{0,14})(\.[0-9]{1,6})?$/;
 /** Accepted tenant values (others are dropped, so verify sees no tenant). */
 export const TENANT_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
-/** The `context` member of the verify request. Only derived members are present. */
-export interface VerifyContext {
-  method: string;
-  path: string;
-  client_ip?: string;
-  tenant?: string;
-  amount?: string;
-  currency?: string;
-  body_sha256: string;
-}
-
 /** A set of trusted proxy addresses and CIDR ranges (IPv4 and IPv6). */
 export class TrustedProxies {
   readonly #list = new BlockList();

@@ -31,7 +31,7 @@ import type { RouteMatch } from './routes.js';
 import { decodeProofJson, readProofHeader } from './proof.js';
 import { deriveAmountCurrency, deriveClientIp, deriveTenant } from './context.js';
 import { sha256Hex } from '../src/crypto/encoding.js';
-import type { VerifyContext } from './context.js';
+import type { VerifyContext } from '../src/protocol.js';
 import { SidecarClient } from './verify-client.js';
 import { mapVerifyResult, verifyResultLabel } from './outcome.js';
 import { countRequest, guardForward } from './metrics.js';
@@ -45,7 +45,8 @@ export type { GatewayMetrics } from './metrics.js';
 export { SUPPORTED_METHODS, SCOPE_PATTERN, compileRoutes, RouteTable } from './routes.js';
 export type { RouteEntry, RouteMatch, RouteResolution } from './routes.js';
 export { normalizePath, normalizeRequestTarget, MAX_PATH_LENGTH } from '../src/path.js';
-export { PROOF_HEADER, MAX_PROOF_HEADER_LENGTH } from './proof.js';
+export { MAX_PROOF_HEADER_LENGTH } from './proof.js';
+export { PROOF_HEADER } from '../src/protocol.js';
 export { DECISION_HEADERS } from './headers.js';
 export { gatewayFrameworkErrors, gatewayClientErrorHandler } from './framework-errors.js';
 

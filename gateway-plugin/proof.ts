@@ -25,10 +25,9 @@ import { isAscii } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import { ServiceError } from '../src/errors.js';
 import { MAX_BUNDLE_BYTES, parseProofBundle } from '../src/proof.js';
+import { PROOF_HEADER } from '../src/protocol.js';
 import { isPlainObject } from './validate.js';
 
-/** The header carrying the proof bundle (lowercase). */
-export const PROOF_HEADER = 'x-service-proof';
 /** Longest accepted `X-Service-Proof` value, in characters (16 KiB). */
 export const MAX_PROOF_HEADER_LENGTH = 16_384;
 
