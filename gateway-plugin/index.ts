@@ -42,7 +42,7 @@ export * from './options.js';
 export { createGatewayMetrics, METRIC_PREFIX, VERIFY_BUCKETS, UPSTREAM_BUCKETS } from './metrics.js';
 export { normalizeExposition } from '../src/prometheus.js';
 export type { GatewayMetrics } from './metrics.js';
-export { SUPPORTED_METHODS, SCOPE_PATTERN, compileRoutes, RouteTable } from './routes.js';
+export { SUPPORTED_METHODS, compileRoutes, RouteTable } from './routes.js';
 export type { RouteEntry, RouteMatch, RouteResolution } from './routes.js';
 export { normalizePath, normalizeRequestTarget, MAX_PATH_LENGTH } from '../src/path.js';
 export { MAX_PROOF_HEADER_LENGTH } from './proof.js';
