@@ -15,22 +15,72 @@ import { createGatewayMetrics, isGatewayMetrics } from './metrics.js';
 import type { GatewayMetrics } from './metrics.js';
 import { at, checkHttpUrl, checkInt, checkJsonPointer, checkObject, checkString, fail } from './validate.js';
 
-/** Default deadline of a verify call (ms); the spec's sample value. */
+/**
+ * Default deadline of a verify call (ms); the spec's sample value.
+ *
+ * @example
+ * ```ts
+ * await app.register(agentAuthzGateway, { ...options, verifyTimeoutMs: DEFAULT_VERIFY_TIMEOUT_MS / 2 });
+ * ```
+ */
 export const DEFAULT_VERIFY_TIMEOUT_MS = 10_000;
-/** Default deadline of a challenge fetch (for the 401 answer) and of readiness probes (ms). */
+/**
+ * Default deadline of a challenge fetch (for the 401 answer) and of readiness probes (ms).
+ *
+ * @example
+ * ```ts
+ * await app.register(agentAuthzGateway, { ...options, challengeTimeoutMs: DEFAULT_CHALLENGE_TIMEOUT_MS });
+ * ```
+ */
 export const DEFAULT_CHALLENGE_TIMEOUT_MS = 2_000;
-/** Default deadline for the upstream's response headers and between body chunks (ms). */
+/**
+ * Default deadline for the upstream's response headers and between body chunks (ms).
+ *
+ * @example
+ * ```ts
+ * await app.register(agentAuthzGateway, { ...options, upstreamTimeoutMs: 2 * DEFAULT_UPSTREAM_TIMEOUT_MS });
+ * ```
+ */
 export const DEFAULT_UPSTREAM_TIMEOUT_MS = 30_000;
-/** Default largest request body accepted and hashed (bytes, 1 MiB). */
+/**
+ * Default largest request body accepted and hashed (bytes, 1 MiB); larger is 413 `body_too_large`.
+ *
+ * @example
+ * ```ts
+ * await app.register(agentAuthzGateway, { ...options, bodyLimit: 4 * DEFAULT_BODY_LIMIT_BYTES });
+ * ```
+ */
 export const DEFAULT_BODY_LIMIT_BYTES = 1_048_576;
-/** Default maximum concurrent keep-alive connections to the sidecar. */
+/**
+ * Default maximum concurrent keep-alive connections to the sidecar.
+ *
+ * @example
+ * ```ts
+ * await app.register(agentAuthzGateway, { ...options, sidecarConnections: DEFAULT_SIDECAR_CONNECTIONS * 2 });
+ * ```
+ */
 export const DEFAULT_SIDECAR_CONNECTIONS = 64;
-/** Node `maxHeaderSize` a gateway server needs so real proof bundles fit (32 KiB). */
+/**
+ * Node `maxHeaderSize` a gateway server needs so real proof bundles (~6–7 KiB of base64) fit (32 KiB).
+ *
+ * @example
+ * ```ts
+ * const app = Fastify({ http: { maxHeaderSize: GATEWAY_MAX_HEADER_SIZE } });
+ * ```
+ */
 export const GATEWAY_MAX_HEADER_SIZE = 32_768;
 /** The default label of option errors. */
 export const OPTIONS_LABEL = 'gateway options:';
 
-/** Context-derivation rules (see `context.ts`). */
+/**
+ * Context-derivation rules (see `context.ts` and docs/gateway.md#context-derivation).
+ *
+ * @example
+ * ```ts
+ * const context: ContextOptions = { tenant: { suffix: '.tenants.example.com' }, amount: '/amount', currency: '/currency' };
+ * await app.register(agentAuthzGateway, { ...options, context });
+ * ```
+ */
 export interface ContextOptions {
   /** Tenant rule: exactly one of `hosts` (host → tenant), `suffix` (one host label), `header` (trusted proxies only). */
   tenant?: { hosts?: Record<string, string>; suffix?: string; header?: string };
@@ -40,7 +90,21 @@ export interface ContextOptions {
   currency?: string;
 }
 
-/** Options of the gateway plugin. */
+/**
+ * Options of the gateway plugin (validated at registration; unknown keys are refused).
+ *
+ * @example
+ * ```ts
+ * const options: GatewayOptions = {
+ *   upstream: 'http://127.0.0.1:8080',
+ *   sidecarUrl: 'http://127.0.0.1:8700',
+ *   apiKey: process.env.GATEWAY_API_KEY!,
+ *   routes: [{ method: 'GET', path: '/v1/items/:id', scope: 'data:read' }],
+ *   trustedProxies: ['10.0.0.0/8'],
+ * };
+ * await app.register(agentAuthzGateway, options);
+ * ```
+ */
 export interface GatewayOptions {
   /** Upstream origin, for example `http://127.0.0.1:8080` (no path). */
   upstream: string;

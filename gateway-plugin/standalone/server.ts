@@ -15,9 +15,10 @@ import { randomUUID } from 'node:crypto';
 import Fastify from 'fastify';
 import type { FastifyInstance } from 'fastify';
 import { errorBody, ERRORS } from '../../src/errors.js';
-import { normalizeExposition } from '../../src/prometheus.js';
-import { agentAuthzGateway, GATEWAY_MAX_HEADER_SIZE, createGatewayMetrics, resolveGatewayOptions, DEFAULT_CHALLENGE_TIMEOUT_MS } from '../index.js';
-import type { GatewayMetrics } from '../index.js';
+import { agentAuthzGateway } from '../plugin.js';
+import { GATEWAY_MAX_HEADER_SIZE, resolveGatewayOptions, DEFAULT_CHALLENGE_TIMEOUT_MS } from '../options.js';
+import { createGatewayMetrics } from '../metrics.js';
+import type { GatewayMetrics } from '../metrics.js';
 import { gatewayClientErrorHandler, gatewayFrameworkErrors } from '../framework-errors.js';
 import { resolveConfig } from './config.js';
 import type { GatewayConfig } from './config.js';
@@ -105,7 +106,7 @@ export async function buildGateway(rawConfig: unknown, env: NodeJS.ProcessEnv = 
     collectGatewayDefaultMetrics(metrics.registry);
     const m = Fastify({ logger: false });
     const path = config.metrics.path;
-    m.get(path, async (_request, reply) => reply.type(metrics.registry.contentType).send(normalizeExposition(await metrics.registry.metrics())));
+    m.get(path, async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.exposition()));
     metricsApp = m;
     // onClose hooks run after the main listener's connections are done: scrapes keep working
     // during a graceful shutdown, and one app.close() (main.ts) stops both listeners.

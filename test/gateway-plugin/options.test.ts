@@ -10,9 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify from 'fastify';
 import {
-  DEFAULT_BODY_LIMIT_BYTES, DEFAULT_CHALLENGE_TIMEOUT_MS, DEFAULT_UPSTREAM_TIMEOUT_MS, DEFAULT_VERIFY_TIMEOUT_MS,
-  agentAuthzGateway, compileRoutes, resolveGatewayOptions,
+  DEFAULT_BODY_LIMIT_BYTES, DEFAULT_CHALLENGE_TIMEOUT_MS, DEFAULT_UPSTREAM_TIMEOUT_MS, DEFAULT_VERIFY_TIMEOUT_MS, agentAuthzGateway,
 } from '../../gateway-plugin/index.js';
+import { resolveGatewayOptions } from '../../gateway-plugin/options.js';
+import { compileRoutes } from '../../gateway-plugin/routes.js';
 import { loadConfigFile, resolveConfig } from '../../gateway-plugin/standalone/config.js';
 import { buildGateway } from '../../gateway-plugin/standalone/server.js';
 
