@@ -117,7 +117,7 @@ export function compileMcp(value: unknown, path: string): McpRoute {
   if (!Array.isArray(list)) fail(at(path, 'public'), 'must be a list of JSON-RPC method names');
   list.forEach((method: unknown, i) => {
     const where = item(at(path, 'public'), i);
-    if (typeof method !== 'string' || !METHOD_PATTERN.test(method)) fail(where, 'must be a JSON-RPC method name such as "ping" or "notifications/*"');
+    if (typeof method !== 'string' || (method !== 'notifications/*' && !METHOD_PATTERN.test(method))) fail(where, 'must be a JSON-RPC method name such as "ping" or "notifications/*"');
     if (method === TOOLS_CALL) fail(where, 'tools/call cannot be public: every tool call needs its tool\'s scope');
     if (publicMethods.has(method)) fail(where, `duplicate method ${method}`);
     publicMethods.add(method);
