@@ -2,7 +2,11 @@
  * `agent-authz/gateway`: what an application needs to put agent-authz in
  * front of an API. Everything else in gateway-plugin/ is internal.
  *
- * - {@link agentAuthzGateway}: the reverse-proxy plugin (docs/gateway.md);
+ * - {@link agentAuthzGateway}: the reverse-proxy plugin (docs/gateway.md),
+ *   with MCP-aware routes (docs/mcp.md);
+ * - {@link agentAuthzForwardAuth}: the decision endpoint for a proxy you
+ *   already run: Envoy ext_authz, NGINX auth_request, Traefik ForwardAuth,
+ *   Caddy forward_auth (docs/forward-auth.md);
  * - their option types and defaults; the metrics factory; the server-level
  *   error handlers; the names of the decision headers the upstream receives.
  *
@@ -20,6 +24,9 @@
  */
 
 export { agentAuthzGateway, agentAuthzGateway as default } from './plugin.js';
+export { agentAuthzForwardAuth } from './forward-auth/plugin.js';
+export { DEFAULT_FORWARD_AUTH_PREFIX } from './forward-auth/options.js';
+export type { ForwardAuthOptions } from './forward-auth/options.js';
 export {
   DEFAULT_BODY_LIMIT_BYTES, DEFAULT_CHALLENGE_TIMEOUT_MS, DEFAULT_SIDECAR_CONNECTIONS, DEFAULT_UPSTREAM_TIMEOUT_MS,
   DEFAULT_VERIFY_TIMEOUT_MS, GATEWAY_MAX_HEADER_SIZE,

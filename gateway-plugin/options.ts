@@ -139,15 +139,13 @@ export interface ResolvedContext {
   readonly currencyPointer: string | undefined;
 }
 
-/** Validated options with defaults applied. */
-export interface ResolvedGatewayOptions {
-  readonly upstream: string;
+/** Validated options every mode shares (the proxy adds its upstream; see forward-auth/options.ts). */
+export interface ResolvedDecisionOptions {
   readonly sidecarUrl: URL;
   readonly apiKey: string;
   readonly routes: RouteTable;
   readonly verifyTimeoutMs: number;
   readonly challengeTimeoutMs: number;
-  readonly upstreamTimeoutMs: number;
   readonly bodyLimit: number;
   readonly trustedProxies: TrustedProxies;
   readonly context: ResolvedContext;
@@ -155,6 +153,14 @@ export interface ResolvedGatewayOptions {
   readonly sidecarConnections: number;
 }
 
+/** Validated proxy options with defaults applied. */
+export interface ResolvedGatewayOptions extends ResolvedDecisionOptions {
+  readonly upstream: string;
+  readonly upstreamTimeoutMs: number;
+}
+
+/** Option keys every mode shares. */
+export const DECISION_OPTION_KEYS = ['sidecarUrl', 'apiKey', 'routes', 'verifyTimeoutMs', 'challengeTimeoutMs', 'bodyLimit', 'trustedProxies', 'context', 'metrics', 'sidecarConnections'] as const;
 const OPTION_KEYS = ['upstream', 'sidecarUrl', 'apiKey', 'routes', 'verifyTimeoutMs', 'challengeTimeoutMs', 'upstreamTimeoutMs', 'bodyLimit', 'trustedProxies', 'context', 'metrics', 'sidecarConnections'] as const;
 
 /** Validates an API key value (visible ASCII, as it goes into a header). */
@@ -175,13 +181,14 @@ export function resolveContext(value: unknown, path: string, trusted: TrustedPro
   };
 }
 
-/** Validates plugin options and applies defaults. Throws a path-named `TypeError`. */
-export function resolveGatewayOptions(raw: unknown, label: string = OPTIONS_LABEL): ResolvedGatewayOptions {
-  const o = checkObject(raw, label, OPTION_KEYS);
-  for (const key of ['upstream', 'sidecarUrl', 'apiKey', 'routes'] as const) {
+/**
+ * Validates the options every mode shares (`o` is already checked for
+ * unknown keys by the caller). Throws a path-named `TypeError`.
+ */
+export function resolveDecisionOptions(o: Record<string, unknown>, label: string): ResolvedDecisionOptions {
+  for (const key of ['sidecarUrl', 'apiKey', 'routes'] as const) {
     if (o[key] === undefined) fail(at(label, key), 'is required');
   }
-  const upstream = checkHttpUrl(o.upstream, at(label, 'upstream'), true).origin;
   const sidecarUrl = checkHttpUrl(o.sidecarUrl, at(label, 'sidecarUrl'), false);
   const apiKey = checkApiKey(o.apiKey, at(label, 'apiKey'));
   const trustedProxies = new TrustedProxies(o.trustedProxies, at(label, 'trustedProxies'));
@@ -189,17 +196,27 @@ export function resolveGatewayOptions(raw: unknown, label: string = OPTIONS_LABE
   const routes = compileRoutes(o.routes, at(label, 'routes'), context);
   if (o.metrics !== undefined && !isGatewayMetrics(o.metrics)) fail(at(label, 'metrics'), 'must come from createGatewayMetrics()');
   return {
-    upstream,
     sidecarUrl,
     apiKey,
     routes,
     verifyTimeoutMs: checkInt(o.verifyTimeoutMs, at(label, 'verifyTimeoutMs'), 1, 120_000, DEFAULT_VERIFY_TIMEOUT_MS),
     challengeTimeoutMs: checkInt(o.challengeTimeoutMs, at(label, 'challengeTimeoutMs'), 1, 60_000, DEFAULT_CHALLENGE_TIMEOUT_MS),
-    upstreamTimeoutMs: checkInt(o.upstreamTimeoutMs, at(label, 'upstreamTimeoutMs'), 1, 3_600_000, DEFAULT_UPSTREAM_TIMEOUT_MS),
     bodyLimit: checkInt(o.bodyLimit, at(label, 'bodyLimit'), 0, 1_073_741_824, DEFAULT_BODY_LIMIT_BYTES),
     trustedProxies,
     context,
-    metrics: o.metrics ?? createGatewayMetrics(),
+    metrics: (o.metrics as GatewayMetrics | undefined) ?? createGatewayMetrics(),
     sidecarConnections: checkInt(o.sidecarConnections, at(label, 'sidecarConnections'), 1, 4096, DEFAULT_SIDECAR_CONNECTIONS),
+  };
+}
+
+/** Validates plugin options and applies defaults. Throws a path-named `TypeError`. */
+export function resolveGatewayOptions(raw: unknown, label: string = OPTIONS_LABEL): ResolvedGatewayOptions {
+  const o = checkObject(raw, label, OPTION_KEYS);
+  if (o.upstream === undefined) fail(at(label, 'upstream'), 'is required');
+  const upstream = checkHttpUrl(o.upstream, at(label, 'upstream'), true).origin;
+  return {
+    upstream,
+    ...resolveDecisionOptions(o, label),
+    upstreamTimeoutMs: checkInt(o.upstreamTimeoutMs, at(label, 'upstreamTimeoutMs'), 1, 3_600_000, DEFAULT_UPSTREAM_TIMEOUT_MS),
   };
 }

@@ -17,7 +17,7 @@ const INDEX = join(ROOT, 'gateway-plugin', 'index.ts');
 /** Runtime exports users need. */
 const RUNTIME = [
   'DECISION_HEADERS', 'DEFAULT_BODY_LIMIT_BYTES', 'DEFAULT_CHALLENGE_TIMEOUT_MS', 'DEFAULT_SIDECAR_CONNECTIONS',
-  'DEFAULT_UPSTREAM_TIMEOUT_MS', 'DEFAULT_VERIFY_TIMEOUT_MS', 'GATEWAY_MAX_HEADER_SIZE', 'agentAuthzGateway',
+  'DEFAULT_UPSTREAM_TIMEOUT_MS', 'DEFAULT_VERIFY_TIMEOUT_MS', 'DEFAULT_FORWARD_AUTH_PREFIX', 'GATEWAY_MAX_HEADER_SIZE', 'agentAuthzForwardAuth', 'agentAuthzGateway',
   'createGatewayMetrics', 'default', 'gatewayClientErrorHandler', 'gatewayFrameworkErrors',
 ];
 
