@@ -18,7 +18,11 @@
 
 import t from 'tap';
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
 import { resolveConfig } from '../../gateway-plugin/standalone/config.js';
+import { caddySite, nginxSite } from './proxies.js';
 import { TEST_API_KEY, TEST_API_KEY_ENV, allowAll, denyAll, gatewayConfig, proofHeader, rawRequest, send, startFakeSidecar, startGateway, startUpstream } from './helpers.js';
 
 t.setTimeout(30_000);
@@ -164,4 +168,13 @@ t.test('the standalone forward_auth config', async (t) => {
   for (const [raw, message] of cases) t.throws(() => resolveConfig(raw, env), { name: 'TypeError', message });
   await t.rejects(startGateway({ ...rest, mode: 'forward_auth', forward_auth: { path_prefix: '/health' }, health: { liveness_path: '/health/live' } }),
     { name: 'TypeError', message: /^config: health\.liveness_path: \/health\/live collides with forward_auth\.path_prefix$/ });
+});
+
+t.test('docs/forward-auth.md shows the configs the tests run', async (t) => {
+  const doc = readFileSync(join(import.meta.dirname, '../../docs/forward-auth.md'), 'utf8');
+  t.ok(doc.includes(`\`\`\`nginx\n${nginxSite(8443, '127.0.0.1:8090', '127.0.0.1:8080')}\`\`\``), 'the NGINX config, verbatim');
+  t.ok(doc.includes(`\`\`\`caddy\n${caddySite(8443, '127.0.0.1:8090', '127.0.0.1:8080')}\`\`\``), 'the Caddy site block, verbatim');
+  const standalone = /```yaml\n(mode: forward_auth[\s\S]*?)```/.exec(doc)?.[1] ?? '';
+  const cfg = resolveConfig(parseYaml(standalone), { GATEWAY_API_KEY: TEST_API_KEY });
+  t.equal(cfg.mode, 'forward_auth', 'the standalone example is a valid config');
 });
