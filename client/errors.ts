@@ -29,6 +29,13 @@ export const GATEWAY_REFUSAL_CODES: ReadonlySet<string> = new Set([
  */
 export type AgentAuthzErrorSource = 'gateway' | 'sidecar';
 
+/** Facts about a refused request that are not in its error body (internal; see {@link AgentAuthzError}). */
+interface AgentAuthzErrorExtra {
+  requestId?: string | undefined;
+  jsonRpcId?: string | number | null | undefined;
+  operation?: AgentOperation | undefined;
+}
+
 /**
  * A refused request or a failed proof: `code` is the error code (see
  * docs/errors.md), `reason` the decision reason (`not_delegated`,
@@ -67,7 +74,7 @@ export class AgentAuthzError extends Error {
   /** The error object as received (`{code, message, status, …}`). */
   readonly details: Readonly<Record<string, unknown>>;
 
-  constructor(source: AgentAuthzErrorSource, status: number, details: Record<string, unknown>, extra: { requestId?: string | undefined; jsonRpcId?: string | number | null | undefined; operation?: AgentOperation | undefined } = {}) {
+  constructor(source: AgentAuthzErrorSource, status: number, details: Record<string, unknown>, extra: AgentAuthzErrorExtra = {}) {
     const code = typeof details.code === 'string' ? details.code : 'service_unavailable';
     super(typeof details.message === 'string' ? `${code}: ${details.message}` : code);
     this.name = 'AgentAuthzError';

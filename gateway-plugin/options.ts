@@ -161,7 +161,10 @@ export interface ResolvedGatewayOptions extends ResolvedDecisionOptions {
 
 /** Option keys every mode shares. */
 export const DECISION_OPTION_KEYS = ['sidecarUrl', 'apiKey', 'routes', 'verifyTimeoutMs', 'challengeTimeoutMs', 'bodyLimit', 'trustedProxies', 'context', 'metrics', 'sidecarConnections'] as const;
-const OPTION_KEYS = ['upstream', 'sidecarUrl', 'apiKey', 'routes', 'verifyTimeoutMs', 'challengeTimeoutMs', 'upstreamTimeoutMs', 'bodyLimit', 'trustedProxies', 'context', 'metrics', 'sidecarConnections'] as const;
+const OPTION_KEYS = [
+  'upstream', 'sidecarUrl', 'apiKey', 'routes', 'verifyTimeoutMs', 'challengeTimeoutMs', 'upstreamTimeoutMs', 'bodyLimit', 'trustedProxies',
+  'context', 'metrics', 'sidecarConnections',
+] as const;
 
 /** Validates an API key value (visible ASCII, as it goes into a header). */
 export function checkApiKey(value: unknown, path: string): string {

@@ -2,7 +2,8 @@
  * The compiled route → scope table of the gateway.
  *
  * An entry maps HTTP methods plus a path pattern to exactly one required
- * scope, or marks the route `public: true` (passes without a proof). Patterns
+ * scope, or marks the route `public: true` (passes without a proof); an
+ * `mcp` member makes it an MCP endpoint (mcp/config.ts). Patterns
  * are absolute, in normalized form (see `path.ts`), and made of segments:
  *
  * - a literal segment matches itself exactly (case-sensitive);

@@ -40,7 +40,10 @@ export const DEFAULT_METRICS_PATH = '/metrics';
 export const DEFAULT_LOG_LEVEL = 'info';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-const TOP_KEYS = ['mode', 'forward_auth', 'upstream_url', 'sidecar_url', 'api_key_env', 'verify_timeout_ms', 'challenge_timeout_ms', 'upstream_timeout_ms', 'body_limit_bytes', 'sidecar_connections', 'trusted_proxies', 'context', 'routes', 'listen', 'health', 'metrics', 'log_level'] as const;
+const TOP_KEYS = [
+  'mode', 'forward_auth', 'upstream_url', 'sidecar_url', 'api_key_env', 'verify_timeout_ms', 'challenge_timeout_ms', 'upstream_timeout_ms',
+  'body_limit_bytes', 'sidecar_connections', 'trusted_proxies', 'context', 'routes', 'listen', 'health', 'metrics', 'log_level',
+] as const;
 
 /** What the standalone process serves: the reverse proxy, or the forward-auth endpoint for a proxy in front. */
 export type GatewayMode = 'proxy' | 'forward_auth';
