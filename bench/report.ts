@@ -7,6 +7,8 @@ import type { ProfileSummary } from './profile.js';
 import type { Backend } from './plan.js';
 import { gatewayBounds, pathCpuMs } from './bounds.js';
 import type { BoundRate, GatewayBounds } from './bounds.js';
+import { AGENT_ROWS, AGENT_SECTION } from './agents-report.js';
+import type { AgentResults } from './agents-report.js';
 
 /**
  * The gateway comparison's variants. References, not targets: `stub` is the agent-authz gateway in front of
@@ -43,6 +45,8 @@ export interface BackendResults {
     /** gateway only: the sidecar's verifies in the c=50 rounds by the thread that checked the signature (`agent_authz_crypto_tasks_total`). */
     verifyThreads?: { main: number; worker: number };
   }>>;
+  /** The agent rows (bench/agents.ts): MCP tool calls and forward-auth through NGINX. */
+  agents?: AgentResults;
   profiles?: {
     verify?: ProfileSummary; present?: ProfileSummary; gateway?: ProfileSummary;
     /** Flame graphs written in this run (paths from the repository root). */
@@ -241,6 +245,10 @@ export function renderTable(res: Results): string {
       const s = verifyServerUs(b);
       return g?.gateway && g.plain ? `${int(g.gateway.c1.p50 - g.plain.c1.p50)} µs (budget ${int(s === undefined ? undefined : s + 500)} µs)` : '—';
     }, 'gw-latency');
+  }
+  if (Object.values(res.backends).some((b) => b?.agents)) {
+    section(AGENT_SECTION);
+    for (const [label, f] of AGENT_ROWS) per(label, (b) => f(b.agents));
   }
   const s = res.scaling;
   if (s) {

@@ -29,6 +29,7 @@ import { evaluateTargets, renderTable, stripSamples } from './report.js';
 import { renderSvg } from './chart.js';
 import type { BackendResults, Results } from './report.js';
 import { gatewayComparison, profileGateway, startGatewayProcs } from './gateway.js';
+import { agentComparison, startAgentProcs } from './agents.js';
 import { cryptoCeiling, presentAndVerify, profileSidecar } from './verify.js';
 import { measureAudit, prepareAudit } from './audit.js';
 import type { AuditPrepared } from './audit.js';
@@ -135,6 +136,10 @@ async function main(): Promise<number> {
         // Smoke runs start the gateway's servers while present/verify run (startup dominates a tiny run).
         let gwProcs = plan.smoke && plan.sections.has('gateway') ? startGatewayProcs(run, sc, s) : undefined;
         gwProcs?.catch(() => undefined);
+        // The agent rows (MCP, forward-auth through NGINX) run with the gateway part, on the primary backend,
+        // in measured runs only: a smoke run has no time left for four more servers (test/bench/agents.test.ts runs them).
+        const agents = !plan.smoke && plan.sections.has('gateway') && backend === backends[0];
+        let agentProcs: ReturnType<typeof startAgentProcs> | undefined;
         try {
           if (plan.sections.has('present') || plan.sections.has('verify')) await presentAndVerify(run, backend, sc, s, br);
           if (plan.sections.has('audit')) {
@@ -147,8 +152,14 @@ async function main(): Promise<number> {
             await gatewayComparison(run, backend, sc, s, br, await gwProcs);
             gwProcs = undefined;
           }
+          if (agents) {
+            agentProcs ??= startAgentProcs(run, sc, s);
+            await agentComparison(run, backend, sc, s, br, await agentProcs);
+            agentProcs = undefined;
+          }
         } finally {
           if (gwProcs) await Promise.all((await gwProcs.catch(() => ({ children: [] as Child[] }))).children.map((c) => c.stop(5000)));
+          if (agentProcs) await Promise.all((await agentProcs.catch(() => ({ children: [] as Child[] }))).children.map((c) => c.stop(5000)));
         }
         const primary = backend === backends[0];
         const t = evaluateTargets(run.results, backend);

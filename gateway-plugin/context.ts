@@ -15,22 +15,12 @@ import { BlockList, isIP } from 'node:net';
 import { ServiceError } from '../src/errors.js';
 import { at, checkHeaderName, checkObject, checkString, fail, isPlainObject, item } from './validate.js';
 import { JsonNumber, JsonSyntaxError, parseStrictJson, resolvePointer } from './json.js';
+import type { JsonValue } from './json.js';
 
 /** The decimal-string form verify accepts for `amount`. */
 export const AMOUNT_PATTERN = /^(0|[1-9][0-9]{0,14})(\.[0-9]{1,6})?$/;
 /** Accepted tenant values (others are dropped, so verify sees no tenant). */
 export const TENANT_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
-
-/** The `context` member of the verify request. Only derived members are present. */
-export interface VerifyContext {
-  method: string;
-  path: string;
-  client_ip?: string;
-  tenant?: string;
-  amount?: string;
-  currency?: string;
-  body_sha256: string;
-}
 
 /** A set of trusted proxy addresses and CIDR ranges (IPv4 and IPv6). */
 export class TrustedProxies {
@@ -170,9 +160,32 @@ export function amountFromNumber(text: string): string | undefined {
   return AMOUNT_PATTERN.test(result) ? result : undefined;
 }
 
-function isJsonMediaType(contentType: string | undefined): boolean {
+/** True for `application/json` and `application/<x>+json` (parameters ignored). */
+export function isJsonMediaType(contentType: string | undefined): boolean {
   const type = (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
   return type === 'application/json' || /^application\/[a-z0-9.!#$&^_-]+\+json$/.test(type);
+}
+
+/**
+ * The amount at `pointer` in a strictly parsed document: a JSON number
+ * converted exactly, or a decimal string. `undefined` when the pointer
+ * resolves to nothing; 400 `invalid_request` for a value of another shape.
+ * `where` names the value in the message (default: the pointer).
+ */
+export function amountAt(doc: JsonValue, pointer: string, where: string = pointer): string | undefined {
+  const v = resolvePointer(doc, pointer);
+  if (v === undefined) return undefined;
+  const amount = v instanceof JsonNumber ? amountFromNumber(v.text) : typeof v === 'string' && AMOUNT_PATTERN.test(v) ? v : undefined;
+  if (amount === undefined) throw new ServiceError('invalid_request', `The amount at ${where} is not a non-negative decimal number.`);
+  return amount;
+}
+
+/** The currency at `pointer` (3 letters, uppercased), like {@link amountAt}. */
+export function currencyAt(doc: JsonValue, pointer: string, where: string = pointer): string | undefined {
+  const v = resolvePointer(doc, pointer);
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string' || !/^[A-Za-z]{3}$/.test(v)) throw new ServiceError('invalid_request', `The currency at ${where} is not a 3-letter code.`);
+  return v.toUpperCase();
 }
 
 /**
@@ -182,7 +195,7 @@ function isJsonMediaType(contentType: string | undefined): boolean {
  */
 export function deriveAmountCurrency(body: Buffer, contentType: string | undefined, amountPointer: string | undefined, currencyPointer: string | undefined): { amount?: string; currency?: string } {
   if ((amountPointer === undefined && currencyPointer === undefined) || body.length === 0) return {};
-  let doc;
+  let doc: JsonValue;
   try {
     doc = parseStrictJson(body);
   } catch (err) {
@@ -192,20 +205,9 @@ export function deriveAmountCurrency(body: Buffer, contentType: string | undefin
     return {};
   }
   const out: { amount?: string; currency?: string } = {};
-  if (amountPointer !== undefined) {
-    const v = resolvePointer(doc, amountPointer);
-    if (v !== undefined) {
-      const amount = v instanceof JsonNumber ? amountFromNumber(v.text) : typeof v === 'string' && AMOUNT_PATTERN.test(v) ? v : undefined;
-      if (amount === undefined) throw new ServiceError('invalid_request', `The amount at ${amountPointer} is not a non-negative decimal number.`);
-      out.amount = amount;
-    }
-  }
-  if (currencyPointer !== undefined) {
-    const v = resolvePointer(doc, currencyPointer);
-    if (v !== undefined) {
-      if (typeof v !== 'string' || !/^[A-Za-z]{3}$/.test(v)) throw new ServiceError('invalid_request', `The currency at ${currencyPointer} is not a 3-letter code.`);
-      out.currency = v.toUpperCase();
-    }
-  }
+  const amount = amountPointer === undefined ? undefined : amountAt(doc, amountPointer);
+  if (amount !== undefined) out.amount = amount;
+  const currency = currencyPointer === undefined ? undefined : currencyAt(doc, currencyPointer);
+  if (currency !== undefined) out.currency = currency;
   return out;
 }

@@ -20,6 +20,12 @@ import type { GatewayMetrics } from './metrics.js';
  * Creates a `frameworkErrors` handler: an undecodable URL is 400
  * `ambiguous_path`, other framework errors 400 `invalid_request`. With
  * `metrics`, the refusal is counted in `agent_authz_gateway_requests_total`.
+ *
+ * @example
+ * ```ts
+ * const metrics = createGatewayMetrics();
+ * const app = Fastify({ frameworkErrors: gatewayFrameworkErrors(metrics), clientErrorHandler: gatewayClientErrorHandler });
+ * ```
  */
 export function gatewayFrameworkErrors(metrics?: GatewayMetrics) {
   return function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
@@ -33,6 +39,11 @@ export function gatewayFrameworkErrors(metrics?: GatewayMetrics) {
 /**
  * A `clientErrorHandler` for requests Node's HTTP parser refuses: answers 400
  * `invalid_request` in the service's error shape and closes the connection.
+ *
+ * @example
+ * ```ts
+ * const app = Fastify({ http: { maxHeaderSize: GATEWAY_MAX_HEADER_SIZE }, clientErrorHandler: gatewayClientErrorHandler });
+ * ```
  */
 export function gatewayClientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;

@@ -35,7 +35,18 @@
  * replaced); the rest is passed to the client unchanged.
  */
 
-/** Names of the headers the gateway sets on forwarded requests (lowercase). */
+/**
+ * Names of the headers the gateway sets on forwarded requests (lowercase).
+ * The upstream can trust every `X-Service-*` header it receives when it is
+ * reachable only through the gateway (clients' copies are stripped).
+ *
+ * @example
+ * ```ts
+ * // in the upstream (any Node server behind the gateway)
+ * const agent = request.headers[DECISION_HEADERS.agentId];
+ * if (request.headers[DECISION_HEADERS.decision] !== 'allow') throw new Error('not through the gateway');
+ * ```
+ */
 export const DECISION_HEADERS = {
   decision: 'x-service-decision',
   scope: 'x-service-scope',

@@ -22,6 +22,7 @@
 
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { isErrorCode } from '../src/errors.js';
+import { normalizeExposition } from '../src/prometheus.js';
 import { DENY_CODES } from './outcome.js';
 
 /** Metric name prefix. */
@@ -44,12 +45,22 @@ export const DROPPED_DEFAULT_METRICS: readonly string[] = ['nodejs_active_handle
 const KNOWN_CAUSES = new Set(['verify_timeout', 'verify_network', 'verify_bad_response', 'verify_unknown_decision', 'unspecified', 'authorized', 'public', 'upstream_error', 'upstream_timeout']);
 const BRAND: unique symbol = Symbol('agent-authz-gateway-metrics');
 
-/** The metrics of one gateway. Create with {@link createGatewayMetrics}. */
+/**
+ * The metrics of one gateway. Create with {@link createGatewayMetrics}.
+ *
+ * @example
+ * ```ts
+ * const metrics: GatewayMetrics = createGatewayMetrics();
+ * app.get('/metrics', async (_req, reply) => reply.type(metrics.registry.contentType).send(await metrics.exposition()));
+ * ```
+ */
 export interface GatewayMetrics {
   /** @internal brand checked by option validation. */
   readonly [BRAND]: true;
-  /** The registry holding every gateway metric; serve `normalizeExposition(await registry.metrics())` (exported by this plugin). */
+  /** The registry holding every gateway metric (serve it with {@link GatewayMetrics.exposition}). */
   readonly registry: Registry;
+  /** The registry's Prometheus text exposition, with NaN spelled `NaN` (prom-client writes `Nan`). */
+  exposition(): Promise<string>;
   /** `agent_authz_gateway_requests_total`. */
   readonly requests: Counter<'outcome' | 'reason'>;
   /** `agent_authz_gateway_verify_duration_seconds`. */
@@ -60,7 +71,18 @@ export interface GatewayMetrics {
   readonly failOpen: Counter;
 }
 
-/** Creates the gateway metrics in `registry` (default: a new private Registry). */
+/**
+ * Creates the gateway metrics in `registry` (default: a new private Registry,
+ * never prom-client's global one). Pass them as the plugin's `metrics` option
+ * to serve them yourself.
+ *
+ * @example
+ * ```ts
+ * const metrics = createGatewayMetrics();
+ * await app.register(agentAuthzGateway, { ...options, metrics });
+ * app.get('/metrics', async (_req, reply) => reply.type(metrics.registry.contentType).send(await metrics.exposition()));
+ * ```
+ */
 export function createGatewayMetrics(registry: Registry = new Registry()): GatewayMetrics {
   const registers = [registry];
   const failOpen = new Counter({ name: `${METRIC_PREFIX}fail_open_total`, help: 'Requests that reached the forwarding step without an allow decision (must stay 0; such requests are refused).', registers });
@@ -68,6 +90,7 @@ export function createGatewayMetrics(registry: Registry = new Registry()): Gatew
   return {
     [BRAND]: true,
     registry,
+    exposition: async () => normalizeExposition(await registry.metrics()),
     requests: new Counter({ name: `${METRIC_PREFIX}requests_total`, help: 'Requests answered by the gateway, by outcome and reason.', labelNames: ['outcome', 'reason'], registers }),
     verifyDuration: new Histogram({ name: `${METRIC_PREFIX}verify_duration_seconds`, help: 'Latency of verify calls to the sidecar.', labelNames: ['result'], buckets: [...VERIFY_BUCKETS], registers }),
     upstreamDuration: new Histogram({ name: `${METRIC_PREFIX}upstream_duration_seconds`, help: 'Latency of forwarded requests at the upstream.', labelNames: ['status_class'], buckets: [...UPSTREAM_BUCKETS], registers }),

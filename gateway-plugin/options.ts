@@ -15,22 +15,72 @@ import { createGatewayMetrics, isGatewayMetrics } from './metrics.js';
 import type { GatewayMetrics } from './metrics.js';
 import { at, checkHttpUrl, checkInt, checkJsonPointer, checkObject, checkString, fail } from './validate.js';
 
-/** Default deadline of a verify call (ms); the spec's sample value. */
+/**
+ * Default deadline of a verify call (ms); the spec's sample value.
+ *
+ * @example
+ * ```ts
+ * await app.register(agentAuthzGateway, { ...options, verifyTimeoutMs: DEFAULT_VERIFY_TIMEOUT_MS / 2 });
+ * ```
+ */
 export const DEFAULT_VERIFY_TIMEOUT_MS = 10_000;
-/** Default deadline of a challenge fetch (for the 401 answer) and of readiness probes (ms). */
+/**
+ * Default deadline of a challenge fetch (for the 401 answer) and of readiness probes (ms).
+ *
+ * @example
+ * ```ts
+ * await app.register(agentAuthzGateway, { ...options, challengeTimeoutMs: DEFAULT_CHALLENGE_TIMEOUT_MS });
+ * ```
+ */
 export const DEFAULT_CHALLENGE_TIMEOUT_MS = 2_000;
-/** Default deadline for the upstream's response headers and between body chunks (ms). */
+/**
+ * Default deadline for the upstream's response headers and between body chunks (ms).
+ *
+ * @example
+ * ```ts
+ * await app.register(agentAuthzGateway, { ...options, upstreamTimeoutMs: 2 * DEFAULT_UPSTREAM_TIMEOUT_MS });
+ * ```
+ */
 export const DEFAULT_UPSTREAM_TIMEOUT_MS = 30_000;
-/** Default largest request body accepted and hashed (bytes, 1 MiB). */
+/**
+ * Default largest request body accepted and hashed (bytes, 1 MiB); larger is 413 `body_too_large`.
+ *
+ * @example
+ * ```ts
+ * await app.register(agentAuthzGateway, { ...options, bodyLimit: 4 * DEFAULT_BODY_LIMIT_BYTES });
+ * ```
+ */
 export const DEFAULT_BODY_LIMIT_BYTES = 1_048_576;
-/** Default maximum concurrent keep-alive connections to the sidecar. */
+/**
+ * Default maximum concurrent keep-alive connections to the sidecar.
+ *
+ * @example
+ * ```ts
+ * await app.register(agentAuthzGateway, { ...options, sidecarConnections: DEFAULT_SIDECAR_CONNECTIONS * 2 });
+ * ```
+ */
 export const DEFAULT_SIDECAR_CONNECTIONS = 64;
-/** Node `maxHeaderSize` a gateway server needs so real proof bundles fit (32 KiB). */
+/**
+ * Node `maxHeaderSize` a gateway server needs so real proof bundles (~6–7 KiB of base64) fit (32 KiB).
+ *
+ * @example
+ * ```ts
+ * const app = Fastify({ http: { maxHeaderSize: GATEWAY_MAX_HEADER_SIZE } });
+ * ```
+ */
 export const GATEWAY_MAX_HEADER_SIZE = 32_768;
 /** The default label of option errors. */
 export const OPTIONS_LABEL = 'gateway options:';
 
-/** Context-derivation rules (see `context.ts`). */
+/**
+ * Context-derivation rules (see `context.ts` and docs/gateway.md#context-derivation).
+ *
+ * @example
+ * ```ts
+ * const context: ContextOptions = { tenant: { suffix: '.tenants.example.com' }, amount: '/amount', currency: '/currency' };
+ * await app.register(agentAuthzGateway, { ...options, context });
+ * ```
+ */
 export interface ContextOptions {
   /** Tenant rule: exactly one of `hosts` (host → tenant), `suffix` (one host label), `header` (trusted proxies only). */
   tenant?: { hosts?: Record<string, string>; suffix?: string; header?: string };
@@ -40,7 +90,21 @@ export interface ContextOptions {
   currency?: string;
 }
 
-/** Options of the gateway plugin. */
+/**
+ * Options of the gateway plugin (validated at registration; unknown keys are refused).
+ *
+ * @example
+ * ```ts
+ * const options: GatewayOptions = {
+ *   upstream: 'http://127.0.0.1:8080',
+ *   sidecarUrl: 'http://127.0.0.1:8700',
+ *   apiKey: process.env.GATEWAY_API_KEY!,
+ *   routes: [{ method: 'GET', path: '/v1/items/:id', scope: 'data:read' }],
+ *   trustedProxies: ['10.0.0.0/8'],
+ * };
+ * await app.register(agentAuthzGateway, options);
+ * ```
+ */
 export interface GatewayOptions {
   /** Upstream origin, for example `http://127.0.0.1:8080` (no path). */
   upstream: string;
@@ -75,15 +139,13 @@ export interface ResolvedContext {
   readonly currencyPointer: string | undefined;
 }
 
-/** Validated options with defaults applied. */
-export interface ResolvedGatewayOptions {
-  readonly upstream: string;
+/** Validated options every mode shares (the proxy adds its upstream; see forward-auth/options.ts). */
+export interface ResolvedDecisionOptions {
   readonly sidecarUrl: URL;
   readonly apiKey: string;
   readonly routes: RouteTable;
   readonly verifyTimeoutMs: number;
   readonly challengeTimeoutMs: number;
-  readonly upstreamTimeoutMs: number;
   readonly bodyLimit: number;
   readonly trustedProxies: TrustedProxies;
   readonly context: ResolvedContext;
@@ -91,7 +153,18 @@ export interface ResolvedGatewayOptions {
   readonly sidecarConnections: number;
 }
 
-const OPTION_KEYS = ['upstream', 'sidecarUrl', 'apiKey', 'routes', 'verifyTimeoutMs', 'challengeTimeoutMs', 'upstreamTimeoutMs', 'bodyLimit', 'trustedProxies', 'context', 'metrics', 'sidecarConnections'] as const;
+/** Validated proxy options with defaults applied. */
+export interface ResolvedGatewayOptions extends ResolvedDecisionOptions {
+  readonly upstream: string;
+  readonly upstreamTimeoutMs: number;
+}
+
+/** Option keys every mode shares. */
+export const DECISION_OPTION_KEYS = ['sidecarUrl', 'apiKey', 'routes', 'verifyTimeoutMs', 'challengeTimeoutMs', 'bodyLimit', 'trustedProxies', 'context', 'metrics', 'sidecarConnections'] as const;
+const OPTION_KEYS = [
+  'upstream', 'sidecarUrl', 'apiKey', 'routes', 'verifyTimeoutMs', 'challengeTimeoutMs', 'upstreamTimeoutMs', 'bodyLimit', 'trustedProxies',
+  'context', 'metrics', 'sidecarConnections',
+] as const;
 
 /** Validates an API key value (visible ASCII, as it goes into a header). */
 export function checkApiKey(value: unknown, path: string): string {
@@ -111,13 +184,14 @@ export function resolveContext(value: unknown, path: string, trusted: TrustedPro
   };
 }
 
-/** Validates plugin options and applies defaults. Throws a path-named `TypeError`. */
-export function resolveGatewayOptions(raw: unknown, label: string = OPTIONS_LABEL): ResolvedGatewayOptions {
-  const o = checkObject(raw, label, OPTION_KEYS);
-  for (const key of ['upstream', 'sidecarUrl', 'apiKey', 'routes'] as const) {
+/**
+ * Validates the options every mode shares (`o` is already checked for
+ * unknown keys by the caller). Throws a path-named `TypeError`.
+ */
+export function resolveDecisionOptions(o: Record<string, unknown>, label: string): ResolvedDecisionOptions {
+  for (const key of ['sidecarUrl', 'apiKey', 'routes'] as const) {
     if (o[key] === undefined) fail(at(label, key), 'is required');
   }
-  const upstream = checkHttpUrl(o.upstream, at(label, 'upstream'), true).origin;
   const sidecarUrl = checkHttpUrl(o.sidecarUrl, at(label, 'sidecarUrl'), false);
   const apiKey = checkApiKey(o.apiKey, at(label, 'apiKey'));
   const trustedProxies = new TrustedProxies(o.trustedProxies, at(label, 'trustedProxies'));
@@ -125,17 +199,27 @@ export function resolveGatewayOptions(raw: unknown, label: string = OPTIONS_LABE
   const routes = compileRoutes(o.routes, at(label, 'routes'), context);
   if (o.metrics !== undefined && !isGatewayMetrics(o.metrics)) fail(at(label, 'metrics'), 'must come from createGatewayMetrics()');
   return {
-    upstream,
     sidecarUrl,
     apiKey,
     routes,
     verifyTimeoutMs: checkInt(o.verifyTimeoutMs, at(label, 'verifyTimeoutMs'), 1, 120_000, DEFAULT_VERIFY_TIMEOUT_MS),
     challengeTimeoutMs: checkInt(o.challengeTimeoutMs, at(label, 'challengeTimeoutMs'), 1, 60_000, DEFAULT_CHALLENGE_TIMEOUT_MS),
-    upstreamTimeoutMs: checkInt(o.upstreamTimeoutMs, at(label, 'upstreamTimeoutMs'), 1, 3_600_000, DEFAULT_UPSTREAM_TIMEOUT_MS),
     bodyLimit: checkInt(o.bodyLimit, at(label, 'bodyLimit'), 0, 1_073_741_824, DEFAULT_BODY_LIMIT_BYTES),
     trustedProxies,
     context,
-    metrics: o.metrics ?? createGatewayMetrics(),
+    metrics: (o.metrics as GatewayMetrics | undefined) ?? createGatewayMetrics(),
     sidecarConnections: checkInt(o.sidecarConnections, at(label, 'sidecarConnections'), 1, 4096, DEFAULT_SIDECAR_CONNECTIONS),
+  };
+}
+
+/** Validates plugin options and applies defaults. Throws a path-named `TypeError`. */
+export function resolveGatewayOptions(raw: unknown, label: string = OPTIONS_LABEL): ResolvedGatewayOptions {
+  const o = checkObject(raw, label, OPTION_KEYS);
+  if (o.upstream === undefined) fail(at(label, 'upstream'), 'is required');
+  const upstream = checkHttpUrl(o.upstream, at(label, 'upstream'), true).origin;
+  return {
+    upstream,
+    ...resolveDecisionOptions(o, label),
+    upstreamTimeoutMs: checkInt(o.upstreamTimeoutMs, at(label, 'upstreamTimeoutMs'), 1, 3_600_000, DEFAULT_UPSTREAM_TIMEOUT_MS),
   };
 }

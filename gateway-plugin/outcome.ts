@@ -19,10 +19,18 @@
 
 import { ServiceError } from '../src/errors.js';
 import type { ErrorCode } from '../src/errors.js';
+import type { DecisionReason } from '../src/decisions.js';
+import type { VerifyResponse } from '../src/protocol.js';
 import type { VerifyResult } from './verify-client.js';
 
+/** A deny reason that is also a gateway error code (it becomes the 403 `error.code` itself). */
+export type DenyCode = DecisionReason & ErrorCode;
+
 /** Deny reasons that become the 403 `error.code` themselves. */
-export const DENY_CODES: ReadonlySet<string> = new Set(['not_delegated', 'delegation_revoked', 'delegation_expired', 'constraint_denied']);
+export const DENY_CODES: ReadonlySet<string> = new Set<DenyCode>(['not_delegated', 'delegation_revoked', 'delegation_expired', 'constraint_denied']);
+
+/** A verify 200 body as read off the wire: every member of {@link VerifyResponse}, none trusted yet. */
+type UntrustedVerifyResponse = { readonly [K in keyof VerifyResponse]?: unknown };
 
 /** Shape of identifiers passed on from the sidecar (reason, constraint, code). */
 export const IDENTIFIER_PATTERN = /^[a-z][a-z0-9_]{0,63}$/;
@@ -60,7 +68,7 @@ function unavailable(cause: string): Outcome {
   return refuse('verify_unavailable', { cause });
 }
 
-function parseObject(result: Extract<VerifyResult, { kind: 'response' }>, needJsonType: boolean): Record<string, unknown> | undefined {
+function parseObject(result: Extract<VerifyResult, { kind: 'response' }>, needJsonType: boolean): UntrustedVerifyResponse & Record<string, unknown> | undefined {
   const type = (result.contentType ?? '').split(';')[0]?.trim().toLowerCase();
   if (result.tooLarge || (needJsonType && type !== 'application/json') || result.body.trim() === '') return undefined;
   try {

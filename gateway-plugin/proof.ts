@@ -22,23 +22,20 @@
  */
 
 import { isAscii } from 'node:buffer';
-import type { IncomingMessage } from 'node:http';
 import { ServiceError } from '../src/errors.js';
 import { MAX_BUNDLE_BYTES, parseProofBundle } from '../src/proof.js';
+import { PROOF_HEADER } from '../src/protocol.js';
 import { isPlainObject } from './validate.js';
 
-/** The header carrying the proof bundle (lowercase). */
-export const PROOF_HEADER = 'x-service-proof';
 /** Longest accepted `X-Service-Proof` value, in characters (16 KiB). */
 export const MAX_PROOF_HEADER_LENGTH = 16_384;
 
 /** What the request carries in `X-Service-Proof`. */
 export type ProofHeader = { kind: 'missing' } | { kind: 'duplicate' } | { kind: 'present'; value: string };
 
-/** Classifies the request's `X-Service-Proof` header(s) using the raw header list. */
-export function readProofHeader(raw: IncomingMessage): ProofHeader {
+/** Classifies the request's `X-Service-Proof` header(s) using the raw header list (`IncomingMessage.rawHeaders`). */
+export function readProofHeader(list: readonly string[]): ProofHeader {
   const values: string[] = [];
-  const list = raw.rawHeaders;
   for (let i = 0; i + 1 < list.length; i += 2) {
     if ((list[i] as string).toLowerCase() === PROOF_HEADER) values.push((list[i + 1] as string).trim());
   }

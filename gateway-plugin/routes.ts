@@ -2,7 +2,8 @@
  * The compiled route → scope table of the gateway.
  *
  * An entry maps HTTP methods plus a path pattern to exactly one required
- * scope, or marks the route `public: true` (passes without a proof). Patterns
+ * scope, or marks the route `public: true` (passes without a proof); an
+ * `mcp` member makes it an MCP endpoint (mcp/config.ts). Patterns
  * are absolute, in normalized form (see `path.ts`), and made of segments:
  *
  * - a literal segment matches itself exactly (case-sensitive);
@@ -24,19 +25,27 @@
  * (400 `ambiguous_path`); the gateway never guesses which one the upstream uses.
  */
 
-import { at, checkJsonPointer, checkObject, checkString, fail, isPlainObject, item } from './validate.js';
+import { at, checkJsonPointer, checkObject, checkScope, checkString, fail, isPlainObject, item } from './validate.js';
+import { compileMcp } from './mcp/config.js';
+import type { McpRoute, McpRouteOptions } from './mcp/config.js';
 import { MAX_PATH_LENGTH, isNormalizedPath } from '../src/path.js';
 
 /** Methods the gateway proxies (a route's `method` must be one of these or `'*'`). */
 export const SUPPORTED_METHODS = ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT'] as const;
 
 /**
- * Accepted scope shapes (spec 2.9): `<area>:<action>` or
- * `custom:<name>[:<name>...]`. The sidecar checks the vocabulary itself.
+ * One entry of the route table as written in options or the config file.
+ *
+ * @example
+ * ```ts
+ * const routes: RouteEntry[] = [
+ *   { method: ['GET', 'HEAD'], path: '/v1/items/:id', scope: 'data:read' },
+ *   { method: 'POST', path: '/v1/payments', scope: 'payments:send', context: { amount: '/amount', currency: '/currency' } },
+ *   { method: 'GET', path: '/status', public: true },
+ *   { method: 'POST', path: '/mcp', scope: 'execute:tool', mcp: { tools: { get_weather: 'data:read' } } },
+ * ];
+ * ```
  */
-export const SCOPE_PATTERN = /^(?:[a-z][a-z0-9_-]*:[a-z][a-z0-9_-]*|custom:[a-z0-9][a-z0-9_.-]*(?::[a-z0-9][a-z0-9_.-]*)*)$/;
-
-/** One entry of the route table as written in options or the config file. */
 export interface RouteEntry {
   /** An HTTP method, a list of them, or `'*'` for all {@link SUPPORTED_METHODS}. HEAD is not implied by GET. */
   method: string | readonly string[];
@@ -48,6 +57,8 @@ export interface RouteEntry {
   public?: boolean;
   /** Per-route JSON pointers overriding the global `context.amount` / `context.currency`. */
   context?: { amount?: string; currency?: string };
+  /** Marks the route as an MCP endpoint: POSTed JSON-RPC tool calls map to scopes (see mcp/config.ts, docs/mcp.md). */
+  mcp?: McpRouteOptions;
 }
 
 /** The result of a successful lookup. */
@@ -62,6 +73,8 @@ export interface RouteMatch {
   readonly amountPointer: string | undefined;
   /** JSON pointer of the currency in the body, if any. */
   readonly currencyPointer: string | undefined;
+  /** The MCP settings of an MCP route (POSTs are JSON-RPC messages), else `undefined`. */
+  readonly mcp: McpRoute | undefined;
 }
 
 /** Global context pointers that route entries inherit. */
@@ -79,7 +92,7 @@ interface CompiledRoute extends RouteMatch {
   readonly foldedShape: string;
 }
 
-const ROUTE_KEYS = ['method', 'path', 'scope', 'public', 'context'] as const;
+const ROUTE_KEYS = ['method', 'path', 'scope', 'public', 'context', 'mcp'] as const;
 
 function compileMethods(value: unknown, path: string): ReadonlySet<string> | 'any' {
   if (value === '*') return 'any';
@@ -138,18 +151,25 @@ function compileEntry(value: unknown, path: string, index: number, defaults: Rou
     if (entry.scope !== undefined) fail(path, 'a public route must not have a scope');
   } else {
     if (entry.scope === undefined) fail(at(path, 'scope'), 'is required (or set public: true)');
-    scope = checkString(entry.scope, at(path, 'scope'));
-    if (!SCOPE_PATTERN.test(scope)) fail(at(path, 'scope'), 'must be a scope such as "data:read" or "custom:name"');
+    scope = checkScope(entry.scope, at(path, 'scope'));
   }
-  let amountPointer = defaults.amountPointer;
-  let currencyPointer = defaults.currencyPointer;
+  let mcp: McpRoute | undefined;
+  if (entry.mcp !== undefined) {
+    if (isPublic === true) fail(path, 'an MCP route must not be public (list public JSON-RPC methods in mcp.public)');
+    if (methods !== 'any' && !methods.has('POST')) fail(at(path, 'method'), 'an MCP route must accept POST');
+    if (entry.context !== undefined) fail(at(path, 'context'), 'an MCP route takes its context from tool arguments (mcp.tools.<name>.context)');
+    mcp = compileMcp(entry.mcp, at(path, 'mcp'));
+  }
+  // MCP bodies are JSON-RPC messages: the global body pointers do not apply to them.
+  let amountPointer = mcp === undefined ? defaults.amountPointer : undefined;
+  let currencyPointer = mcp === undefined ? defaults.currencyPointer : undefined;
   if (entry.context !== undefined) {
     const ctx = checkObject(entry.context, at(path, 'context'), ['amount', 'currency']);
     if (ctx.amount !== undefined) amountPointer = checkJsonPointer(ctx.amount, at(at(path, 'context'), 'amount'));
     if (ctx.currency !== undefined) currencyPointer = checkJsonPointer(ctx.currency, at(at(path, 'context'), 'currency'));
   }
   const shape = segments.map((s) => (s.kind === 0 ? `=${s.text}` : s.kind === 1 ? ':' : '*')).join('/');
-  return { index, pattern: entry.path as string, scope, amountPointer, currencyPointer, methods, segments, shape, foldedShape: foldCase(shape) };
+  return { index, pattern: entry.path as string, scope, amountPointer, currencyPointer, mcp, methods, segments, shape, foldedShape: foldCase(shape) };
 }
 
 function compareRoutes(a: CompiledRoute, b: CompiledRoute): number {
@@ -184,12 +204,12 @@ function matches(route: CompiledRoute, parts: readonly string[], folded: boolean
 function sameAuthorization(a: CompiledRoute | undefined, b: CompiledRoute | undefined): boolean {
   if (a === b) return true;
   if (a === undefined || b === undefined) return false;
-  return a.scope === b.scope && a.amountPointer === b.amountPointer && a.currencyPointer === b.currencyPointer;
+  return a.scope === b.scope && a.amountPointer === b.amountPointer && a.currencyPointer === b.currencyPointer && a.mcp === b.mcp;
 }
 
 function toMatch(route: CompiledRoute): RouteMatch {
-  const { index, pattern, scope, amountPointer, currencyPointer } = route;
-  return { index, pattern, scope, amountPointer, currencyPointer };
+  const { index, pattern, scope, amountPointer, currencyPointer, mcp } = route;
+  return { index, pattern, scope, amountPointer, currencyPointer, mcp };
 }
 
 /** What {@link RouteTable.resolve} found for a request. */

@@ -8,6 +8,8 @@
  * `gateway options:`), members are appended with {@link at} and {@link item}.
  */
 
+import { isValidScope } from '../src/scopes.js';
+
 /** Throws the path-named `TypeError` for `path`. */
 export function fail(path: string, message: string): never {
   throw new TypeError(path.endsWith(':') ? `${path} ${message}` : `${path}: ${message}`);
@@ -107,4 +109,18 @@ export function checkJsonPointer(value: unknown, path: string): string {
     fail(path, 'must be a JSON pointer (RFC 6901) such as /amount or /payment/total');
   }
   return value;
+}
+
+/**
+ * Validates a required scope against the vocabulary of src/scopes.ts (a
+ * canonical scope or a well-formed `custom:` scope), so a typo such as
+ * `data:raed` is a startup error naming its path instead of a stream of 403s.
+ */
+export function checkScope(value: unknown, path: string): string {
+  const scope = checkString(value, path);
+  const shown = JSON.stringify(scope.slice(0, 140));
+  if (!isValidScope(scope)) {
+    fail(path, `${shown} is not in the scope vocabulary (a canonical scope such as "data:read", or "custom:<name>"; see docs/scopes.md)`);
+  }
+  return scope;
 }

@@ -10,7 +10,8 @@
 
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
-import type { VerifyContext } from './context.js';
+import { API_KEY_HEADER, CHALLENGE_PATH, VERIFY_PATH } from '../src/protocol.js';
+import type { VerifyRequest } from '../src/protocol.js';
 
 /** Longest sidecar response body read (bytes); longer is a bad response. */
 export const MAX_SIDECAR_RESPONSE_BYTES = 65_536;
@@ -35,28 +36,18 @@ export interface SidecarClientOptions {
   readonly connections: number;
 }
 
-/** The body sent to `POST /v1/service/verify`. */
-export interface VerifyRequest {
-  readonly proof_bundle: Record<string, unknown>;
-  readonly required_scope: string;
-  readonly context: VerifyContext;
-}
-
 /**
- * The verify body with the bundle given as JSON text that already passed the
- * strict pre-check (`decodeProofJson` in proof.ts): spliced in as is instead
- * of re-serializing the ~5 KB object.
+ * The verify body (`VerifyRequest` of src/protocol.ts) with the bundle given
+ * as JSON text that already passed the strict pre-check (`decodeProofJson` in
+ * proof.ts): spliced in as is instead of re-serializing the ~5 KB object.
  */
-export interface VerifyRequestJson {
-  readonly proofBundleJson: string;
-  readonly required_scope: string;
-  readonly context: VerifyContext;
-}
+export type VerifyRequestJson = Omit<VerifyRequest, 'proof_bundle'> & { readonly proofBundleJson: string };
 
 /** The verify body text. */
 export function verifyBody(request: VerifyRequest | VerifyRequestJson): string {
   if (!('proofBundleJson' in request)) return JSON.stringify(request);
-  return `{"proof_bundle":${request.proofBundleJson},"required_scope":${JSON.stringify(request.required_scope)},"context":${JSON.stringify(request.context)}}`;
+  const context = request.context === undefined ? '' : `,"context":${JSON.stringify(request.context)}`;
+  return `{"proof_bundle":${request.proofBundleJson},"required_scope":${JSON.stringify(request.required_scope)}${context}}`;
 }
 
 type Raw = { status: number; contentType: string | undefined; body: string; tooLarge: boolean };
@@ -88,7 +79,7 @@ export class SidecarClient {
    */
   #call(method: 'GET' | 'POST', path: string, timeoutMs: number, requestId: string, json: string | undefined, withKey = true): Promise<Raw | 'timeout' | 'network'> {
     const headers: Record<string, string> = { 'x-request-id': requestId, accept: 'application/json' };
-    if (withKey) headers['x-service-api-key'] = this.#options.apiKey;
+    if (withKey) headers[API_KEY_HEADER] = this.#options.apiKey;
     if (json !== undefined) headers['content-type'] = 'application/json';
     return new Promise((resolve) => {
       let settled = false;
@@ -147,14 +138,14 @@ export class SidecarClient {
 
   /** Calls verify. Never throws. */
   async verify(request: VerifyRequest | VerifyRequestJson, requestId: string): Promise<VerifyResult> {
-    const r = await this.#call('POST', '/v1/service/verify', this.#options.verifyTimeoutMs, requestId, verifyBody(request));
+    const r = await this.#call('POST', VERIFY_PATH, this.#options.verifyTimeoutMs, requestId, verifyBody(request));
     if (r === 'timeout' || r === 'network') return { kind: r };
     return { kind: 'response', ...r };
   }
 
   /** Fetches a fresh challenge, or `undefined` on any failure. Never throws. */
   async challenge(requestId: string): Promise<string | undefined> {
-    const r = await this.#call('POST', '/v1/service/challenge', this.#options.challengeTimeoutMs, requestId, undefined);
+    const r = await this.#call('POST', CHALLENGE_PATH, this.#options.challengeTimeoutMs, requestId, undefined);
     if (typeof r === 'string' || r.status !== 200) return undefined;
     try {
       const value = (JSON.parse(r.body) as { challenge?: unknown }).challenge;

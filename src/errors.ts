@@ -94,6 +94,9 @@ export const ERRORS = {
   decision_indeterminate: { status: 503, message: 'No authorization decision could be made.' },
   verify_unavailable: { status: 503, message: 'The authorization service is unavailable.' },
   upstream_unavailable: { status: 502, message: 'The upstream service is unavailable.' },
+  tool_not_mapped: { status: 403, message: 'This MCP tool is not mapped to a scope.' },
+  batch_not_supported: { status: 400, message: 'JSON-RPC batches are not accepted; send one message per request.' },
+  body_not_forwarded: { status: 403, message: 'This route needs the request body, which the proxy did not send to the decision endpoint.' },
 } as const satisfies Record<string, ErrorSpec>;
 
 /** Every error code the service can send. */

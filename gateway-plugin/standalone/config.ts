@@ -16,6 +16,8 @@ import { TrustedProxies } from '../context.js';
 import { compileRoutes } from '../routes.js';
 import type { GatewayOptions } from '../options.js';
 import type { RouteEntry } from '../routes.js';
+import { DEFAULT_FORWARD_AUTH_PREFIX } from '../forward-auth/options.js';
+import type { ForwardAuthOptions } from '../forward-auth/options.js';
 import { at, checkHttpUrl, checkInt, checkObject, checkPathname, checkString, fail } from '../validate.js';
 
 /** Label of config errors. */
@@ -38,12 +40,20 @@ export const DEFAULT_METRICS_PATH = '/metrics';
 export const DEFAULT_LOG_LEVEL = 'info';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-const TOP_KEYS = ['upstream_url', 'sidecar_url', 'api_key_env', 'verify_timeout_ms', 'challenge_timeout_ms', 'upstream_timeout_ms', 'body_limit_bytes', 'sidecar_connections', 'trusted_proxies', 'context', 'routes', 'listen', 'health', 'metrics', 'log_level'] as const;
+const TOP_KEYS = [
+  'mode', 'forward_auth', 'upstream_url', 'sidecar_url', 'api_key_env', 'verify_timeout_ms', 'challenge_timeout_ms', 'upstream_timeout_ms',
+  'body_limit_bytes', 'sidecar_connections', 'trusted_proxies', 'context', 'routes', 'listen', 'health', 'metrics', 'log_level',
+] as const;
+
+/** What the standalone process serves: the reverse proxy, or the forward-auth endpoint for a proxy in front. */
+export type GatewayMode = 'proxy' | 'forward_auth';
 
 /** A validated standalone configuration. */
 export interface GatewayConfig {
-  /** Options for the plugin (validated again, with the `config:` label, at build time). */
-  readonly plugin: GatewayOptions;
+  /** `proxy` (default): the reverse proxy; `forward_auth`: the decision endpoints only (docs/forward-auth.md). */
+  readonly mode: GatewayMode;
+  /** Options for the mode's plugin (validated again, with the `config:` label, at build time). */
+  readonly plugin: GatewayOptions | ForwardAuthOptions;
   readonly listen: { readonly host: string; readonly port: number };
   readonly health: { readonly livenessPath: string; readonly readinessPath: string };
   /** The metrics listener, or `false` when disabled. */
@@ -68,10 +78,18 @@ export function resolveConfig(raw: unknown, env: NodeJS.ProcessEnv): GatewayConf
     fail(at(L, 'api_key'), 'the key must not be in the file; put it in an environment variable and name that in api_key_env');
   }
   const c = checkObject(raw, L, TOP_KEYS);
-  for (const key of ['upstream_url', 'sidecar_url', 'api_key_env', 'routes'] as const) {
+  const mode = c.mode ?? 'proxy';
+  if (mode !== 'proxy' && mode !== 'forward_auth') fail(at(L, 'mode'), 'must be proxy or forward_auth');
+  const proxy = mode === 'proxy';
+  for (const key of ['sidecar_url', 'api_key_env', 'routes'] as const) {
     if (c[key] === undefined) fail(at(L, key), 'is required');
   }
-  const upstream = checkHttpUrl(c.upstream_url, at(L, 'upstream_url'), true).origin;
+  if (proxy && c.upstream_url === undefined) fail(at(L, 'upstream_url'), 'is required');
+  if (proxy && c.forward_auth !== undefined) fail(at(L, 'forward_auth'), 'is only used with mode: forward_auth');
+  for (const key of ['upstream_url', 'upstream_timeout_ms'] as const) {
+    if (!proxy && c[key] !== undefined) fail(at(L, key), 'is not used with mode: forward_auth (the proxy in front forwards)');
+  }
+  const forwardAuth = checkObject(c.forward_auth ?? {}, at(L, 'forward_auth'), ['path_prefix']);
   const sidecarUrl = checkHttpUrl(c.sidecar_url, at(L, 'sidecar_url'), false).href;
   const envName = checkString(c.api_key_env, at(L, 'api_key_env'));
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(envName)) fail(at(L, 'api_key_env'), 'must be an environment variable NAME such as GATEWAY_API_KEY');
@@ -102,20 +120,26 @@ export function resolveConfig(raw: unknown, env: NodeJS.ProcessEnv): GatewayConf
   const trusted = new TrustedProxies(c.trusted_proxies, at(L, 'trusted_proxies'));
   compileRoutes(c.routes, at(L, 'routes'), resolveContext(c.context, at(L, 'context'), trusted));
 
-  const plugin: GatewayOptions = {
-    upstream,
+  const common = {
     sidecarUrl,
     apiKey,
     routes: c.routes as RouteEntry[],
     verifyTimeoutMs: checkInt(c.verify_timeout_ms, at(L, 'verify_timeout_ms'), 1, 120_000, DEFAULT_VERIFY_TIMEOUT_MS),
     challengeTimeoutMs: checkInt(c.challenge_timeout_ms, at(L, 'challenge_timeout_ms'), 1, 60_000, DEFAULT_CHALLENGE_TIMEOUT_MS),
-    upstreamTimeoutMs: checkInt(c.upstream_timeout_ms, at(L, 'upstream_timeout_ms'), 1, 3_600_000, DEFAULT_UPSTREAM_TIMEOUT_MS),
     bodyLimit: checkInt(c.body_limit_bytes, at(L, 'body_limit_bytes'), 0, 1_073_741_824, DEFAULT_BODY_LIMIT_BYTES),
     sidecarConnections: checkInt(c.sidecar_connections, at(L, 'sidecar_connections'), 1, 4096, DEFAULT_SIDECAR_CONNECTIONS),
     ...(c.trusted_proxies === undefined ? {} : { trustedProxies: c.trusted_proxies as string[] }),
     ...(c.context === undefined ? {} : { context: c.context as GatewayOptions['context'] & object }),
   };
+  const plugin: GatewayOptions | ForwardAuthOptions = proxy
+    ? {
+      upstream: checkHttpUrl(c.upstream_url, at(L, 'upstream_url'), true).origin,
+      ...common,
+      upstreamTimeoutMs: checkInt(c.upstream_timeout_ms, at(L, 'upstream_timeout_ms'), 1, 3_600_000, DEFAULT_UPSTREAM_TIMEOUT_MS),
+    }
+    : { ...common, prefix: forwardAuth.path_prefix === undefined ? DEFAULT_FORWARD_AUTH_PREFIX : checkPathname(forwardAuth.path_prefix, at(at(L, 'forward_auth'), 'path_prefix')) };
   return {
+    mode,
     plugin,
     listen: { host: checkHost(listen.host, at(at(L, 'listen'), 'host'), DEFAULT_LISTEN_HOST), port: listenPort },
     health: { livenessPath, readinessPath },

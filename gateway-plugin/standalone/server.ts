@@ -6,7 +6,8 @@
  * while the sidecar's `GET /readyz` answers 200, else 503
  * `verify_unavailable` with cause `sidecar_not_ready`; 503 with cause
  * `shutting_down` from the start of a close), and everything else through the
- * gateway plugin. Metrics are served on a separate listener (default
+ * gateway plugin, or (config `mode: forward_auth`) the forward-auth endpoints
+ * (mode.ts). Metrics are served on a separate listener (default
  * 127.0.0.1:9464/metrics), closed together with the main one: `app.close()`
  * closes it after the main listener's connections are done.
  */
@@ -15,15 +16,15 @@ import { randomUUID } from 'node:crypto';
 import Fastify from 'fastify';
 import type { FastifyInstance } from 'fastify';
 import { errorBody, ERRORS } from '../../src/errors.js';
-import { normalizeExposition } from '../../src/prometheus.js';
-import { agentAuthzGateway, GATEWAY_MAX_HEADER_SIZE, createGatewayMetrics, resolveGatewayOptions, DEFAULT_CHALLENGE_TIMEOUT_MS } from '../index.js';
-import type { GatewayMetrics } from '../index.js';
+import { GATEWAY_MAX_HEADER_SIZE, DEFAULT_CHALLENGE_TIMEOUT_MS } from '../options.js';
+import { createGatewayMetrics } from '../metrics.js';
+import type { GatewayMetrics } from '../metrics.js';
 import { gatewayClientErrorHandler, gatewayFrameworkErrors } from '../framework-errors.js';
 import { resolveConfig } from './config.js';
 import type { GatewayConfig } from './config.js';
 import { collectGatewayDefaultMetrics, countRequest } from '../metrics.js';
 import { SidecarClient } from '../verify-client.js';
-import { fail } from '../validate.js';
+import { resolveMode } from './mode.js';
 
 /** A built, not yet listening, standalone gateway. */
 export interface GatewayServer {
@@ -56,12 +57,8 @@ function baseUrl(app: FastifyInstance): string {
 export async function buildGateway(rawConfig: unknown, env: NodeJS.ProcessEnv = process.env): Promise<GatewayServer> {
   const config = resolveConfig(rawConfig, env);
   const metrics = createGatewayMetrics();
-  const pluginOptions = { ...config.plugin, metrics };
-  const resolved = resolveGatewayOptions(pluginOptions, 'config:');
-  for (const [key, path] of [['liveness_path', config.health.livenessPath], ['readiness_path', config.health.readinessPath]] as const) {
-    const hit = resolved.routes.lookup('GET', path);
-    if (hit !== undefined) fail(`config: health.${key}`, `${path} collides with routes[${hit.index}]`);
-  }
+  const mode = resolveMode(config, metrics);
+  const resolved = mode.resolved;
 
   const app = Fastify({
     logger: config.logLevel === 'silent' ? false : { level: config.logLevel },
@@ -95,17 +92,17 @@ export async function buildGateway(rawConfig: unknown, env: NodeJS.ProcessEnv = 
     return reply.code(503).header('cache-control', 'no-store').send(errorBody('verify_unavailable', 'The sidecar is not ready.', { cause: 'sidecar_not_ready' }));
   });
   app.setNotFoundHandler((request, reply) => {
-    countRequest(metrics, '403', 'route_not_mapped');
-    void reply.code(ERRORS.route_not_mapped.status).header('x-request-id', request.id).send(errorBody('route_not_mapped'));
+    countRequest(metrics, String(ERRORS[mode.notFound].status), mode.notFound);
+    void reply.code(ERRORS[mode.notFound].status).header('x-request-id', request.id).send(errorBody(mode.notFound));
   });
-  await app.register(agentAuthzGateway, pluginOptions);
+  await mode.register(app);
 
   let metricsApp: FastifyInstance | undefined;
   if (config.metrics !== false) {
     collectGatewayDefaultMetrics(metrics.registry);
     const m = Fastify({ logger: false });
     const path = config.metrics.path;
-    m.get(path, async (_request, reply) => reply.type(metrics.registry.contentType).send(normalizeExposition(await metrics.registry.metrics())));
+    m.get(path, async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.exposition()));
     metricsApp = m;
     // onClose hooks run after the main listener's connections are done: scrapes keep working
     // during a graceful shutdown, and one app.close() (main.ts) stops both listeners.

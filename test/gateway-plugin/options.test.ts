@@ -10,9 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify from 'fastify';
 import {
-  DEFAULT_BODY_LIMIT_BYTES, DEFAULT_CHALLENGE_TIMEOUT_MS, DEFAULT_UPSTREAM_TIMEOUT_MS, DEFAULT_VERIFY_TIMEOUT_MS,
-  agentAuthzGateway, compileRoutes, resolveGatewayOptions,
+  DEFAULT_BODY_LIMIT_BYTES, DEFAULT_CHALLENGE_TIMEOUT_MS, DEFAULT_UPSTREAM_TIMEOUT_MS, DEFAULT_VERIFY_TIMEOUT_MS, agentAuthzGateway,
 } from '../../gateway-plugin/index.js';
+import { resolveGatewayOptions } from '../../gateway-plugin/options.js';
+import { compileRoutes } from '../../gateway-plugin/routes.js';
 import { loadConfigFile, resolveConfig } from '../../gateway-plugin/standalone/config.js';
 import { buildGateway } from '../../gateway-plugin/standalone/server.js';
 
@@ -77,8 +78,12 @@ t.test('bad options throw path-named TypeErrors', async (t) => {
     [withRoutes({ method: 'GET', path: '/a/:1x', scope: 'data:read' }), /^gateway options: routes\[0\]\.path: bad parameter name/],
     [withRoutes({ method: 'GET', path: '/a/:x/:x', scope: 'data:read' }), /^gateway options: routes\[0\]\.path: duplicate parameter name "x"$/],
     [withRoutes({ method: 'GET', path: '/a' }), /^gateway options: routes\[0\]\.scope: is required \(or set public: true\)$/],
-    [withRoutes({ method: 'GET', path: '/a', scope: 'Data:Read' }), /^gateway options: routes\[0\]\.scope: must be a scope/],
-    [withRoutes({ method: 'GET', path: '/a', scope: 'data' }), /^gateway options: routes\[0\]\.scope: must be a scope/],
+    [withRoutes({ method: 'GET', path: '/a', scope: 'Data:Read' }), /^gateway options: routes\[0\]\.scope: "Data:Read" is not in the scope vocabulary/],
+    [withRoutes({ method: 'GET', path: '/a', scope: 'data' }), /^gateway options: routes\[0\]\.scope: "data" is not in the scope vocabulary/],
+    [withRoutes({ method: 'GET', path: '/a', scope: 'data:raed' }), /^gateway options: routes\[0\]\.scope: "data:raed" is not in the scope vocabulary \(a canonical scope/],
+    [withRoutes({ method: 'GET', path: '/a', scope: 'data:*' }), /^gateway options: routes\[0\]\.scope: "data:\*" is not in the scope vocabulary/],
+    [withRoutes({ method: 'GET', path: '/a', scope: 'custom:' }), /^gateway options: routes\[0\]\.scope: "custom:" is not in the scope vocabulary/],
+    [withRoutes({ method: 'GET', path: '/a', scope: 7 }), /^gateway options: routes\[0\]\.scope: must be a non-empty string$/],
     [withRoutes({ method: 'GET', path: '/a', scope: 'data:read', public: true }), /^gateway options: routes\[0\]: a public route must not have a scope$/],
     [withRoutes({ method: 'GET', path: '/a', public: false }), /^gateway options: routes\[0\]\.public: must be true when present$/],
     [withRoutes({ method: 'GET', path: '/a', scope: 'data:read', name: 'x' }), /^gateway options: routes\[0\]\.name: unknown key/],
@@ -149,7 +154,7 @@ t.test('config validation: path-named one-line errors', async (t) => {
     [cfg(), { GW_KEY: 'short' }, /^config: api_key_env \(GW_KEY\): must be 8 to 512/],
     [cfg({ upstream: 'x' }), env, /^config: upstream: unknown key/],
     [{ ...cfg(), routes: undefined }, env, /^config: routes: is required$/],
-    [cfg({ routes: [{ method: 'GET', path: '/a', scope: 'nope' }] }), env, /^config: routes\[0\]\.scope: must be a scope/],
+    [cfg({ routes: [{ method: 'GET', path: '/a', scope: 'nope' }] }), env, /^config: routes\[0\]\.scope: "nope" is not in the scope vocabulary/],
     [cfg({ trusted_proxies: ['nope'] }), env, /^config: trusted_proxies\[0\]: must be an IP address/],
     [cfg({ context: { tenant: { header: 'x-t' } } }), env, /^config: context\.tenant\.header: needs trusted proxies/],
     [cfg({ listen: { port: 70000 } }), env, /^config: listen\.port: must be an integer from 0 to 65535$/],

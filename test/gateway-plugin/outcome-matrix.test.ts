@@ -1,8 +1,11 @@
 /**
  * Fault matrix: every row of the verify-outcome table (spec 4.15) produced by
- * a real fake sidecar, against a real recording upstream. For each row the
- * gateway's status, error code and reason/cause are checked, and the upstream
- * must have received nothing except on allow.
+ * a real fake sidecar, against a real recording upstream, in EVERY mode the
+ * gateway enforces in (modes.ts): the standalone proxy, the plugin in an
+ * app's own Fastify server, and the forward-auth endpoint behind real NGINX,
+ * real Caddy, and the Envoy and Traefik check-request shapes. For each row
+ * the client's status, error code and reason/cause are checked, and the
+ * upstream must have received nothing except on allow: 0 fail-opens.
  */
 
 import t from 'tap';
@@ -10,16 +13,15 @@ import type { ServerResponse } from 'node:http';
 import { ERRORS } from '../../src/errors.js';
 import { allowAll, gatewayConfig, proofHeader, reply, send, startFakeSidecar, startGateway, startUpstream } from './helpers.js';
 import type { VerifyBehaviour } from './helpers.js';
+import { MODES, startMode } from './modes.js';
 
-t.setTimeout(30_000);
+t.setTimeout(120_000);
 
 const up = await startUpstream();
 const sidecar = await startFakeSidecar();
 const hung: ServerResponse[] = [];
-const gw = await startGateway(gatewayConfig(up.url, sidecar.url, { verify_timeout_ms: 300 }));
 t.teardown(async () => {
   for (const res of hung) res.destroy();
-  await gw.close();
   await up.close();
   await sidecar.close();
 });
@@ -79,35 +81,51 @@ const rows: Row[] = [
   { name: 'connection reset mid-answer', behaviour: (_c, res) => { res.socket?.destroy(); }, status: 503, code: 'verify_unavailable', cause: 'verify_network' },
 ];
 
-for (const row of rows) {
-  await t.test(row.name, async (t) => {
-    sidecar.behaviour = row.behaviour;
-    const before = up.received.length;
-    const calls = sidecar.verifyCalls.length;
-    const started = Date.now();
-    const res = await send(gw.url, '/v1/items/7', { headers: { 'x-service-proof': proofHeader() } });
-    t.ok(Date.now() - started < 2000, 'answered within the verify deadline');
-    t.equal(res.status, row.status, 'status');
-    t.equal(sidecar.verifyCalls.length, calls + 1, 'verify called once');
-    const call = sidecar.verifyCalls.at(-1);
-    t.equal(call?.body.required_scope, 'data:read');
-    t.equal(call?.headers['content-type'], 'application/json');
-    if (row.status === 200) {
-      t.equal(up.received.length, before + 1, 'upstream reached on allow');
-      t.equal(up.received.at(-1)?.headers['x-request-id'], call?.headers['x-request-id'], 'request id propagated to verify and upstream');
-      return;
+/** Requests that reached the upstream although the row is a refusal, over every mode. */
+let failOpens = 0;
+
+for (const mode of MODES) {
+  await t.test(`mode ${mode}`, async (t) => {
+    const gw = await startMode(mode, up.url, sidecar.url, { verify_timeout_ms: 300 });
+    t.teardown(() => gw.close());
+    for (const row of rows) {
+      await t.test(row.name, async (t) => {
+        sidecar.behaviour = row.behaviour;
+        const before = up.received.length;
+        const calls = sidecar.verifyCalls.length;
+        const started = Date.now();
+        const res = await send(gw.url, '/v1/items/7', { headers: { 'x-service-proof': proofHeader() } });
+        t.ok(Date.now() - started < 2000, 'answered within the verify deadline');
+        t.equal(res.status, row.status, 'status');
+        t.equal(sidecar.verifyCalls.length, calls + 1, 'verify called once');
+        const call = sidecar.verifyCalls.at(-1);
+        t.equal(call?.body.required_scope, 'data:read');
+        t.equal(call?.headers['content-type'], 'application/json');
+        if (row.status === 200) {
+          t.equal(up.received.length, before + 1, 'upstream reached on allow');
+          t.equal(up.received.at(-1)?.headers['x-request-id'], call?.headers['x-request-id'], 'request id propagated to verify and upstream');
+          t.equal(up.received.at(-1)?.headers['x-service-decision'], 'allow', 'the decision reached the upstream');
+          t.equal(up.received.at(-1)?.headers['x-service-proof'], undefined, 'the proof did not');
+          return;
+        }
+        failOpens += up.received.length - before;
+        t.equal(up.received.length, before, 'upstream received nothing');
+        t.equal(res.headers['x-request-id'], call?.headers['x-request-id'], 'request id propagated to verify');
+        t.equal(res.headers['cache-control'], 'no-store');
+        t.equal(res.json?.error?.code, row.code, 'error code');
+        t.equal(res.json?.error?.status, row.status, 'status in body');
+        t.equal(res.json?.error?.message, ERRORS[row.code as keyof typeof ERRORS].message, 'table message');
+        t.equal(res.json?.error?.reason, row.reason, 'reason');
+        t.equal(res.json?.error?.cause, row.cause, 'cause');
+        t.equal(res.json?.error?.constraint, row.constraint, 'constraint');
+        t.notMatch(res.text, /stack|internal detail|\.ts:/, 'no internal details');
+      });
     }
-    t.equal(up.received.length, before, 'upstream received nothing');
-    t.equal(res.headers['x-request-id'], call?.headers['x-request-id'], 'request id propagated to verify');
-    t.equal(res.json?.error?.code, row.code, 'error code');
-    t.equal(res.json?.error?.status, row.status, 'status in body');
-    t.equal(res.json?.error?.message, ERRORS[row.code as keyof typeof ERRORS].message, 'table message');
-    t.equal(res.json?.error?.reason, row.reason, 'reason');
-    t.equal(res.json?.error?.cause, row.cause, 'cause');
-    t.equal(res.json?.error?.constraint, row.constraint, 'constraint');
-    t.notMatch(res.text, /stack|internal detail|\.ts:/, 'no internal details');
+    t.equal(await gw.failOpen(), 0, 'fail_open_total stayed 0');
   });
 }
+
+t.equal(failOpens, 0, '0 fail-opens over every mode');
 
 await t.test('refused connection (closed port) is 503 verify_network', async (t) => {
   const closed = await startFakeSidecar();

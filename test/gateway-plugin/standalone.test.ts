@@ -47,10 +47,10 @@ async function writeConfig(name: string, config: unknown): Promise<string> {
 }
 
 await t.test('bad configs exit 1 with one clear path-named line', async (t) => {
-  const bad = await writeConfig('bad.yaml', gatewayConfig('http://127.0.0.1:1', 'http://127.0.0.1:2', { routes: [{ method: 'GET', path: '/a', scope: 'Nope' }] }));
+  const bad = await writeConfig('bad.yaml', gatewayConfig('http://127.0.0.1:1', 'http://127.0.0.1:2', { routes: [{ method: 'GET', path: '/a', scope: 'data:raed' }] }));
   const noKey = await writeConfig('nokey.yaml', gatewayConfig('http://127.0.0.1:1', 'http://127.0.0.1:2'));
   const cases: Array<[string[], Record<string, string>, RegExp]> = [
-    [[...MAIN, '--config', bad], { [TEST_API_KEY_ENV]: TEST_API_KEY }, /^agent-authz-gateway: config: routes\[0\]\.scope: must be a scope/],
+    [[...MAIN, '--config', bad], { [TEST_API_KEY_ENV]: TEST_API_KEY }, /^agent-authz-gateway: config: routes\[0\]\.scope: "data:raed" is not in the scope vocabulary/],
     [[...MAIN, '--config', noKey], {}, new RegExp(`^agent-authz-gateway: config: api_key_env: environment variable ${TEST_API_KEY_ENV} is not set$`)],
     [[...MAIN], {}, /^agent-authz-gateway: missing --config; usage: /],
     [[...MAIN, '--config', join(dir, 'absent.yaml')], {}, /^agent-authz-gateway: config: cannot read .* \(ENOENT\)$/],

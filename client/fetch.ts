@@ -1,0 +1,215 @@
+/**
+ * `createAgentFetch`: a `fetch` for agents whose requests pass an agent-authz
+ * gateway (or a proxy using its forward-auth endpoint).
+ *
+ * Per request:
+ * 1. the request (method, URL, headers, body) is read once, so it can be
+ *    sent twice; its operation (method, path, MCP tool, body SHA-256) is
+ *    computed (operation.ts);
+ * 2. `challenge: 'sidecar'` (default): a challenge from the sidecar, present,
+ *    and the request goes out with `X-Service-Proof`;
+ *    `challenge: 'server'`: the request goes out without a proof first;
+ * 3. a 401 carrying a challenge (`WWW-Authenticate: ServiceProof …
+ *    challenge="…"` or `error.challenge`) is presented and the request is
+ *    retried ONCE with the new proof;
+ * 4. a gateway refusal (errors.ts: 401 without another try, 403, 503, …) is
+ *    thrown as an {@link AgentAuthzError}; a 403 is never retried. Every
+ *    other answer, including the API's own errors, is returned as is.
+ */
+
+import { PROOF_HEADER } from '../src/protocol.js';
+import { AgentAuthzError, gatewayRefusal } from './errors.js';
+import { describeOperation } from './operation.js';
+import type { AgentOperation } from './operation.js';
+import { ProofMaker } from './sidecar.js';
+
+/**
+ * Default deadline of each sidecar call (challenge, present) in ms.
+ *
+ * @example
+ * ```ts
+ * const agentFetch = createAgentFetch({ ...options, timeoutMs: DEFAULT_SIDECAR_TIMEOUT_MS / 2 });
+ * ```
+ */
+export const DEFAULT_SIDECAR_TIMEOUT_MS = 10_000;
+/**
+ * Default largest request body the client buffers to be able to retry (bytes, 16 MiB).
+ *
+ * @example
+ * ```ts
+ * const agentFetch = createAgentFetch({ ...options, maxBodyBytes: 4 * DEFAULT_MAX_BODY_BYTES });
+ * ```
+ */
+export const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Options of {@link createAgentFetch}.
+ *
+ * @example
+ * ```ts
+ * const options: AgentFetchOptions = {
+ *   sidecarUrl: 'http://127.0.0.1:8700', apiKey: process.env.PLATFORM_API_KEY!,
+ *   connectionId: process.env.CONNECTION_ID!, agentId: process.env.AGENT_ID!,
+ * };
+ * ```
+ */
+export interface AgentFetchOptions {
+  /** Sidecar base URL. */
+  sidecarUrl: string | URL;
+  /** The platform's API key (the connection the agent belongs to, and the API's gateway verifies for). */
+  apiKey: string;
+  /** The agent's connection id. */
+  connectionId: string;
+  /** The agent id. */
+  agentId: string;
+  /**
+   * Where the first challenge comes from: `sidecar` (default; one round trip
+   * less, and the body is sent once) or `server` (send without a proof and
+   * answer the gateway's 401 challenge; use it when public routes are common).
+   */
+  challenge?: 'sidecar' | 'server';
+  /** Deadline of each sidecar call in ms (default {@link DEFAULT_SIDECAR_TIMEOUT_MS}). */
+  timeoutMs?: number;
+  /** Largest request body buffered (default {@link DEFAULT_MAX_BODY_BYTES}); larger throws a `RangeError`. */
+  maxBodyBytes?: number;
+  /** The underlying fetch (default: the global `fetch`). */
+  fetch?: typeof fetch;
+}
+
+/**
+ * A `fetch` that proves the agent's authority on every request (see {@link createAgentFetch}).
+ *
+ * @example
+ * ```ts
+ * const agentFetch: AgentFetch = createAgentFetch(options);
+ * const res = await agentFetch('https://api.example.com/v1/items', { method: 'POST', body: JSON.stringify(item) });
+ * ```
+ */
+export type AgentFetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+
+const KEYS = ['sidecarUrl', 'apiKey', 'connectionId', 'agentId', 'challenge', 'timeoutMs', 'maxBodyBytes', 'fetch'];
+const LABEL = 'agent fetch options:';
+
+function fail(key: string, message: string): never {
+  throw new TypeError(`${LABEL} ${key}: ${message}`);
+}
+
+function text(o: Record<string, unknown>, key: string): string {
+  const v = o[key];
+  if (typeof v !== 'string' || v === '' || !/^[\x21-\x7e]+$/.test(v)) fail(key, 'must be a non-empty string of visible ASCII');
+  return v;
+}
+
+function int(o: Record<string, unknown>, key: string, fallback: number): number {
+  const v = o[key];
+  if (v === undefined) return fallback;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) fail(key, 'must be a positive integer');
+  return v;
+}
+
+/** Reads a body of at most `max` bytes. */
+async function readBody(request: Request, max: number): Promise<Uint8Array | undefined> {
+  if (request.body === null) return undefined;
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > max) {
+      await reader.cancel();
+      throw new RangeError(`agent fetch: the request body is larger than maxBodyBytes (${max})`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** The challenge of a 401 answer, from `WWW-Authenticate` or the body. */
+function challengeOf(res: Response, body: unknown): string | undefined {
+  const www = /challenge="([\x21\x23-\x5b\x5d-\x7e]{1,1024})"/.exec(res.headers.get('www-authenticate') ?? '');
+  if (www !== null) return www[1];
+  const err = gatewayRefusal(401, body)?.error;
+  return typeof err?.challenge === 'string' ? err.challenge : undefined;
+}
+
+/**
+ * Creates a `fetch` for an agent: every request gets a fresh proof of the
+ * agent's delegation in `X-Service-Proof`; a 401 with a challenge is
+ * answered and retried once; a 403 is never retried; gateway refusals throw
+ * an {@link AgentAuthzError} with the decision reason. Options are checked
+ * at once (a `TypeError` naming the option).
+ *
+ * @example
+ * ```ts
+ * import { createAgentFetch, AgentAuthzError } from 'agent-authz/client';
+ *
+ * const agentFetch = createAgentFetch({
+ *   sidecarUrl: 'http://127.0.0.1:8700', apiKey: process.env.PLATFORM_API_KEY!,
+ *   connectionId: process.env.CONNECTION_ID!, agentId: process.env.AGENT_ID!,
+ * });
+ * const res = await agentFetch('https://api.example.com/v1/items/7');
+ * ```
+ */
+export function createAgentFetch(options: AgentFetchOptions): AgentFetch {
+  if (options === null || typeof options !== 'object') throw new TypeError(`${LABEL} must be an object`);
+  const o = options as unknown as Record<string, unknown>;
+  for (const key of Object.keys(o)) if (!KEYS.includes(key)) fail(key, `unknown option (allowed: ${KEYS.join(', ')})`);
+  let sidecarUrl: URL;
+  try {
+    sidecarUrl = new URL(String(options.sidecarUrl));
+  } catch {
+    fail('sidecarUrl', 'must be an absolute http(s) URL');
+  }
+  if (sidecarUrl.protocol !== 'http:' && sidecarUrl.protocol !== 'https:') fail('sidecarUrl', 'must be an absolute http(s) URL');
+  const mode = options.challenge ?? 'sidecar';
+  if (mode !== 'sidecar' && mode !== 'server') fail('challenge', 'must be "sidecar" or "server"');
+  if (options.fetch !== undefined && typeof options.fetch !== 'function') fail('fetch', 'must be a function');
+  const send = options.fetch ?? globalThis.fetch;
+  const maxBody = int(o, 'maxBodyBytes', DEFAULT_MAX_BODY_BYTES);
+  const proofs = new ProofMaker({
+    sidecarUrl, apiKey: text(o, 'apiKey'), connectionId: text(o, 'connectionId'), agentId: text(o, 'agentId'),
+    timeoutMs: int(o, 'timeoutMs', DEFAULT_SIDECAR_TIMEOUT_MS), fetch: send,
+  });
+
+  return async function agentFetch(input, init) {
+    const request = new Request(input, init);
+    const body = await readBody(request, maxBody);
+    const operation: AgentOperation = describeOperation(request.method, new URL(request.url), body, request.headers.get('content-type'));
+    const attempt = (proof: string | undefined): Promise<Response> => {
+      const headers = new Headers(request.headers);
+      if (proof === undefined) headers.delete(PROOF_HEADER);
+      else headers.set(PROOF_HEADER, proof);
+      return send(request.url, {
+        method: request.method, headers, redirect: request.redirect, signal: request.signal,
+        ...(body === undefined ? {} : { body }),
+      });
+    };
+    let res = await attempt(mode === 'sidecar' ? await proofs.present(await proofs.challenge(operation), operation) : undefined);
+    for (let retried = false; ; retried = true) {
+      if (res.status < 400) return res;
+      const raw = await res.text();
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(raw);
+      } catch {
+        parsed = undefined;
+      }
+      const challenge = res.status === 401 && !retried ? challengeOf(res, parsed) : undefined;
+      if (challenge !== undefined) {
+        res = await attempt(await proofs.present(challenge, operation));
+        continue;
+      }
+      const refusal = gatewayRefusal(res.status, parsed);
+      if (refusal !== undefined) {
+        throw new AgentAuthzError('gateway', res.status, refusal.error, { requestId: res.headers.get('x-request-id') ?? undefined, jsonRpcId: refusal.jsonRpcId, operation });
+      }
+      // The body was read (and decoded): hand back an equivalent, unread response.
+      const headers = new Headers(res.headers);
+      headers.delete('content-encoding');
+      headers.delete('content-length');
+      return new Response(raw, { status: res.status, statusText: res.statusText, headers });
+    }
+  };
+}

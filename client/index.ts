@@ -1,0 +1,30 @@
+/**
+ * `agent-authz/client`: the agent side. {@link createAgentFetch} wraps
+ * `fetch` so every request to an API behind an agent-authz gateway carries a
+ * fresh proof of the agent's delegation, retries once on a 401 challenge,
+ * never retries a 403, and throws the refusal as an {@link AgentAuthzError}
+ * with the decision reason. For MCP clients, `agent-authz/client/mcp` gives
+ * the SDK transport that does the same for every tool call.
+ *
+ * @example
+ * ```ts
+ * import { createAgentFetch, AgentAuthzError } from 'agent-authz/client';
+ *
+ * const agentFetch = createAgentFetch({
+ *   sidecarUrl: 'http://127.0.0.1:8700', apiKey: process.env.PLATFORM_API_KEY!,
+ *   connectionId: process.env.CONNECTION_ID!, agentId: process.env.AGENT_ID!,
+ * });
+ * try {
+ *   console.log(await (await agentFetch('https://api.example.com/v1/items/7')).json());
+ * } catch (err) {
+ *   if (err instanceof AgentAuthzError) console.error(`refused: ${err.code} (${err.reason})`);
+ * }
+ * ```
+ */
+
+export { createAgentFetch, DEFAULT_MAX_BODY_BYTES, DEFAULT_SIDECAR_TIMEOUT_MS } from './fetch.js';
+export type { AgentFetch, AgentFetchOptions } from './fetch.js';
+export { AgentAuthzError } from './errors.js';
+export type { AgentAuthzErrorSource } from './errors.js';
+export { describeOperation } from './operation.js';
+export type { AgentOperation } from './operation.js';

@@ -1,0 +1,131 @@
+/**
+ * The `mcp` member of a route entry: an MCP endpoint (Streamable HTTP
+ * transport, JSON-RPC 2.0 over POST) whose tool calls map to scopes.
+ *
+ * ```yaml
+ * - method: [POST, GET, DELETE]
+ *   path: /mcp
+ *   scope: execute:tool              # protocol methods, GET (SSE stream), DELETE (session end)
+ *   mcp:
+ *     public: [initialize, notifications/initialized, ping]
+ *     tools:
+ *       get_weather: data:read                      # shorthand: the scope
+ *       send_payment:
+ *         scope: payments:send
+ *         context: { amount: /amount, currency: /currency }   # JSON pointers into params.arguments
+ *       read_file: { scope: files:read, context: { resource: /path } }
+ * ```
+ *
+ * Validated once at registration with path-named `TypeError`s, like the rest
+ * of the route table. docs/mcp.md documents the semantics.
+ */
+
+import { at, checkJsonPointer, checkObject, checkScope, fail, isPlainObject, item } from '../validate.js';
+
+/**
+ * One tool of an MCP route, as written in options or the config file.
+ *
+ * @example
+ * ```ts
+ * const sendPayment: McpToolEntry = { scope: 'payments:send', context: { amount: '/amount', currency: '/currency' } };
+ * ```
+ */
+export interface McpToolEntry {
+  /** The scope a `tools/call` of this tool requires. */
+  scope: string;
+  /**
+   * JSON pointers into the call's `params.arguments` that feed the constraint
+   * context: `amount` / `currency` (as for route bodies), `tenant`, and
+   * `resource` (an absolute path that becomes the context `path`).
+   */
+  context?: { amount?: string; currency?: string; tenant?: string; resource?: string };
+}
+
+/**
+ * The `mcp` member of a route entry (docs/mcp.md).
+ *
+ * @example
+ * ```ts
+ * const mcp: McpRouteOptions = {
+ *   public: ['initialize', 'notifications/initialized', 'ping'],
+ *   tools: { get_weather: 'data:read', send_payment: { scope: 'payments:send', context: { amount: '/amount', currency: '/currency' } } },
+ * };
+ * const route: RouteEntry = { method: ['POST', 'GET', 'DELETE'], path: '/mcp', scope: 'execute:tool', mcp };
+ * ```
+ */
+export interface McpRouteOptions {
+  /** Tool name → required scope (or `{scope, context}`). A tool not listed is refused (403 `tool_not_mapped`). */
+  tools: Record<string, string | McpToolEntry>;
+  /**
+   * JSON-RPC methods that pass without a proof, for example `initialize`,
+   * `notifications/initialized`, `ping`; `notifications/*` covers every
+   * notification. `tools/call` can never be public.
+   */
+  public?: string[];
+}
+
+/** A compiled tool. */
+export interface McpTool {
+  readonly name: string;
+  readonly scope: string;
+  readonly amountPointer: string | undefined;
+  readonly currencyPointer: string | undefined;
+  readonly tenantPointer: string | undefined;
+  readonly resourcePointer: string | undefined;
+}
+
+/** A compiled `mcp` member. */
+export interface McpRoute {
+  readonly tools: ReadonlyMap<string, McpTool>;
+  readonly publicMethods: ReadonlySet<string>;
+  /** `notifications/*` was listed: every notification is public. */
+  readonly publicNotifications: boolean;
+}
+
+/** Tool names (MCP: 1–128 characters of `A-Z a-z 0-9 _ - .`). */
+export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
+/** JSON-RPC method names accepted in `public`. */
+const METHOD_PATTERN = /^[A-Za-z0-9_./$-]{1,128}$/;
+/** The JSON-RPC method of a tool call. */
+export const TOOLS_CALL = 'tools/call';
+
+function compileTool(name: string, value: unknown, path: string): McpTool {
+  if (typeof value === 'string') {
+    return { name, scope: checkScope(value, path), amountPointer: undefined, currencyPointer: undefined, tenantPointer: undefined, resourcePointer: undefined };
+  }
+  const entry = checkObject(value, path, ['scope', 'context']);
+  if (entry.scope === undefined) fail(at(path, 'scope'), 'is required');
+  const scope = checkScope(entry.scope, at(path, 'scope'));
+  const ctxPath = at(path, 'context');
+  const ctx = entry.context === undefined ? {} : checkObject(entry.context, ctxPath, ['amount', 'currency', 'tenant', 'resource']);
+  const pointer = (key: string): string | undefined => (ctx[key] === undefined ? undefined : checkJsonPointer(ctx[key], at(ctxPath, key)));
+  return { name, scope, amountPointer: pointer('amount'), currencyPointer: pointer('currency'), tenantPointer: pointer('tenant'), resourcePointer: pointer('resource') };
+}
+
+/** Validates and compiles the `mcp` member of a route entry. Throws a path-named `TypeError`. */
+export function compileMcp(value: unknown, path: string): McpRoute {
+  const mcp = checkObject(value, path, ['tools', 'public']);
+  const toolsPath = at(path, 'tools');
+  if (!isPlainObject(mcp.tools) || Object.keys(mcp.tools).length === 0) fail(toolsPath, 'must map at least one tool name to a scope');
+  const tools = new Map<string, McpTool>();
+  for (const [name, entry] of Object.entries(mcp.tools)) {
+    if (!TOOL_NAME_PATTERN.test(name)) fail(at(toolsPath, name), 'is not an MCP tool name (1-128 characters of A-Z a-z 0-9 _ - .)');
+    tools.set(name, compileTool(name, entry, at(toolsPath, name)));
+  }
+  const publicMethods = new Set<string>();
+  const list = mcp.public ?? [];
+  if (!Array.isArray(list)) fail(at(path, 'public'), 'must be a list of JSON-RPC method names');
+  list.forEach((method: unknown, i) => {
+    const where = item(at(path, 'public'), i);
+    if (typeof method !== 'string' || (method !== 'notifications/*' && !METHOD_PATTERN.test(method))) fail(where, 'must be a JSON-RPC method name such as "ping" or "notifications/*"');
+    if (method === TOOLS_CALL) fail(where, 'tools/call cannot be public: every tool call needs its tool\'s scope');
+    if (publicMethods.has(method)) fail(where, `duplicate method ${method}`);
+    publicMethods.add(method);
+  });
+  return { tools, publicMethods, publicNotifications: publicMethods.has('notifications/*') };
+}
+
+/** True when JSON-RPC `method` passes without a proof on this route. */
+export function isPublicMethod(mcp: McpRoute, method: string): boolean {
+  return mcp.publicMethods.has(method) || (mcp.publicNotifications && method.startsWith('notifications/'));
+}

@@ -1,0 +1,200 @@
+/**
+ * The decision pipeline: one route table, one proof extraction, one context
+ * derivation and one outcome table, shared by the reverse proxy (plugin.ts)
+ * and the forward-auth endpoint (forward-auth/plugin.ts). Both feed it the
+ * facts of the request to decide and render what it throws with
+ * refusal.ts, so every mode refuses with the same status and body.
+ *
+ * 1. {@link DecisionPipeline.admit} (before the body is read): normalize the
+ *    path (400 `ambiguous_path` / `invalid_request`), resolve the route (400
+ *    `ambiguous_path`, 403 `route_not_mapped`), and on plain protected routes
+ *    read the proof header (403 `duplicate_proof_header`, 401
+ *    `proof_required` with a fresh challenge, 403 `proof_rejected` /
+ *    `invalid_proof` without calling verify).
+ * 2. {@link DecisionPipeline.decide} (with the body, or `undefined` when a
+ *    forward-auth proxy did not send it): derive the context, call verify and
+ *    map its answer; only an explicit allow (or a public route or public MCP
+ *    method) returns. A route whose context needs the body (amount/currency
+ *    pointers, MCP) is refused with 403 `body_not_forwarded` without it, and
+ *    `body_sha256` is sent only when the body is known.
+ *    POSTs to an MCP route read the JSON-RPC message first (mcp/message.ts):
+ *    a tool call needs its tool's scope (403 `tool_not_mapped` for a tool
+ *    not in the table), public methods pass without a proof, anything else
+ *    needs the route's scope.
+ */
+
+import type { IncomingHttpHeaders } from 'node:http';
+import { ServiceError } from '../src/errors.js';
+import { sha256Hex } from '../src/crypto/encoding.js';
+import type { VerifyContext } from '../src/protocol.js';
+import { deriveAmountCurrency, deriveClientIp, deriveTenant } from './context.js';
+import type { TenantRule, TrustedProxies } from './context.js';
+import type { GatewayMetrics } from './metrics.js';
+import { isPublicMethod, TOOLS_CALL } from './mcp/config.js';
+import { readMcpMessage, toolContext } from './mcp/message.js';
+import type { McpFacts } from './mcp/message.js';
+import { mapVerifyResult, verifyResultLabel } from './outcome.js';
+import { normalizeRequestTarget } from '../src/path.js';
+import type { RequestTarget } from '../src/path.js';
+import { decodeProofJson, readProofHeader } from './proof.js';
+import type { RouteMatch, RouteTable } from './routes.js';
+import type { SidecarClient } from './verify-client.js';
+
+/** The facts of the request to decide (for forward-auth: the original request, as the proxy describes it). */
+export interface PipelineRequest {
+  /** The gateway's request id (sent to verify and the challenge call). */
+  readonly id: string;
+  /** The original method, uppercase. */
+  readonly method: string;
+  /** The original request target (path and query). */
+  readonly rawUrl: string;
+  /** The original headers, flat `[name, value, …]` as `IncomingMessage.rawHeaders` (proof header count). */
+  readonly rawHeaders: readonly string[];
+  /** The original headers, parsed (lowercase names). */
+  readonly headers: IncomingHttpHeaders;
+  /** The original Host (tenant host rules). */
+  readonly host: string | undefined;
+  /** The socket peer of the gateway (a proxy for forward-auth). */
+  readonly peerAddress: string | undefined;
+}
+
+/** The result of {@link DecisionPipeline.admit}; `mcp` is filled while an MCP message is read. */
+export interface Admission {
+  readonly target: RequestTarget;
+  readonly route: RouteMatch;
+  /** JSON text of a proof that passed the strict pre-check (plain protected routes). */
+  readonly bundleJson: string | undefined;
+  /** Set for POSTs to an MCP route (the refusal then is a JSON-RPC error). */
+  readonly mcp: McpFacts | undefined;
+}
+
+/** Facts about the client common to every decision. */
+interface Peer {
+  readonly clientIp: string | undefined;
+  readonly trustedPeer: boolean;
+}
+
+/** What the pipeline decided: the request may pass. */
+export type Decision = Peer & (
+  | { readonly kind: 'public' }
+  | { readonly kind: 'allow'; readonly scope: string; readonly agentId: string | undefined; readonly certId: string | undefined }
+);
+
+/** What the pipeline needs from the resolved options. */
+export interface PipelineOptions {
+  readonly routes: RouteTable;
+  readonly trustedProxies: TrustedProxies;
+  readonly context: { readonly tenant: TenantRule | undefined };
+  readonly metrics: GatewayMetrics;
+}
+
+/** The shared decision pipeline of one gateway (see the file header). */
+export class DecisionPipeline {
+  readonly #opts: PipelineOptions;
+  readonly #sidecar: SidecarClient;
+
+  constructor(opts: PipelineOptions, sidecar: SidecarClient) {
+    this.#opts = opts;
+    this.#sidecar = sidecar;
+  }
+
+  /** Stage 1, before the body: path, route, and the proof of plain protected routes. Throws a {@link ServiceError}. */
+  async admit(req: PipelineRequest): Promise<Admission> {
+    const target = normalizeRequestTarget(req.rawUrl);
+    const resolution = this.#opts.routes.resolve(req.method, target.path);
+    if (resolution.kind === 'ambiguous') {
+      throw new ServiceError('ambiguous_path', resolution.spelling === 'trailing_slash'
+        ? 'The request path ends with "/" and the path without it is routed differently.'
+        : 'The request path is routed differently when letter case is ignored.');
+    }
+    if (resolution.kind === 'none') throw new ServiceError('route_not_mapped');
+    const route = resolution.route;
+    if (route.mcp !== undefined && req.method === 'POST') {
+      return { target, route, bundleJson: undefined, mcp: { parsed: false, id: null, tool: undefined } };
+    }
+    if (route.scope === undefined) return { target, route, bundleJson: undefined, mcp: undefined };
+    return { target, route, bundleJson: await this.#readProof(req, route.scope), mcp: undefined };
+  }
+
+  /** Stage 2, with the body (`undefined`: not forwarded): context, verify, outcome. Throws a {@link ServiceError} unless allowed. */
+  async decide(req: PipelineRequest, admission: Admission, body: Buffer | undefined): Promise<Decision> {
+    const { route, target } = admission;
+    const peer: Peer = deriveClientIp(req.peerAddress, req.headers['x-forwarded-for'], this.#opts.trustedProxies);
+    if (admission.mcp !== undefined) return this.#decideMcp(req, admission, body, peer);
+    if (route.scope === undefined) return { kind: 'public', ...peer };
+    if (admission.bundleJson === undefined) throw new ServiceError('internal_error');
+    const needsBody = route.amountPointer !== undefined || route.currencyPointer !== undefined;
+    if (body === undefined && needsBody) throw new ServiceError('body_not_forwarded');
+    const money = body === undefined ? {} : deriveAmountCurrency(body, req.headers['content-type'], route.amountPointer, route.currencyPointer);
+    const context: VerifyContext = {
+      method: req.method,
+      path: target.path,
+      ...this.#peerContext(req, peer),
+      ...money,
+      ...(body === undefined ? {} : { body_sha256: sha256Hex(body) }),
+    };
+    return this.#verify(admission.bundleJson, route.scope, context, req.id, peer);
+  }
+
+  async #decideMcp(req: PipelineRequest, admission: Admission, body: Buffer | undefined, peer: Peer): Promise<Decision> {
+    const { route, target } = admission;
+    const mcp = route.mcp;
+    if (mcp === undefined || route.scope === undefined || admission.mcp === undefined) throw new ServiceError('internal_error');
+    if (body === undefined) throw new ServiceError('body_not_forwarded');
+    const message = readMcpMessage(body, req.headers['content-type'], admission.mcp);
+    const base = this.#peerContext(req, peer);
+    // Members left undefined are dropped when the verify body is serialized.
+    let scope = route.scope;
+    let context: VerifyContext = { method: req.method, path: target.path, ...base };
+    if (message.method === TOOLS_CALL) {
+      const tool = message.tool === undefined ? undefined : mcp.tools.get(message.tool);
+      if (tool === undefined || message.arguments === undefined) throw new ServiceError('tool_not_mapped');
+      scope = tool.scope;
+      const args = toolContext(tool, message.arguments);
+      context = {
+        method: req.method,
+        path: tool.resourcePointer === undefined ? target.path : args.path,
+        client_ip: base.client_ip,
+        tenant: tool.tenantPointer === undefined ? base.tenant : args.tenant,
+        amount: args.amount,
+        currency: args.currency,
+      };
+    } else if (message.method !== undefined && isPublicMethod(mcp, message.method)) {
+      return { kind: 'public', ...peer };
+    }
+    const bundleJson = await this.#readProof(req, scope);
+    return this.#verify(bundleJson, scope, { ...context, body_sha256: sha256Hex(body) }, req.id, peer);
+  }
+
+  /** `client_ip` and `tenant` of the context. */
+  #peerContext(req: PipelineRequest, peer: Peer): Pick<VerifyContext, 'client_ip' | 'tenant'> {
+    const tenant = deriveTenant(this.#opts.context.tenant, req.host, req.headers, peer.trustedPeer);
+    return {
+      ...(peer.clientIp === undefined ? {} : { client_ip: peer.clientIp }),
+      ...(tenant === undefined ? {} : { tenant }),
+    };
+  }
+
+  /** The proof's JSON text; a missing proof is 401 `proof_required` with a fresh challenge for `scope`. */
+  async #readProof(req: PipelineRequest, scope: string): Promise<string> {
+    const header = readProofHeader(req.rawHeaders);
+    if (header.kind === 'duplicate') throw new ServiceError('duplicate_proof_header');
+    if (header.kind === 'missing') {
+      const challenge = await this.#sidecar.challenge(req.id);
+      let www = `ServiceProof realm="agent-authz", scope="${scope}"`;
+      if (challenge !== undefined) www += `, challenge="${challenge}"`;
+      const extra = challenge === undefined ? { required_scope: scope } : { required_scope: scope, challenge };
+      throw new ServiceError('proof_required', undefined, extra, { 'www-authenticate': www });
+    }
+    return decodeProofJson(header.value).json;
+  }
+
+  async #verify(bundleJson: string, scope: string, context: VerifyContext, requestId: string, peer: Peer): Promise<Decision> {
+    const started = performance.now();
+    const result = await this.#sidecar.verify({ proofBundleJson: bundleJson, required_scope: scope, context }, requestId);
+    const outcome = mapVerifyResult(result, scope);
+    this.#opts.metrics.verifyDuration.observe({ result: verifyResultLabel(result, outcome) }, (performance.now() - started) / 1000);
+    if (outcome.kind === 'refuse') throw outcome.error;
+    return { kind: 'allow', scope: outcome.scope, agentId: outcome.agentId, certId: outcome.certId, ...peer };
+  }
+}

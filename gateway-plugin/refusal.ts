@@ -1,0 +1,73 @@
+/**
+ * What a refusal looks like on the wire, shared by the proxy and the
+ * forward-auth endpoint (so both answer with the same status and body).
+ *
+ * - Plain routes: `{error:{code,message,status,…}}` with the error's headers
+ *   (`WWW-Authenticate` on 401).
+ * - POSTs to an MCP route: a JSON-RPC 2.0 error response carrying the
+ *   message's `id` (null when it could not be read), a JSON-RPC error code
+ *   ({@link jsonRpcErrorCode}), and the service error in `error.data` plus
+ *   `reason` (the decision or refusal reason) and `tool` (for tool calls).
+ *   The HTTP status is the same as on plain routes (401, 403, 503, …).
+ */
+
+import type { FastifyError, FastifyRequest } from 'fastify';
+import { ServiceError } from '../src/errors.js';
+import type { McpFacts } from './mcp/message.js';
+
+/** JSON-RPC error codes of MCP refusals (server-defined range -32000…-32099 for 401/403). */
+export const JSONRPC_ERROR_CODES = {
+  parseError: -32700,
+  invalidRequest: -32600,
+  internalError: -32603,
+  unauthorized: -32001,
+  forbidden: -32003,
+} as const;
+
+/** A refusal ready to send. */
+export interface Refusal {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: unknown;
+}
+
+/** The JSON-RPC error code for a refusal with HTTP `status` (`parsed`: the body was JSON). */
+export function jsonRpcErrorCode(status: number, parsed: boolean): number {
+  if (status === 401) return JSONRPC_ERROR_CODES.unauthorized;
+  if (status === 403) return JSONRPC_ERROR_CODES.forbidden;
+  if (status >= 500) return JSONRPC_ERROR_CODES.internalError;
+  return status === 400 && !parsed ? JSONRPC_ERROR_CODES.parseError : JSONRPC_ERROR_CODES.invalidRequest;
+}
+
+/** The refusal for `err`; with `rpc` (a POST to an MCP route) as a JSON-RPC error response. */
+export function renderRefusal(err: ServiceError, rpc: McpFacts | undefined): Refusal {
+  const headers = { ...err.headers, 'cache-control': 'no-store' };
+  const body = err.toBody();
+  if (rpc === undefined) return { status: err.status, headers, body };
+  const reason = typeof err.extra?.reason === 'string' ? err.extra.reason : err.code;
+  const data = { ...body.error, reason, ...(rpc.tool === undefined ? {} : { tool: rpc.tool }) };
+  return {
+    status: err.status,
+    headers,
+    body: { jsonrpc: '2.0', id: rpc.id, error: { code: jsonRpcErrorCode(err.status, rpc.parsed), message: err.message, data } },
+  };
+}
+
+/** The metric `reason` of a refusal: the cause (503), the reject reason (403 proof_rejected), else the code. */
+export function refusalReason(err: ServiceError): string {
+  const extra = err.extra ?? {};
+  if (err.code === 'verify_unavailable' && typeof extra.cause === 'string') return extra.cause;
+  if (err.code === 'proof_rejected' && typeof extra.reason === 'string') return extra.reason;
+  return err.code;
+}
+
+/** Maps anything thrown while handling a request to a {@link ServiceError} (unexpected ones are logged, 500). */
+export function toServiceError(error: FastifyError | Error, request: FastifyRequest): ServiceError {
+  if (error instanceof ServiceError) return error;
+  const status = (error as FastifyError).statusCode ?? 500;
+  if ((error as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' || status === 413) return new ServiceError('body_too_large');
+  if (status === 415) return new ServiceError('unsupported_media_type');
+  if (status >= 400 && status < 500) return new ServiceError('invalid_request');
+  request.log.error({ err: error }, 'gateway: unexpected error');
+  return new ServiceError('internal_error');
+}
