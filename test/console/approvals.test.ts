@@ -129,6 +129,7 @@ t.test('approval rule, budget and rate limit; approve, deny with a note, expired
   await tabTo(page, 'dialog button:text-is("Deny action")');
   await page.keyboard.press('Enter');
   await page.getByText(/^Denied: payments:send 250\.00 USD: POST \/v1\/payments\. The agent is refused this action \(approval_denied\) and sees your note\.$/).waitFor();
+  await page.locator('table.approvals tbody tr', { hasText: 'Too much for one payment.' }).waitFor();
   t.match(await page.locator('table.approvals tbody tr').first().innerText(), /^denied\tpayments:send 250\.00 USD.*\tToo much for one payment\.$/);
   t.match(await verify(platform, await proofFor(flow), 'payments:send', p250.context), { decision: 'deny', decision_reason: 'approval_denied', approval_id: second.approval_id },
     'the verify after the denial: approval_denied');
@@ -144,13 +145,18 @@ t.test('approval rule, budget and rate limit; approve, deny with a note, expired
   const late = await verify(platform, await proofFor(flow), 'payments:send', payment('300.00').context) as { approval_id: string };
   await go('Approvals', '/approvals');
   await card.filter({ hasText: '300.00 USD' }).waitFor();
-  sc.clock.advance(sc.config.approvalTtlSeconds * 1000 + 1000);
   await tabTo(page, 'article.approval button.approve');
+  // Hold the page's poll (its timers) while the server's time passes the expiry, so the card is
+  // still there to be decided; then let it run again.
+  await page.clock.pauseAt(await page.evaluate(() => Date.now() + 1));
+  sc.clock.advance(sc.config.approvalTtlSeconds * 1000 + 1000);
   await page.keyboard.press('Enter');
   const alert = page.locator('#main .error[role=alert]');
   await alert.waitFor();
+  await page.clock.resume();
   t.equal(await alert.textContent(), 'This request can no longer be decided: it expired before it was decided; the agent has to ask again (approval_not_pending). '
     + 'The list below is up to date.', 'a clear error for an expired approval');
+  await page.locator('table.approvals tbody tr', { hasText: '300.00 USD' }).waitFor();
   t.match(await page.locator('table.approvals tbody tr').first().innerText(), /^expired\tpayments:send 300\.00 USD/);
   await check('approvals-expired');
   t.match(await verify(platform, await proofFor(flow), 'payments:send', payment('300.00').context), { decision: 'deny', decision_reason: 'approval_expired', approval_id: late.approval_id });
