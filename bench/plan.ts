@@ -5,7 +5,7 @@
  */
 
 /** Parts that `--only=` selects. */
-export const SECTIONS = ['crypto', 'present', 'verify', 'gateway', 'scaling', 'webhooks'] as const;
+export const SECTIONS = ['crypto', 'present', 'verify', 'audit', 'gateway', 'scaling', 'webhooks'] as const;
 /** One part of the benchmark. */
 export type Section = typeof SECTIONS[number];
 /** The ML-DSA-65 backend a sidecar runs: node:crypto on Node 24, or @noble/post-quantum on Node 20. */
@@ -31,6 +31,8 @@ export interface Plan {
   gateway: { rounds: number; concurrency: number; tpSeconds: number; latSeconds: number; warmupSeconds: number };
   scaling: { small: number; big: number; certs: number; rounds: number; verifiesPerRound: number; auditReads: number };
   webhooks: { events: number; maxSeconds: number };
+  /** The audit step: alternating rounds of verify c=64 with the chain and export on and off. */
+  audit: { rounds: number; seconds: number };
   profileSeconds: number;
   /** Budget for making bundles ahead of one step (s): bounds the counts where signing is slow (noble). */
   genSeconds: number;
@@ -79,6 +81,7 @@ export function parsePlan(argv: readonly string[]): Plan {
       gateway: { rounds: 1, concurrency: 50, tpSeconds: 0.2, latSeconds: 0.1, warmupSeconds: 0.05 },
       scaling: { small: 1_000, big: 10_000, certs: 1_000, rounds: 1, verifiesPerRound: 8, auditReads: 10 },
       webhooks: { events: 30, maxSeconds: 8 },
+      audit: { rounds: 1, seconds: 0.2 },
       profileSeconds: 1,
       genSeconds: 2,
       maxSeconds: 55,
@@ -99,6 +102,7 @@ export function parsePlan(argv: readonly string[]): Plan {
     gateway: { rounds: Math.max(2, Math.round(3 * scale)), concurrency: 50, tpSeconds: t(2), latSeconds: t(1), warmupSeconds: t(2) },
     scaling: { small: 1_000, big: 1_000_000, certs: 100_000, rounds: Math.max(2, Math.round(3 * scale)), verifiesPerRound: k(300), auditReads: k(300) },
     webhooks: { events: k(2_000), maxSeconds: 60 },
+    audit: { rounds: Math.max(2, Math.round(3 * scale)), seconds: t(2) },
     profileSeconds: t(3),
     genSeconds: t(25),
     maxSeconds: 12 * 60,

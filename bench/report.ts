@@ -27,6 +27,8 @@ export interface BackendResults {
   /** GET /healthz at c=1 on the same sidecar: the HTTP round-trip baseline. */
   healthzC1?: LoadResult;
   cpuMsPerVerify?: number;
+  /** Verify c=64 (best round) with the audit chain and NDJSON export on, and with both off (bench/audit.ts). */
+  audit?: { off: LoadResult; on: LoadResult; ratio: number; exported: number };
   bytesPerVerify?: number | undefined;
   bytesPerPresent?: number | undefined;
   rssMb?: number;
@@ -123,6 +125,7 @@ export function evaluateTargets(res: Results, backend: Backend): Target[] {
   add('cpu', 'Server CPU per verify (c=64)', b.cpuMsPerVerify, `${fix(b.cpuMsPerVerify, 3)} ms`, '≤ 0.45 ms', (v) => v <= 0.45);
   const vr = bestRps(b.verify) !== undefined && b.ceiling ? bestRps(b.verify)! / b.ceiling.verifyPerSec : undefined;
   add('verify-ratio', 'Verify throughput ÷ crypto ceiling', vr, fix(vr), '≥ 0.60', (v) => v >= 0.6);
+  add('audit-ratio', 'Verify c=64 with audit chain + export on ÷ both off', b.audit?.ratio, fix(b.audit?.ratio), '≥ 0.90', (v) => v >= 0.9);
   add('present', 'Present throughput (best level)', bestRps(b.present), `${int(bestRps(b.present))}/s`, '≥ 800/s', (v) => v >= 800);
   const g = b.gateway;
   const gp = g?.gateway && g.plain ? g.gateway.c50.rps / g.plain.c50.rps : undefined;
@@ -187,6 +190,9 @@ export function renderTable(res: Results): string {
       return v !== undefined && b.ceiling ? fix(v / b.ceiling.verifyPerSec) : '—';
     }, 'verify-ratio');
     per('Server CPU per verify at c=64', (b) => `${fix(b.cpuMsPerVerify, 3)} ms`, 'cpu');
+    if (Object.values(res.backends).some((b) => b?.audit)) {
+      per('Verify c=64, audit chain + export on ÷ both off', (b) => (b.audit ? `${fix(b.audit.ratio)} (${int(b.audit.on.rps)}/s ÷ ${int(b.audit.off.rps)}/s)` : '—'), 'audit-ratio');
+    }
     per('  of which the hybrid verify itself (ceiling CPU)', (b) => (b.ceiling ? `${fix(b.ceiling.verifyCpuUs / 1000, 3)} ms` : '—'));
     per('Verify server time (c=1 p50 − /healthz p50)', (b) => `${int(verifyServerUs(b))} µs`);
     per('DB bytes per verify (file + WAL, after checkpoint)', (b) => int(b.bytesPerVerify));

@@ -30,6 +30,8 @@ import { renderSvg } from './chart.js';
 import type { BackendResults, Results } from './report.js';
 import { gatewayComparison, profileGateway, startGatewayProcs } from './gateway.js';
 import { cryptoCeiling, presentAndVerify, profileSidecar } from './verify.js';
+import { measureAudit, prepareAudit } from './audit.js';
+import type { AuditPrepared } from './audit.js';
 import { snapshotBase, storeSections } from './store.js';
 import type { StoreBase } from './store.js';
 import { freshDir, startSidecar, stopSidecar } from './sidecar.js';
@@ -96,14 +98,17 @@ async function main(): Promise<number> {
   let storeBase: StoreBase | undefined;
   let storeP: Promise<void> | undefined;
   try {
-    const perBackend = ['crypto', 'present', 'verify', 'gateway'].some((x) => plan.sections.has(x as never));
+    const perBackend = ['crypto', 'present', 'verify', 'audit', 'gateway'].some((x) => plan.sections.has(x as never));
     for (const backend of perBackend ? backends : []) {
       const br: BackendResults = {};
       run.results.backends[backend] = br;
-      const needSidecar = ['present', 'verify', 'gateway'].some((x) => plan.sections.has(x as never));
+      const needSidecar = ['present', 'verify', 'audit', 'gateway'].some((x) => plan.sections.has(x as never));
       // Smoke runs start the sidecar while the ceiling loop runs; measured runs keep the ceiling quiet.
       let scP = needSidecar && plan.smoke ? startSidecar(run, backend, freshDir(run, `${backend}-main`)) : undefined;
       scP?.catch(() => undefined);
+      // Smoke runs prepare the audit step's two sidecars at once too; measured runs after verify.
+      let auditP: Promise<AuditPrepared> | undefined = plan.smoke && plan.sections.has('audit') ? prepareAudit(run, backend, 100) : undefined;
+      auditP?.catch(() => undefined);
       let ceiling;
       try {
         ceiling = await cryptoCeiling(run, backend);
@@ -132,6 +137,11 @@ async function main(): Promise<number> {
         gwProcs?.catch(() => undefined);
         try {
           if (plan.sections.has('present') || plan.sections.has('verify')) await presentAndVerify(run, backend, sc, s, br);
+          if (plan.sections.has('audit')) {
+            auditP ??= prepareAudit(run, backend, br.verify?.find((r) => r.concurrency === 64)?.rps ?? br.ceiling!.verifyPerSec);
+            await measureAudit(run, await auditP, br);
+            auditP = undefined;
+          }
           if (plan.sections.has('gateway')) {
             gwProcs ??= startGatewayProcs(run, sc, s);
             await gatewayComparison(run, backend, sc, s, br, await gwProcs);
@@ -149,6 +159,7 @@ async function main(): Promise<number> {
         if (wantGateway) await profileGateway(run, backend, sc, s, br);
       } finally {
         await stopSidecar(sc);
+        if (auditP) await auditP.then((a) => Promise.all(a.variants.map((v) => v.close())).then(() => a.collector.close()), () => undefined);
       }
     }
     if (storeP) await storeP;

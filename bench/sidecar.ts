@@ -30,11 +30,11 @@ export async function retryPort<T>(start: () => Promise<T>): Promise<T> {
 }
 
 /** Starts a sidecar on `dataDir` (a free port; retried if the port was taken) and waits for /readyz. */
-export function startSidecar(run: Run, backend: Backend, dataDir: string, o: { nodeFlags?: string[]; name?: string; webhooks?: boolean } = {}): Promise<Sidecar> {
+export function startSidecar(run: Run, backend: Backend, dataDir: string, o: { nodeFlags?: string[]; name?: string; webhooks?: boolean; env?: Readonly<Record<string, string>> } = {}): Promise<Sidecar> {
   return retryPort(() => startSidecarOnce(run, backend, dataDir, o));
 }
 
-async function startSidecarOnce(run: Run, backend: Backend, dataDir: string, o: { nodeFlags?: string[]; name?: string; webhooks?: boolean }): Promise<Sidecar> {
+async function startSidecarOnce(run: Run, backend: Backend, dataDir: string, o: { nodeFlags?: string[]; name?: string; webhooks?: boolean; env?: Readonly<Record<string, string>> }): Promise<Sidecar> {
   const port = await freePort();
   const env = childEnv({
     SIDECAR_HOST: '127.0.0.1', SIDECAR_PORT: String(port), SIDECAR_DATA_DIR: dataDir, SIDECAR_SMTP_URL: run.mail.url,
@@ -44,6 +44,7 @@ async function startSidecarOnce(run: Run, backend: Backend, dataDir: string, o: 
     SIDECAR_CHALLENGE_TTL_SECONDS: '3600', SIDECAR_PROOF_FRESHNESS_SECONDS: '3600',
     ...(o.webhooks ? { SIDECAR_WEBHOOK_ALLOW_INSECURE: '1' } : {}),
     ...sidecarTuningEnv(),
+    ...o.env,
   });
   delete env.NODE_ENV;
   const bin = backend === 'native' ? NODE24 : process.execPath;

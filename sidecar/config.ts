@@ -8,6 +8,8 @@
  */
 import os from 'node:os';
 import path from 'node:path';
+import { AUDIT_ENV_VARS, parseAuditConfig } from './audit/config.js';
+import type { AuditConfig } from './audit/config.js';
 
 /** The validated configuration `buildServer` takes. */
 export interface SidecarConfig {
@@ -44,6 +46,8 @@ export interface SidecarConfig {
   requireBoundOperation: boolean;
   /** Serve the account holder's console at `/console/` (`SIDECAR_CONSOLE`, default on; off for verify-only sidecars). */
   consoleEnabled: boolean;
+  /** The audit chain, checkpoints, decision log and exports (`SIDECAR_AUDIT_*`, audit/config.ts). */
+  audit: AuditConfig;
 }
 
 /** Defaults, as named constants. */
@@ -87,6 +91,7 @@ export const ENV_VARS = [
   'SIDECAR_AUDIT_RETENTION_DAYS', 'SIDECAR_CHALLENGE_RETENTION_HOURS', 'SIDECAR_SHUTDOWN_TIMEOUT_MS',
   'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_METRICS_LISTEN', 'SIDECAR_CONSOLE', 'SIDECAR_APPROVAL_TTL_SECONDS',
   'SIDECAR_REQUIRE_BOUND_OPERATION',
+  ...AUDIT_ENV_VARS,
 ] as const;
 
 /**
@@ -220,6 +225,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     approvalTtlSeconds: int(env, 'SIDECAR_APPROVAL_TTL_SECONDS', DEFAULTS.approvalTtlSeconds, 30, 86_400),
     requireBoundOperation: flag(env, 'SIDECAR_REQUIRE_BOUND_OPERATION'),
     consoleEnabled: flag(env, 'SIDECAR_CONSOLE', true),
+    audit: parseAuditConfig(env, { int: (name, def, min, max) => int(env, name, def, min, max), fail: (m) => { throw new ConfigError(m); } }),
   };
 }
 

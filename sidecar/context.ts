@@ -12,6 +12,7 @@ import type { Mailer } from './mail.js';
 import type { SidecarMetrics } from './metrics.js';
 import type { DecisionCaches } from './decide/caches.js';
 import type { ProofCrypto } from './crypto-pool.js';
+import type { AuditServices } from './audit/services.js';
 
 /** A clock returning Unix milliseconds; injectable for tests. */
 export type Clock = () => number;
@@ -33,6 +34,8 @@ export interface ServiceContext {
    * raw bytes costs several times one keyed with a KeyObject (the key is imported per call).
    */
   readonly keys: { csrf: KeyObject; loginCode: KeyObject; apiKey: KeyObject };
+  /** The audit chain's signer and checkpoints, the decision log and the push exports. */
+  readonly audit: AuditServices;
   /** Wakes the webhook worker after an event was enqueued. */
   readonly nudgeWebhooks: () => void;
 }

@@ -24,6 +24,7 @@ import { buildServer } from './server.js';
 import { installGracefulShutdown } from '../runtime/shutdown.js';
 import { getMlDsaBackend } from '../src/crypto/hybrid.js';
 import { runBackupCommand } from './backup.js';
+import { AUDIT_USAGE, runAuditCommand } from './audit/verify-command.js';
 
 /** A subcommand: its one-line usage and what it runs (resolves to the exit code). */
 interface Command {
@@ -36,6 +37,7 @@ interface Command {
 export const COMMANDS: Readonly<Record<string, Command>> = {
   serve: { usage: 'serve', summary: 'run the sidecar (the default)', run: async () => { await serve(); return -1; } },
   backup: { usage: 'backup <file>', summary: 'online backup of the SQLite database to a new file', run: runBackupCommand },
+  audit: { usage: AUDIT_USAGE, summary: 'check an audit trail offline (docs/audit.md; exit 0 verified, 1 broken, 3 unreadable)', run: (args) => runAuditCommand(args) },
 };
 
 /** The `--help` text. */
@@ -92,6 +94,7 @@ async function serve(): Promise<void> {
     mailer: config.smtpUrl ? 'smtp' : 'development-log', audit_retention_days: config.auditRetentionDays,
     challenge_retention_hours: config.challengeRetentionHours, shutdown_timeout_ms: config.shutdownTimeoutMs,
     crypto_workers: config.cryptoWorkers, mldsa_backend: getMlDsaBackend(),
+    audit_chain: config.audit.chain, audit_key_id: app.ctx.audit.signer.keyId,
   }, 'agent-authz sidecar ready');
 }
 

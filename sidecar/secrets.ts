@@ -22,6 +22,7 @@ export const AAD = {
   signingSecret: (platformId: string) => `platform:${platformId}:signing_secret`,
   webhookSecret: (platformId: string) => `platform:${platformId}:webhook_secret`,
   outboxBody: (deliveryId: string) => `outbox:${deliveryId}:body`,
+  serviceKey: (keyId: string) => `service-key:${keyId}:secret`,
 } as const;
 
 /** Creates the box for a 32-byte master key. */

@@ -40,8 +40,9 @@ import { registerConsoleRoutes } from './routes/console.js';
 import { buildMetricsServer, registerHealthRoutes } from './routes/health.js';
 import { WebhookWorker } from './webhooks/worker.js';
 import { LOG_REDACT_PATHS } from './log.js';
-import { ERROR_SCHEMA, OPENAPI_OPTIONS, attachOperation } from './openapi.js';
+import { ERROR_SCHEMA, OPENAPI_INFO, OPENAPI_OPTIONS, attachOperation } from './openapi.js';
 import { RESPONSE_SCHEMAS } from './api/schemas.js';
+import { createAuditServices } from './audit/services.js';
 
 /** Name of the generated development master-key file in the data directory. */
 export const MASTER_KEY_FILE = 'master.key';
@@ -135,8 +136,12 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   const store = opts.store ?? openSqliteStore({
     file: path.join(config.dataDir, DB_FILE_NAME),
     onTransaction: (s, ok) => metrics.sqliteTx.observe({ result: ok ? 'commit' : 'rollback' }, s),
+    auditChain: config.audit.chain,
   });
   const box = createSecretBox(master.key);
+  const audit = await createAuditServices({
+    config: config.audit, store, box, clock, log: app.log, registry: metrics.registry, serviceVersion: OPENAPI_INFO.info?.version ?? 'unknown',
+  });
   // Label children bound once: one counter increment per signature task, without a label lookup.
   const cryptoTasks = {
     verify: { main: metrics.cryptoTasks.labels('verify', 'main'), worker: metrics.cryptoTasks.labels('verify', 'worker') },
@@ -144,7 +149,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   };
   let worker: WebhookWorker | undefined;
   const ctx: ServiceContext = {
-    config, store, box, clock, metrics,
+    config, store, box, clock, metrics, audit,
     mailer: opts.mailer ?? (config.smtpUrl ? createSmtpMailer(config.smtpUrl, config.mailFrom) : createLogMailer(app.log)),
     log: app.log,
     caches: new DecisionCaches(),
@@ -210,6 +215,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     });
     app.addHook('onReady', async () => {
       worker!.start();
+      audit.start();
       retention = setInterval(() => { void runRetention(ctx).catch((err: unknown) => app.log.error({ err }, 'retention job failed')); }, 3600_000);
       retention.unref();
       stopApprovalExpiry = startApprovalExpiry(ctx);
@@ -225,6 +231,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     if (retention) clearInterval(retention);
     stopApprovalExpiry?.();
     await worker?.stop();
+    await audit.stop();
     await ctx.crypto.close();
     ctx.mailer.close();
     await store.close();
@@ -235,11 +242,12 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
 /**
  * The retention job: purges spent or expired challenges older than
  * `SIDECAR_CHALLENGE_RETENTION_HOURS`, and audit rows older than
- * `SIDECAR_AUDIT_RETENTION_DAYS` when that is set (0 keeps audit forever).
+ * `SIDECAR_AUDIT_RETENTION_DAYS` when that is set (0 keeps audit forever), whole
+ * chain prefixes at a time, each leaving a signed anchor checkpoint.
  */
 export async function runRetention(ctx: ServiceContext): Promise<{ challenges: number; audit: number }> {
   const now = ctx.clock();
   const challenges = await ctx.store.proofs.purgeChallenges(now - ctx.config.challengeRetentionHours * 3600_000);
-  const audit = ctx.config.auditRetentionDays > 0 ? await ctx.store.proofs.purgeAudit(now - ctx.config.auditRetentionDays * 86_400_000) : 0;
+  const audit = ctx.config.auditRetentionDays > 0 ? await ctx.audit.prune(now - ctx.config.auditRetentionDays * 86_400_000) : 0;
   return { challenges, audit };
 }

@@ -119,7 +119,10 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     'Spent and left of `budget` and `max_calls` in the current calendar window (UTC).', S.CertificateUsage, ['certificate_not_found']),
 
   'GET /v1/service/audit/personal': op('listAuditEvents', 'Read audit events (spec 4.14)',
-    'Newest first, with cursor pagination (`limit` 1–200, default 25) and filters.', S.AuditPage),
+    'Newest first, with cursor pagination (`limit` 1–200, default 25) and filters: `event_type`, `agent_id`, `from` and `to` (ISO 8601; from inclusive, to exclusive), `decision`, `reason`, `scope`, `cert_id`.', S.AuditPage),
+  'GET /v1/service/audit/personal/export': op('exportAuditEvents', 'Export audit events as NDJSON',
+    'Streams the account\'s hash-chained audit trail for `from`–`to` as `application/x-ndjson`: a header with the service keys, the signed checkpoints, the events in chain order, a trailer with the counts (docs/audit.md). The last event is always covered by a signed checkpoint, so the file verifies offline with `agent-authz-sidecar audit verify --export`.',
+    S.AuditExport),
   'GET /v1/service/usage/personal': op('getUsage', 'Read credits and usage', 'The balance and the verify counts.', S.Usage),
   'GET /v1/service/webhooks/deliveries': op('listWebhookDeliveries', 'List webhook deliveries', 'Newest first, with cursor pagination and filters.', S.DeliveryPage),
   'GET /v1/service/webhooks/deliveries/:delivery_id': op('getWebhookDelivery', 'Read a webhook delivery', 'One delivery with every attempt.', S.DeliveryDetail, ['delivery_not_found']),

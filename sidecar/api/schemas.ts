@@ -168,6 +168,10 @@ export const AuditEvent = named('AuditEvent', Type.Object({
 export const AuditPage = named('AuditPage', Type.Object({
   events: Type.Array(Type.Ref('AuditEvent')), next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page.' }),
 }));
+export const AuditExport = named('AuditExport', Type.String({
+  contentMediaType: 'application/x-ndjson',
+  description: 'NDJSON lines: `audit.export` (header), `audit.checkpoint`, `audit.event`, `audit.export.end` (trailer). Fields: docs/audit.md.',
+}));
 export const Usage = named('Usage', Type.Object({
   account_id: Str, balance_micros: Type.Integer(), balance_dollars: Str, price_per_verify_micros: Type.Integer(),
   verify_calls: Type.Integer(), allows: Type.Integer(), denies: Type.Integer(), remaining_verify_calls: Type.Integer(),
@@ -203,6 +207,6 @@ export const RESPONSE_SCHEMAS: readonly TSchema[] = [
   PlatformRegistration, Platform, PlatformList, Connection, ConnectionList, KeyRotation, ConnectionRemoval,
   AgentCreated, Agent, AgentList, DelegationRequest, DelegationRequestList, Approval, Denial, Revocation,
   Certificate, CertificateList, Identity, Challenge, Presentation, VerifyResult, ActionApproval, ActionApprovalList,
-  ActionApprovalStatus, CertificateUsage, AuditEvent, AuditPage, Usage,
+  ActionApprovalStatus, CertificateUsage, AuditEvent, AuditPage, AuditExport, Usage,
   Delivery, DeliveryPage, DeliveryDetail, Redelivery, Liveness, Readiness, NotReady,
 ];

@@ -55,6 +55,8 @@ export interface DecideOptions {
   log?: FastifyBaseLogger;
   /** The stages to run; default {@link VERIFY_STAGES} (tests run other lists). */
   stages?: readonly Stage[];
+  /** Called once the call is settled, with what the stages found and the answer or refusal (the decision log). */
+  onSettled?: (call: Readonly<VerifyCall>, outcome: VerifyResponse | ServiceError) => void;
 }
 
 /**
@@ -67,6 +69,20 @@ export interface DecideOptions {
  */
 export async function decide(ctx: ServiceContext, apiKey: unknown, body: VerifyRequest | ServiceError, opts: DecideOptions = {}): Promise<VerifyResponse> {
   const call: VerifyCall = { now: ctx.clock(), apiKey, body, spendableChallenge: null };
+  if (opts.onSettled === undefined) return runStages(ctx, call, opts);
+  let out: VerifyResponse;
+  try {
+    out = await runStages(ctx, call, opts);
+  } catch (err) {
+    if (err instanceof ServiceError) opts.onSettled(call, err);
+    throw err;
+  }
+  opts.onSettled(call, out);
+  return out;
+}
+
+/** Runs the stages over `call`: the answer, or the refusal it throws. */
+async function runStages(ctx: ServiceContext, call: VerifyCall, opts: DecideOptions): Promise<VerifyResponse> {
   let stage: Stage | undefined;
   let refusal: ServiceError;
   try {

@@ -1,6 +1,8 @@
 /**
- * Audit read (spec endpoint 14) with cursor pagination and filters, and the
- * usage read (balance and counts), which the spec leaves out.
+ * Audit read (spec endpoint 14) with cursor pagination and filters (type,
+ * agent, time range, decision, reason, scope, certificate), and the usage read
+ * (balance and counts), which the spec leaves out. The NDJSON export of a time
+ * range is `audit-export.ts`.
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
@@ -11,6 +13,8 @@ import type { ServiceContext } from '../context.js';
 import type { AuditEventRecord } from '../store/types.js';
 import { iso, parsePage } from '../http/resources.js';
 import { VERIFY_PRICE_MICROS } from '../decide/billing.js';
+import { DECISION_REASONS } from '../../src/decisions.js';
+import { queryRange, registerAuditExportRoute } from './audit-export.js';
 
 /** Audit page sizes. */
 export const AUDIT_LIMITS = { default: 25, max: 200 } as const;
@@ -24,7 +28,16 @@ const AuditQuery = Type.Object({
   cursor: Type.Optional(Type.String({ maxLength: 32 })),
   event_type: Type.Optional(Type.String({ maxLength: 64 })),
   agent_id: Type.Optional(Type.String({ maxLength: 100 })),
+  from: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601 time; events at or after it.' })),
+  to: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601 time; events before it.' })),
+  decision: Type.Optional(Type.String({ maxLength: 16, description: '`allow` or `deny`.' })),
+  reason: Type.Optional(Type.String({ maxLength: 64, description: 'A decision reason (docs/errors.md, "Decision reasons").' })),
+  scope: Type.Optional(Type.String({ maxLength: 200, description: 'The required scope, exactly.' })),
+  cert_id: Type.Optional(Type.String({ maxLength: 100 })),
 }, { additionalProperties: false });
+
+/** The audit read's query string. */
+type AuditQueryString = { limit?: string; cursor?: string; event_type?: string; agent_id?: string; from?: string; to?: string; decision?: string; reason?: string; scope?: string; cert_id?: string };
 
 /** The API view of an audit event. */
 export function auditView(e: AuditEventRecord): Static<typeof AuditEvent> {
@@ -39,19 +52,29 @@ const dollars = (micros: number): string => (micros / 1_000_000).toFixed(6);
 /** Registers the audit and usage routes. */
 export async function registerAuditRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
   app.get('/v1/service/audit/personal', { schema: { querystring: AuditQuery, tags: ['audit'] }, config: { auth: 'session' } }, async (request) => {
-    const q = request.query as { limit?: string; cursor?: string; event_type?: string; agent_id?: string };
+    const q = request.query as AuditQueryString;
     const { limit, before } = parsePage(q, AUDIT_LIMITS);
     if (q.event_type !== undefined && !(AUDIT_EVENT_TYPES as readonly string[]).includes(q.event_type)) {
       throw new ServiceError('invalid_request', `event_type must be one of ${AUDIT_EVENT_TYPES.join(', ')}.`, { field: 'querystring.event_type' });
     }
+    if (q.decision !== undefined && q.decision !== 'allow' && q.decision !== 'deny') {
+      throw new ServiceError('invalid_request', 'decision must be allow or deny.', { field: 'querystring.decision' });
+    }
+    if (q.reason !== undefined && !Object.hasOwn(DECISION_REASONS, q.reason)) {
+      throw new ServiceError('invalid_request', 'reason is not a decision reason (docs/errors.md).', { field: 'querystring.reason' });
+    }
     const rows = await ctx.store.proofs.listAudit({
-      accountId: request.session!.accountId, limit: limit + 1,
+      accountId: request.session!.accountId, limit: limit + 1, ...queryRange(q),
       ...(before !== undefined ? { before } : {}), ...(q.event_type ? { eventType: q.event_type } : {}), ...(q.agent_id ? { agentId: q.agent_id } : {}),
+      ...(q.decision ? { decision: q.decision } : {}), ...(q.reason ? { reason: q.reason } : {}), ...(q.scope ? { scope: q.scope } : {}),
+      ...(q.cert_id ? { certId: q.cert_id } : {}),
     });
     const page = rows.slice(0, limit);
     const more = rows.length > limit;
     return { events: page.map(auditView), next_cursor: more ? String(page[page.length - 1]!.seq) : null };
   });
+
+  await registerAuditExportRoute(app, ctx);
 
   app.get('/v1/service/usage/personal', { schema: { tags: ['audit'] }, config: { auth: 'session' } }, async (request) => {
     const a = await ctx.store.accounts.getAccount(request.session!.accountId);

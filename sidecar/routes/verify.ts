@@ -1,7 +1,7 @@
 /**
  * `POST /v1/service/verify` (spec endpoint 13): validates the body shape and
  * hands everything else, including API-key authentication, to the one
- * decision pipeline (`decide()`).
+ * decision pipeline (`decide()`); writes the decision-log line when the log is on.
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
@@ -10,7 +10,8 @@ import type { ServiceContext } from '../context.js';
 import { decide } from '../decide/pipeline.js';
 import { ServiceError } from '../../src/errors.js';
 import { API_KEY_HEADER, VERIFY_PATH } from '../../src/protocol.js';
-import type { VerifyRequest } from '../../src/protocol.js';
+import type { VerifyRequest, VerifyResponse } from '../../src/protocol.js';
+import type { VerifyCall } from '../decide/stage.js';
 
 const Str = (max: number) => Type.String({ maxLength: max });
 const VerifyBody = Type.Object({
@@ -73,12 +74,24 @@ async function registerVerify(app: FastifyInstance, ctx: ServiceContext): Promis
     attachValidation: true,
   }, async (request) => {
     const started = process.hrtime.bigint();
+    const decisionLog = ctx.audit.decisionLog;
+    let settled: { call: Readonly<VerifyCall>; outcome: VerifyResponse | ServiceError } | undefined;
+    const opts = { log: request.log, ...(decisionLog ? { onSettled: (call: Readonly<VerifyCall>, outcome: VerifyResponse | ServiceError) => { settled = { call, outcome }; } } : {}) };
+    const logDecision = (seconds: number): void => {
+      if (!decisionLog || !settled) return;
+      const { call, outcome } = settled;
+      decisionLog.write({ requestId: request.id, now: call.now, auth: call.auth, scope: call.request?.required_scope, context: call.request?.context, outcome, latencyMs: seconds * 1000 });
+    };
     try {
-      const result = await decide(ctx, request.headers[API_KEY_HEADER], verifyBody(request.body, request.validationError), { log: request.log });
-      ctx.metrics.verifyDuration.observe({ outcome: result.decision }, Number(process.hrtime.bigint() - started) / 1e9);
+      const result = await decide(ctx, request.headers[API_KEY_HEADER], verifyBody(request.body, request.validationError), opts);
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      ctx.metrics.verifyDuration.observe({ outcome: result.decision }, seconds);
+      logDecision(seconds);
       return result;
     } catch (err) {
-      ctx.metrics.verifyDuration.observe({ outcome: 'error' }, Number(process.hrtime.bigint() - started) / 1e9);
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      ctx.metrics.verifyDuration.observe({ outcome: 'error' }, seconds);
+      logDecision(seconds);
       throw err;
     }
   });

@@ -13,6 +13,7 @@ import { SqliteDelegationStore } from './sqlite/delegations.js';
 import { SqliteProofStore } from './sqlite/proofs.js';
 import { SqliteOutboxStore } from './sqlite/outbox.js';
 import { SqliteApprovalStore, SqliteUsageStore } from './sqlite/approvals.js';
+import { SqliteAuditStore } from './sqlite/audit.js';
 import type { Store } from './types.js';
 
 export type * from './types.js';
@@ -26,6 +27,8 @@ export interface SqliteStoreOptions {
   file: string;
   /** Observer of write-transaction latency (seconds). */
   onTransaction?: (seconds: number, ok: boolean) => void;
+  /** Link audit rows into the per-account hash chain (default true; false is SIDECAR_AUDIT_CHAIN=off). */
+  auditChain?: boolean;
 }
 
 /** The SQLite {@link Store}. */
@@ -37,6 +40,7 @@ export class SqliteStore implements Store {
   readonly outbox: SqliteOutboxStore;
   readonly approvals: SqliteApprovalStore;
   readonly usage: SqliteUsageStore;
+  readonly audit: SqliteAuditStore;
   private readonly db: Db;
 
   constructor(opts: SqliteStoreOptions) {
@@ -49,10 +53,11 @@ export class SqliteStore implements Store {
     this.accounts = new SqliteAccountStore(this.db);
     this.platforms = new SqlitePlatformStore(this.db);
     this.delegations = new SqliteDelegationStore(this.db);
-    this.proofs = new SqliteProofStore(this.db);
+    this.proofs = new SqliteProofStore(this.db, opts.auditChain ?? true);
     this.outbox = new SqliteOutboxStore(this.db);
     this.approvals = new SqliteApprovalStore(this.db, (a) => this.proofs.insertAudit(a));
     this.usage = new SqliteUsageStore(this.db);
+    this.audit = new SqliteAuditStore(this.db);
   }
 
   async ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }> {

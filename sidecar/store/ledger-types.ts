@@ -45,6 +45,27 @@ export interface AuditEventRecord {
   createdAt: number;
 }
 
+/** Filters of the audit read (`ProofStore.listAudit`). */
+export interface AuditQuery {
+  accountId: string;
+  limit: number;
+  /** seq cursor: rows with a smaller seq. */
+  before?: number;
+  eventType?: string;
+  agentId?: string;
+  /** created_at ≥ from (Unix ms). */
+  from?: number;
+  /** created_at < to (Unix ms). */
+  to?: number;
+  /** `allow` or `deny` (`details.decision`). */
+  decision?: string;
+  /** `details.decision_reason`. */
+  reason?: string;
+  /** `required_scope`. */
+  scope?: string;
+  certId?: string;
+}
+
 /** What a verify commits in one transaction. */
 export interface DecisionCommit {
   challengeId: string;
@@ -146,14 +167,14 @@ export interface DecisionEffects {
 export interface ProofStore {
   insertChallenge(c: ChallengeRecord): Promise<void>;
   getChallenge(id: string): Promise<ChallengeRecord | undefined>;
-  /** Marks a live challenge presented and records `proof.presented`; false if it is unknown, presented, consumed or expired. */
+  /** Marks a live challenge presented and records `proof.presented` (chained); false if it is unknown, presented, consumed or expired. */
   presentChallenge(id: string, now: number, audit: AuditEventRecord): Promise<boolean>;
   /** Balance check without debit (fast pre-check). */
   creditsOf(accountId: string): Promise<number>;
   /**
    * One transaction: consume the challenge (must be unconsumed, unexpired and
    * issued to the audience), debit the price, count the call and append the
-   * audit row. Nothing is written unless everything is. An allow whose
+   * audit row, linked into the account's hash chain. Nothing is written unless everything is. An allow whose
    * certificate is no longer `approved` commits nothing and returns
    * `certificate_revoked`.
    */
@@ -163,12 +184,10 @@ export interface ProofStore {
    * when `challengeId` is given, consume that challenge too; no audit row.
    */
   consumeAndDebit(challengeId: string | null, audienceConnectionId: string, now: number, accountId: string, priceMicros: number): Promise<DecisionCommitResult>;
-  /** Audit read, newest first; `before` is a seq cursor. */
-  listAudit(q: { accountId: string; limit: number; before?: number; eventType?: string; agentId?: string }): Promise<AuditEventRecord[]>;
+  /** Audit read, newest first; `before` is a seq cursor; every filter given must hold. */
+  listAudit(q: AuditQuery): Promise<AuditEventRecord[]>;
   /** Deletes challenges that are consumed or expired before `olderThan`; returns the count. */
   purgeChallenges(olderThan: number): Promise<number>;
-  /** Deletes audit rows older than `olderThan` (retention); returns the count. */
-  purgeAudit(olderThan: number): Promise<number>;
 }
 
 /** A claimed delivery, ready to send. */

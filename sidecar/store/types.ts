@@ -15,6 +15,9 @@ import type { ApprovalStore, UsageStore } from './approval-types.js';
 export type * from './ledger-types.js';
 /** The approval and usage-counter parts (approval-types.ts). */
 export type * from './approval-types.js';
+import type { AuditStore } from './audit-types.js';
+/** The audit-evidence part (audit-types.ts): chain heads, checkpoints, exports, the service key. */
+export type * from './audit-types.js';
 
 /** An account holder. */
 export interface AccountRecord {
@@ -242,6 +245,7 @@ export interface Store {
   readonly approvals: ApprovalStore;
   /** Usage counters of budgets and rate limits (approval-types.ts). */
   readonly usage: UsageStore;
+  readonly audit: AuditStore;
   /** Readiness: the store answers and migrations are applied. */
   ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }>;
   close(): Promise<void>;

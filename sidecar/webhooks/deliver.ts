@@ -30,6 +30,8 @@ export interface SendInput {
   callbackUrl: string;
   /** The opened (plaintext) body; sent exactly. */
   body: Uint8Array;
+  /** Its media type (default `application/json`; the audit push export sends `application/x-ndjson`). */
+  contentType?: string;
   /** The opened webhook secret of the platform. */
   secret: Uint8Array;
   /** When the attempt started (Unix ms); its whole seconds are the signed timestamp. */
@@ -77,7 +79,7 @@ export async function sendSigned(input: SendInput): Promise<SendOutcome> {
   } else {
     const timestamp = Math.floor(input.attemptedAt / 1000);
     const headers = {
-      'content-type': 'application/json',
+      'content-type': input.contentType ?? 'application/json',
       'user-agent': WEBHOOK_USER_AGENT,
       'x-service-delivery-id': input.deliveryId,
       'x-service-timestamp': String(timestamp),

@@ -41,7 +41,7 @@ t.test('npm run bench -- --smoke exits 0 and prints the table', async (t) => {
   t.notOk(timedOut, `finished within ${TIMEOUT_MS / 1000} s`);
   t.equal(code, 0, 'exit code 0');
   t.match(stdout, /^\| Figure +\| native +\| noble +\| Target +\| Status +\|$/m, 'prints the table header');
-  for (const row of ['Hybrid verify per second', 'Verify c=1', 'Verify c=64', 'Present c=16', 'Server CPU per verify',
+  for (const row of ['Hybrid verify per second', 'Verify c=1', 'Verify c=64', 'Verify c=64, audit chain + export on ÷ both off', 'Present c=16', 'Server CPU per verify',
     'agent-authz gateway + sidecar', 'Gateway ÷ plain proxy', 'Verify p50 at 10^4 audit rows', 'Audit read', 'Outbox drain']) {
     t.match(stdout, new RegExp(`^\\| ${row.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`, 'm'), `table has "${row}"`);
   }

@@ -19,7 +19,7 @@ import { startSidecar } from './sidecar.js';
 import type { TestSidecar } from './sidecar.js';
 
 /** The sub-stores of {@link Store} whose methods can be faulted. */
-const SUB_STORES = new Set(['accounts', 'platforms', 'delegations', 'proofs', 'outbox', 'approvals', 'usage']);
+const SUB_STORES = new Set(['accounts', 'platforms', 'delegations', 'proofs', 'outbox', 'approvals', 'usage', 'audit']);
 
 /** A fault or spy rule; `hits` counts the matching calls. */
 export interface FaultRule {

@@ -173,6 +173,7 @@ export class Db {
       this.raw.exec('BEGIN IMMEDIATE');
       try {
         this.raw.exec(m.sql);
+        m.after?.(this);
         this.stmt('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString());
         this.raw.exec('COMMIT');
       } catch (err) {

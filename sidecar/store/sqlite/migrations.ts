@@ -5,6 +5,10 @@
  * Times are stored as integer Unix milliseconds; JSON columns hold canonical
  * JSON text; `*_enc` columns hold AES-256-GCM sealed bytes (see src/crypto/seal.ts).
  */
+import { AUDIT_CHAIN_SQL, chainExistingRows } from './migration-audit.js';
+import type { MigrationDb } from './migration-audit.js';
+
+export type { MigrationDb } from './migration-audit.js';
 
 /** One migration. */
 export interface Migration {
@@ -14,6 +18,8 @@ export interface Migration {
   name: string;
   /** The SQL to run (inside one transaction). */
   sql: string;
+  /** Work that SQL cannot do (hashing), run after `sql` in the same transaction. */
+  after?: (db: MigrationDb) => void;
 }
 
 /** All migrations, oldest first. */
@@ -243,4 +249,5 @@ CREATE TABLE usage_counters (
 );
 `,
   },
+  { version: 4, name: 'audit hash chain, checkpoints, export cursors, service keys', sql: AUDIT_CHAIN_SQL, after: chainExistingRows },
 ];

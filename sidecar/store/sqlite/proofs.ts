@@ -1,14 +1,17 @@
 /**
  * SQLite implementation of {@link ProofStore}: challenges, the one-transaction
- * verify commit (challenge consumption + debit + audit row), audit reads and
- * retention purges.
+ * verify commit (challenge consumption + debit + audit row, linked into the
+ * account's hash chain by `audit-append.ts`), audit reads and the challenge purge
+ * (audit retention, which leaves a signed anchor, is in `audit.ts`).
  */
 import type { Db } from './db.js';
 import { applyEffects } from './effects.js';
-import type { AuditEventRecord, ChallengeRecord, DecisionCommit, DecisionCommitResult, ProofStore } from '../types.js';
+import type { AuditEventRecord, AuditQuery, ChallengeRecord, DecisionCommit, DecisionCommitResult, ProofStore } from '../types.js';
+import { appendAudit } from './audit-append.js';
 
 interface ChallengeRow { id: string; audience_connection_id: string; account_id: string; expires_at: number; presented_at: number | null; consumed_at: number | null; created_at: number }
-interface AuditRow {
+/** An `audit_events` row (the chain columns are read by `audit.ts`). */
+export interface AuditRow {
   seq: number; id: string; account_id: string; event_type: AuditEventRecord['eventType']; connection_id: string | null;
   agent_id: string | null; cert_id: string | null; required_scope: string | null; details: string; created_at: number;
 }
@@ -17,7 +20,8 @@ const challengeFromRow = (r: ChallengeRow): ChallengeRecord => ({
   id: r.id, audienceConnectionId: r.audience_connection_id, accountId: r.account_id, expiresAt: r.expires_at,
   presentedAt: r.presented_at, consumedAt: r.consumed_at, createdAt: r.created_at,
 });
-const auditFromRow = (r: AuditRow): AuditEventRecord => ({
+/** An audit row as the store's record. */
+export const auditFromRow = (r: AuditRow): AuditEventRecord => ({
   id: r.id, seq: r.seq, accountId: r.account_id, eventType: r.event_type, connectionId: r.connection_id, agentId: r.agent_id,
   certId: r.cert_id, requiredScope: r.required_scope, details: JSON.parse(r.details) as Record<string, unknown>, createdAt: r.created_at,
 });
@@ -25,14 +29,16 @@ const auditFromRow = (r: AuditRow): AuditEventRecord => ({
 /** Challenges, decisions and audit on SQLite. */
 export class SqliteProofStore implements ProofStore {
   private readonly db: Db;
-  constructor(db: Db) {
+  private readonly chain: boolean;
+  /** `chain`: link audit rows into the hash chain (false only with SIDECAR_AUDIT_CHAIN=off). */
+  constructor(db: Db, chain = true) {
     this.db = db;
+    this.chain = chain;
   }
 
-  /** Appends one audit row inside the caller's transaction (the approval store writes its rows with it too). */
+  /** Appends one audit row, linked into its account's hash chain, inside the caller's transaction (the approval store writes its rows with it too). */
   insertAudit(a: AuditEventRecord): void {
-    this.db.run('INSERT INTO audit_events (id, account_id, event_type, connection_id, agent_id, cert_id, required_scope, details, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-      a.id, a.accountId, a.eventType, a.connectionId, a.agentId, a.certId, a.requiredScope, JSON.stringify(a.details), a.createdAt);
+    appendAudit(this.db, a, this.chain);
   }
 
   /**
@@ -116,21 +122,24 @@ export class SqliteProofStore implements ProofStore {
     return result;
   }
 
-  async listAudit(q: { accountId: string; limit: number; before?: number; eventType?: string; agentId?: string }): Promise<AuditEventRecord[]> {
+  async listAudit(q: AuditQuery): Promise<AuditEventRecord[]> {
     const where = ['account_id = ?'];
     const params: unknown[] = [q.accountId];
-    if (q.before !== undefined) { where.push('seq < ?'); params.push(q.before); }
-    if (q.eventType !== undefined) { where.push('event_type = ?'); params.push(q.eventType); }
-    if (q.agentId !== undefined) { where.push('agent_id = ?'); params.push(q.agentId); }
+    const add = (sql: string, v: unknown): void => { where.push(sql); params.push(v); };
+    if (q.before !== undefined) add('seq < ?', q.before);
+    if (q.eventType !== undefined) add('event_type = ?', q.eventType);
+    if (q.agentId !== undefined) add('agent_id = ?', q.agentId);
+    if (q.from !== undefined) add('created_at >= ?', q.from);
+    if (q.to !== undefined) add('created_at < ?', q.to);
+    if (q.decision !== undefined) add("json_extract(details, '$.decision') = ?", q.decision);
+    if (q.reason !== undefined) add("json_extract(details, '$.decision_reason') = ?", q.reason);
+    if (q.scope !== undefined) add('required_scope = ?', q.scope);
+    if (q.certId !== undefined) add('cert_id = ?', q.certId);
     params.push(q.limit);
     return this.db.all<AuditRow>(`SELECT * FROM audit_events WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT ?`, ...params).map(auditFromRow);
   }
 
   async purgeChallenges(olderThan: number): Promise<number> {
     return this.db.tx(() => this.db.run('DELETE FROM challenges WHERE (consumed_at IS NOT NULL AND consumed_at < ?) OR expires_at < ?', olderThan, olderThan));
-  }
-
-  async purgeAudit(olderThan: number): Promise<number> {
-    return this.db.tx(() => this.db.run('DELETE FROM audit_events WHERE created_at < ?', olderThan));
   }
 }

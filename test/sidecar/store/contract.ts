@@ -22,6 +22,8 @@ import { proofsContract } from './contract-proofs.js';
 import { outboxContract } from './contract-outbox.js';
 import { storeLevelContract } from './contract-store.js';
 import { approvalsContract } from './contract-approvals.js';
+import { auditContract } from './contract-audit.js';
+import { auditExportContract } from './contract-audit-export.js';
 
 /** Opens a new, empty, migrated store. */
 export type OpenStore = () => Promise<Store>;
@@ -36,6 +38,8 @@ export async function runStoreContract(t: Test, name: string, open: OpenStore): 
     ['challenges, decisions and audit', proofsContract],
     ['webhook outbox', outboxContract],
     ['approvals and usage counters', approvalsContract],
+    ['audit chain, checkpoints and retention', auditContract],
+    ['audit reads, ranges, export cursors and service keys', auditExportContract],
   ];
   for (const [part, fn] of parts) await t.test(`${name}: ${part}`, (tt) => fn(tt, open));
 }

@@ -1,0 +1,95 @@
+/**
+ * `agent-authz-sidecar audit verify`: checks an audit trail offline, a
+ * database file (opened read-only) or an account's export file, and reports
+ * the first broken row of each account. Needs no master key and no running
+ * sidecar.
+ *
+ *   agent-authz-sidecar audit verify [--db FILE | --export FILE] [--key-id ID]... [--json]
+ *
+ * Without `--db` or `--export` it reads `$SIDECAR_DATA_DIR/agent-authz.sqlite`
+ * (default `./data`). `--key-id` pins the trusted checkpoint key (repeatable);
+ * without it the keys stored in the trail itself are used, which proves the
+ * trail consistent but not who signed it. Exit codes: 0 verified, 1 broken
+ * (tampering or loss found), 2 usage, 3 the input cannot be read.
+ */
+import path from 'node:path';
+import { DB_FILE_NAME } from '../store/index.js';
+import { AuditSourceError, openSqliteAuditSource } from '../store/sqlite/audit-source.js';
+import type { AuditSource } from '../store/types.js';
+import { openExportSource } from './export-file.js';
+import { verifyTrail } from './verify.js';
+import type { TrailReport } from './verify.js';
+
+/** The exit codes of `audit verify`. */
+export const VERIFY_EXIT = { verified: 0, broken: 1, usage: 2, unreadable: 3 } as const;
+
+/** Usage of the `audit` command. */
+export const AUDIT_USAGE = 'audit verify [--db FILE | --export FILE] [--key-id ID]... [--json]';
+
+/** Where the command writes (tests capture it). */
+export interface Out { stdout(s: string): void; stderr(s: string): void }
+const processOut: Out = { stdout: (s) => process.stdout.write(s), stderr: (s) => process.stderr.write(s) };
+
+interface Args { db?: string; exportFile?: string; keyIds: string[]; json: boolean }
+
+function parseArgs(argv: readonly string[]): Args | string {
+  if (argv[0] !== 'verify') return `unknown audit subcommand ${JSON.stringify(argv[0] ?? '')}`;
+  const a: Args = { keyIds: [], json: false };
+  for (let i = 1; i < argv.length; i++) {
+    const k = argv[i]!;
+    const value = (): string | undefined => argv[++i];
+    if (k === '--json') a.json = true;
+    else if (k === '--db' || k === '--export' || k === '--key-id') {
+      const v = value();
+      if (v === undefined || v === '') return `${k} needs a value`;
+      if (k === '--db') a.db = v;
+      else if (k === '--export') a.exportFile = v;
+      else if (/^[0-9a-f]{32}$/.test(v)) a.keyIds.push(v);
+      else return `--key-id: expected 32 lowercase hex characters, got ${JSON.stringify(v)}`;
+    } else return `unknown argument ${JSON.stringify(k)}`;
+  }
+  if (a.db && a.exportFile) return '--db and --export exclude each other';
+  return a;
+}
+
+function render(r: TrailReport, source: string): string {
+  const out = [`audit verify: ${source}`];
+  out.push(r.pinned ? `trusted keys (pinned): ${r.keyIds.join(', ') || 'none found'}`
+    : `trusted keys (taken from the trail itself; pin with --key-id): ${r.keyIds.join(', ') || 'none'}`);
+  for (const a of r.accounts) {
+    const span = a.firstPosition === null ? 'no rows' : `rows ${a.firstPosition}–${a.lastPosition} (${a.rows})`;
+    if (a.problem) {
+      const p = a.problem;
+      out.push(`account ${a.accountId}: BROKEN at ${p.position === null ? 'an unknown position' : `position ${p.position}`}${p.eventId ? ` (event ${p.eventId})` : ''}: ${p.kind}: ${p.message}`);
+    } else {
+      out.push(`account ${a.accountId}: ok, ${span}, ${a.checkpoints} checkpoint(s), signed up to ${a.signedTo ?? 'none'}`);
+    }
+  }
+  out.push(r.ok
+    ? `result: verified: ${r.rows} row(s) in ${r.accounts.length} account(s); ${r.unsigned} row(s) after the last checkpoint are linked but not yet signed`
+    : `result: BROKEN: ${r.problems.length} of ${r.accounts.length} account(s)`);
+  return out.join('\n') + '\n';
+}
+
+/** Runs `audit ...`; resolves to the exit code. */
+export async function runAuditCommand(argv: readonly string[], out: Out = processOut): Promise<number> {
+  const a = parseArgs(argv);
+  if (typeof a === 'string') {
+    out.stderr(`agent-authz sidecar: ${a}\nusage: agent-authz-sidecar ${AUDIT_USAGE}\n`);
+    return VERIFY_EXIT.usage;
+  }
+  const file = a.exportFile ?? a.db ?? path.join(path.resolve(process.env.SIDECAR_DATA_DIR || './data'), DB_FILE_NAME);
+  let source: AuditSource | undefined;
+  try {
+    source = a.exportFile ? await openExportSource(file) : openSqliteAuditSource(file);
+    const report = await verifyTrail(source, { partial: a.exportFile !== undefined, ...(a.keyIds.length ? { pinnedKeyIds: a.keyIds } : {}) });
+    out.stdout(a.json ? JSON.stringify({ source: file, ...report }) + '\n' : render(report, file));
+    return report.ok ? VERIFY_EXIT.verified : VERIFY_EXIT.broken;
+  } catch (err) {
+    if (!(err instanceof AuditSourceError)) throw err;
+    out.stderr(`agent-authz sidecar: audit verify: ${err.message}\n`);
+    return VERIFY_EXIT.unreadable;
+  } finally {
+    await source?.close();
+  }
+}
