@@ -21,6 +21,7 @@ import { PlatformPage } from './pages/platform.js';
 import { AgentsPage } from './pages/agents.js';
 import { RequestsPage, RequestPage } from './pages/requests.js';
 import { CertificatesPage } from './pages/certificates.js';
+import { ApprovalsPage } from './pages/approvals.js';
 import { AuditPage } from './pages/audit.js';
 import { UsagePage } from './pages/usage.js';
 import { WebhooksPage } from './pages/webhooks.js';
@@ -36,11 +37,12 @@ export function useApp(): AppState {
   return v;
 }
 
-/** A page of the navigation. Step-up approvals and budgets (when the API has them) are added here. */
+/** A page of the navigation. */
 interface NavItem { href: string; label: string; match: (path: string) => boolean; page: ComponentType<{ route: Route }> }
 const NAV: NavItem[] = [
   { href: '/', label: 'Overview', match: (p) => p === '/', page: OverviewPage },
   { href: '/requests', label: 'Requests', match: (p) => p === '/requests', page: RequestsPage },
+  { href: '/approvals', label: 'Approvals', match: (p) => p === '/approvals', page: ApprovalsPage },
   { href: '/certificates', label: 'Certificates', match: (p) => p === '/certificates', page: CertificatesPage },
   { href: '/agents', label: 'Agents', match: (p) => p === '/agents', page: AgentsPage },
   { href: '/platform', label: 'Platform', match: (p) => p === '/platform', page: PlatformPage },

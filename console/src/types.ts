@@ -28,6 +28,19 @@ export interface Certificate {
   constraints: Record<string, unknown> | null; status: 'approved' | 'revoked'; issued_at: string; expires_at: string | null;
   revoked_at: string | null; revoke_reason: string | null; cert_sha256: string;
 }
+/** A step-up approval of one action (docs/api.md, Approvals). */
+export interface ActionApproval {
+  approval_id: string; state: 'pending' | 'granted' | 'denied' | 'used' | 'expired'; summary: string; scope: string;
+  action: { method: string | null; path: string | null; tool: string | null; amount: string | null; currency: string | null; tenant: string | null; bound: boolean };
+  agent_id: string; connection_id: string; cert_id: string; context: Record<string, string>; operation: Record<string, string> | null;
+  note: string | null; created_at: string | null; expires_at: string | null; decided_at: string | null; settled_at: string | null;
+}
+/** What a certificate's limits used and have left in the current window (docs/api.md, Budgets and rate limits). */
+export interface CertificateUsage {
+  cert_id: string;
+  budget: { amount: string; currency: string; period: string; window_start: string; window_end: string | null; spent: string; left: string; spent_micros: number; left_micros: number } | null;
+  max_calls: { count: number; period: string; window_start: string; window_end: string | null; used: number; left: number } | null;
+}
 /** An audit event. */
 export interface AuditEvent {
   event_id: string; event_type: string; occurred_at: string; connection_id: string | null; agent_id: string | null;

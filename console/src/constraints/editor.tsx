@@ -29,7 +29,11 @@ export function buildConstraints(s: ConstraintsState): { value: Record<string, u
 }
 
 /** The editor. */
-export function ConstraintsEditor(p: { state: ConstraintsState; onChange: (s: ConstraintsState) => void; errorId: string; error: string | null }): JSX.Element {
+export function ConstraintsEditor(p: {
+  state: ConstraintsState; onChange: (s: ConstraintsState) => void; errorId: string; error: string | null;
+  /** The requested scopes (an approval rule names some of them). */
+  scopes: readonly string[];
+}): JSX.Element {
   return (
     <fieldset class="constraints" aria-describedby={p.error ? p.errorId : undefined}>
       <legend>Constraints <span class="hint">(optional; leave empty for none)</span></legend>
@@ -39,7 +43,7 @@ export function ConstraintsEditor(p: { state: ConstraintsState; onChange: (s: Co
           <fieldset class="kind" key={k.key} aria-describedby={`${id}-help`}>
             <legend id={`${id}-legend`}>{k.label}</legend>
             <span class="hint" id={`${id}-help`}>{k.help}</span>
-            <k.Editor id={id} state={p.state[k.key]} onChange={(v: unknown) => p.onChange({ ...p.state, [k.key]: v })} />
+            <k.Editor id={id} state={p.state[k.key]} scopes={p.scopes} onChange={(v: unknown) => p.onChange({ ...p.state, [k.key]: v })} />
           </fieldset>
         );
       })}

@@ -2,29 +2,18 @@
  * The constraint kinds the approval form offers, one entry each: its form
  * state, its editor, how the state becomes the API's member (undefined = not
  * set) and how a set value reads in plain words. The approval form and the
- * certificate list only walk {@link CONSTRAINT_KINDS}, so a new kind (budgets
- * and approval rules, when the API has them) is one more entry here.
- * Validation is not here: the form runs the API's own validator
- * (src/constraints.ts), so the messages are the API's.
+ * certificate list only walk {@link CONSTRAINT_KINDS}, so a new kind is one
+ * more entry here. The rules over the operation, a person's approval and time
+ * (`require_bound_operation`, `require_approval`, `budget`, `max_calls`) are
+ * in rule-kinds.tsx. Validation is not here: the form runs the API's own
+ * validator (src/constraints.ts), so the messages are the API's.
  */
 import type { JSX } from 'preact';
 import { DAYS } from '../../../src/constraints.js';
+import type { ConstraintKind, EditorProps } from './kind.js';
+import { RULE_KINDS } from './rule-kinds.js';
 
-/** The props of a kind's editor. */
-export interface EditorProps<S> { id: string; state: S; onChange: (s: S) => void }
-
-/** One constraint kind. */
-export interface ConstraintKind<S> {
-  /** The member of `constraints` (docs/constraints.md). */
-  key: string;
-  label: string;
-  help: string;
-  empty: () => S;
-  toValue: (s: S) => unknown;
-  Editor: (p: EditorProps<S>) => JSX.Element;
-  /** The value in plain words, for lists and confirmations. */
-  describe: (v: unknown) => string;
-}
+export type { ConstraintKind, EditorProps } from './kind.js';
 
 const lines = (s: string): string[] => s.split(/[\n,]/).map((x) => x.trim()).filter(Boolean);
 const listOrUndef = (s: string): string[] | undefined => (lines(s).length ? lines(s) : undefined);
@@ -116,8 +105,8 @@ const timeWindow: ConstraintKind<{ start: string; end: string; days: string[] }>
   },
 };
 
-/** The kinds, in the order the API checks them. */
-export const CONSTRAINT_KINDS: ConstraintKind<any>[] = [amount, methods, paths, ips, tenants, timeWindow]; // eslint-disable-line @typescript-eslint/no-explicit-any
+/** The kinds, in the order the API checks them (docs/constraints.md). */
+export const CONSTRAINT_KINDS: ConstraintKind<any>[] = [amount, methods, paths, ips, tenants, timeWindow, ...RULE_KINDS]; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 /** Constraints in plain words (`methods GET; paths under /v1/orders`); 'none' when empty. */
 export function describeConstraints(c: Record<string, unknown> | null | undefined): string {

@@ -66,7 +66,7 @@ export function ApproveForm(p: { request: DelegationRequest; onDecided: (message
         </fieldset>
         <label for="expires">Expires (your local time; empty = until you revoke it)</label>
         <input id="expires" type="datetime-local" value={expires} onInput={(e) => setExpires((e.target as HTMLInputElement).value)} />
-        <ConstraintsEditor state={constraints} onChange={setConstraints} errorId="constraints-error" error={cError} />
+        <ConstraintsEditor state={constraints} onChange={setConstraints} errorId="constraints-error" error={cError} scopes={r.requested_scope} />
         <ErrorText error={error} />
         <div class="actions">
           <button type="submit" class="primary" disabled={busy}>Approve selected scopes</button>

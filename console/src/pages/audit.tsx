@@ -19,7 +19,7 @@ import type { Agent, AuditEvent } from '../types.js';
 /** Matching events shown per step, and API pages scanned at most per step. */
 const PAGE = 25;
 const MAX_SCAN = 10;
-const TYPES = ['proof.presented', 'proof.verified', 'proof.rejected'];
+const TYPES = ['proof.presented', 'proof.verified', 'proof.rejected', 'approval.requested', 'approval.granted', 'approval.denied', 'approval.expired'];
 const DECISIONS = ['allow', 'deny', 'indeterminate'];
 
 interface Filters { event_type: string; agent_id: string; decision: string; from: string; to: string }
@@ -159,7 +159,8 @@ export function AuditPage(p: { route: Route }): JSX.Element {
                 <td title={e.occurred_at}>{when(e.occurred_at)}</td>
                 <td>{e.event_type}</td>
                 <td>{typeof e.details?.decision === 'string' ? <span class={`badge ${e.details.decision}`}>{e.details.decision}</span> : '—'}</td>
-                <td>{typeof e.details?.decision_reason === 'string' ? `${e.details.decision_reason}${typeof e.details.constraint === 'string' ? ` (${e.details.constraint})` : ''}` : '—'}</td>
+                <td>{typeof e.details?.decision_reason === 'string' ? `${e.details.decision_reason}${typeof e.details.constraint === 'string' ? ` (${e.details.constraint})` : ''}`
+                  : typeof e.details?.note === 'string' ? `note: “${e.details.note}”` : '—'}</td>
                 <td>{e.required_scope ?? '—'}</td>
                 <td>{agentName(e.agent_id)}</td>
                 <td class="mono" title={e.cert_id ?? ''}>{shortId(e.cert_id)}</td>

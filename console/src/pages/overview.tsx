@@ -1,6 +1,7 @@
 /**
- * The overview: what needs attention (pending delegation requests), what is
- * in force (active certificates), the credit balance and the verify counts.
+ * The overview: what needs attention (pending delegation requests and
+ * actions waiting for an approval), what is in force (active certificates),
+ * the credit balance and the verify counts.
  */
 import type { JSX } from 'preact';
 import { api } from '../api.js';
@@ -8,23 +9,25 @@ import { useApp } from '../app.js';
 import { Link } from '../router.js';
 import { ErrorText, PageTitle, useLoad } from '../ui/common.js';
 import { dollars, plural } from '../ui/format.js';
-import type { Certificate, DelegationRequest, Platform, Usage } from '../types.js';
+import type { ActionApproval, Certificate, DelegationRequest, Platform, Usage } from '../types.js';
 import { isActive } from '../types.js';
 
 /** The overview page. */
 export function OverviewPage(): JSX.Element {
   const { session } = useApp();
   const d = useLoad(async () => {
-    const [usage, requests, certs, platforms] = await Promise.all([
+    const [usage, requests, certs, platforms, approvals] = await Promise.all([
       api<Usage>('GET', '/v1/service/usage/personal'),
       api<{ requests: DelegationRequest[] }>('GET', '/v1/service/delegations/requests'),
       api<{ certificates: Certificate[] }>('GET', '/v1/service/delegations'),
       api<{ platforms: Platform[] }>('GET', '/v1/service/platforms'),
+      api<{ approvals: ActionApproval[] }>('GET', '/v1/service/approvals', undefined, { query: { state: 'pending', limit: '200' } }),
     ]);
-    return { usage, requests: requests.requests, certs: certs.certificates, platforms: platforms.platforms };
+    return { usage, requests: requests.requests, certs: certs.certificates, platforms: platforms.platforms, approvals: approvals.approvals };
   });
   const pending = d.data?.requests.filter((r) => r.state === 'pending').length ?? 0;
   const active = d.data?.certs.filter((c) => isActive(c)).length ?? 0;
+  const waiting = d.data?.approvals.length ?? 0;
   return (
     <section>
       <PageTitle>Hello{session.first_name ? `, ${session.first_name}` : ''}</PageTitle>
@@ -35,6 +38,11 @@ export function OverviewPage(): JSX.Element {
             <h2>Requests</h2>
             <p class="big">{pending}</p>
             <p>{pending ? <Link href="/requests">{plural(pending, 'request')} waiting for your decision</Link> : 'Nothing waiting for you.'}</p>
+          </div>
+          <div class="card">
+            <h2>Approvals</h2>
+            <p class="big">{waiting}</p>
+            <p>{waiting ? <Link href="/approvals">{plural(waiting, 'action')} waiting for your approval</Link> : 'No action waiting for you.'}</p>
           </div>
           <div class="card">
             <h2>Certificates in force</h2>

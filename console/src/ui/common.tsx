@@ -49,6 +49,8 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[] = []): Loaded
 /** A modal confirmation on `<dialog>`: `children` are its fields; `onConfirm` may throw to keep it open with the error. */
 export function ConfirmDialog(p: {
   open: boolean; title: string; confirmLabel: string; danger?: boolean; onConfirm: () => Promise<void>; onClose: () => void; children?: ComponentChildren;
+  /** Called once the dialog has closed and the browser has returned the focus: where to move it when the opener is gone. */
+  onClosed?: () => void;
 }): JSX.Element {
   const ref = useRef<HTMLDialogElement>(null);
   const [error, setError] = useState<unknown>(null);
@@ -66,7 +68,7 @@ export function ConfirmDialog(p: {
   };
   const titleId = `dlg-${p.title.replace(/\W+/g, '-').toLowerCase()}`;
   return (
-    <dialog ref={ref} aria-labelledby={titleId} onClose={p.onClose}>
+    <dialog ref={ref} aria-labelledby={titleId} onClose={() => { p.onClose(); p.onClosed?.(); }}>
       <form method="dialog" onSubmit={submit}>
         <h2 id={titleId}>{p.title}</h2>
         {p.children}
