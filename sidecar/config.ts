@@ -6,6 +6,7 @@
  * `SIDECAR_*` variables are rejected too, so a typo never silently falls
  * back to a default.
  */
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { AUDIT_ENV_VARS, parseAuditConfig } from './audit/config.js';
@@ -107,6 +108,26 @@ export const REMOVED_ENV_VARS: Readonly<Record<string, string>> = Object.freeze(
 /** Micro-dollars per dollar: money is integer micro-units, never floats. */
 export const MICROS_PER_DOLLAR = 1_000_000;
 
+/**
+ * One `SIDECAR_TRUST_PROXY` entry: an IPv4/IPv6 address, or one with a prefix
+ * length (1-32 for IPv4, 1-128 for IPv6; Fastify's proxy-addr refuses /0).
+ * Checked here so that a bad entry (`10.0.0.0/33`) stops startup naming the
+ * variable, not later inside Fastify.
+ */
+function checkTrustProxyEntry(entry: string): void {
+  const slash = entry.indexOf('/');
+  const address = slash === -1 ? entry : entry.slice(0, slash);
+  const family = net.isIP(address);
+  const bad = (why: string): never => {
+    throw new ConfigError(`SIDECAR_TRUST_PROXY: ${JSON.stringify(entry)} ${why} (expected addresses or CIDRs like 10.0.0.0/8, separated by commas)`);
+  };
+  if (family === 0) bad('is not an IP address or CIDR');
+  if (slash === -1) return;
+  const prefix = entry.slice(slash + 1);
+  const max = family === 4 ? 32 : 128;
+  if (!/^\d{1,3}$/.test(prefix) || Number(prefix) < 1 || Number(prefix) > max) bad(`has an invalid prefix length (1 to ${max} for IPv${family})`);
+}
+
 /** A configuration error: its message is the one line printed at startup. */
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -193,9 +214,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`SIDECAR_LOG_LEVEL: one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
 
   const trustProxy = (env.SIDECAR_TRUST_PROXY ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-  for (const t of trustProxy) {
-    if (!/^[0-9a-fA-F.:]+(\/\d{1,3})?$/.test(t)) throw new ConfigError(`SIDECAR_TRUST_PROXY: not an address or CIDR: ${JSON.stringify(t)}`);
-  }
+  for (const t of trustProxy) checkTrustProxyEntry(t);
 
   const port = int(env, 'SIDECAR_PORT', DEFAULTS.port, 0, 65535);
 
