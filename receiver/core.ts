@@ -31,19 +31,38 @@ import type { WebhookEvent } from '../src/webhooks.js';
 import type { DedupStore } from './dedup.js';
 import { resolveReceiverOptions } from './options.js';
 
-/** Headers as Node (`IncomingHttpHeaders`), Fetch (`Headers`) or a plain record give them. */
+/**
+ * Headers as Node (`IncomingHttpHeaders`), Fetch (`Headers`) or a plain record give them.
+ *
+ * ```ts
+ * const headers: WebhookHeaders = request.headers;   // Node, Fastify, Express, or a Fetch Request's Headers
+ * ```
+ */
 export type WebhookHeaders =
   | { get(name: string): string | null }
   | Record<string, string | string[] | undefined>;
 
-/** Input of {@link WebhookReceiver.handleWebhook}. */
+/**
+ * Input of {@link WebhookReceiver.handleWebhook}: the raw body bytes (the signature covers them
+ * exactly; never a re-serialized JSON object) and the headers.
+ *
+ * ```ts
+ * const req: WebhookRequest = { rawBody: Buffer.from(await request.arrayBuffer()), headers: request.headers };
+ * ```
+ */
 export interface WebhookRequest {
   /** The request body exactly as received (bytes; a string is taken as UTF-8). */
   rawBody: Uint8Array | string;
   headers: WebhookHeaders;
 }
 
-/** Error codes the receiver answers with (receiver side; not the service's error table). */
+/**
+ * Error codes the receiver answers with (receiver side; not the service's error table).
+ *
+ * ```ts
+ * if (answer.body?.error.code === 'handler_failed') metrics.webhookFailures.inc();
+ * ```
+ */
 export type ReceiverErrorCode =
   | 'invalid_signature'
   | 'stale_timestamp'
@@ -55,14 +74,27 @@ export type ReceiverErrorCode =
   | 'method_not_allowed'
   | 'body_too_large';
 
-/** The answer to send. `body` is absent for 204. */
+/**
+ * The answer to send. `body` is absent for 204.
+ *
+ * ```ts
+ * const { status, headers, body } = await receiver.handleWebhook({ rawBody, headers: req.headers });
+ * res.writeHead(status, { ...headers, ...(body ? { 'content-type': 'application/json' } : {}) }).end(body ? JSON.stringify(body) : undefined);
+ * ```
+ */
 export interface WebhookResponse {
   status: number;
   headers?: Record<string, string>;
   body?: { error: { code: ReceiverErrorCode; message: string; status: number } };
 }
 
-/** Context passed to the handlers. */
+/**
+ * Context passed to the handlers.
+ *
+ * ```ts
+ * onEvent: async (event, { deliveryId, timestamp }) => { await inbox.insert(deliveryId, timestamp, event); },
+ * ```
+ */
 export interface WebhookContext {
   deliveryId: string;
   /** The `X-Service-Timestamp` of this attempt (Unix seconds). */

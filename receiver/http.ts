@@ -11,7 +11,13 @@ import type { WebhookReceiver, WebhookResponse } from './core.js';
 import { checkKeys, checkReceiver } from './options.js';
 import { at, checkInt, checkPathname } from '../gateway-plugin/validate.js';
 
-/** Largest body accepted by default (1 MiB). Larger bodies are answered 413 `body_too_large`. */
+/**
+ * Largest body accepted by default (1 MiB). Larger bodies are answered 413 `body_too_large`.
+ *
+ * ```ts
+ * createNodeWebhookHandler(receiver, { maxBodyBytes: DEFAULT_MAX_BODY_BYTES / 4 });
+ * ```
+ */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 /** Largest `maxBodyBytes` accepted (64 MiB). */
 const MAX_BODY_LIMIT = 64 * 1024 * 1024;

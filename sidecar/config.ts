@@ -12,7 +12,13 @@ import path from 'node:path';
 import { AUDIT_ENV_VARS, parseAuditConfig } from './audit/config.js';
 import type { AuditConfig } from './audit/config.js';
 
-/** The validated configuration `buildServer` takes. */
+/**
+ * The validated configuration `buildServer` takes (from {@link loadConfig}).
+ *
+ * ```ts
+ * const config: SidecarConfig = loadConfig({ SIDECAR_PORT: '8700', SIDECAR_DATA_DIR: '/var/lib/agent-authz' });
+ * ```
+ */
 export interface SidecarConfig {
   host: string;
   port: number;
@@ -128,7 +134,13 @@ function checkTrustProxyEntry(entry: string): void {
   if (!/^\d{1,3}$/.test(prefix) || Number(prefix) < 1 || Number(prefix) > max) bad(`has an invalid prefix length (1 to ${max} for IPv${family})`);
 }
 
-/** A configuration error: its message is the one line printed at startup. */
+/**
+ * A configuration error: its message is the one line printed at startup.
+ *
+ * ```ts
+ * try { loadConfig(process.env); } catch (err) { if (err instanceof ConfigError) { console.error(err.message); process.exit(2); } throw err; }
+ * ```
+ */
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
@@ -169,6 +181,10 @@ export function dollarsToMicros(raw: string): number | null {
 /**
  * Reads and validates the configuration from environment variables.
  * Throws {@link ConfigError} with a one-line message naming the variable.
+ *
+ * ```ts
+ * const config = loadConfig(process.env);   // SIDECAR_* variables; unknown ones are refused
+ * ```
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig {
   for (const k of Object.keys(env)) {

@@ -112,7 +112,7 @@ for (const node of NODES) {
     t.equal(all.code, 0, `every entry point imports${all.code === 0 ? '' : `:\n${all.stderr}`}`);
     const got = JSON.parse(all.stdout || '{}') as { exports?: Record<string, string[]>; version?: string };
     const has = (entry: string, names: string[]) => t.ok(names.every((n) => got.exports?.[entry]?.includes(n)), `${entry} exports ${names.join(', ')}`);
-    has('agent-authz', ['ERRORS', 'ServiceError', 'isValidScope', 'DECISION_REASONS', 'verifyWebhookSignature']);
+    has('agent-authz', ['ERRORS', 'errorBody', 'isValidScope', 'DECISION_REASONS', 'verifyWebhookSignature', 'VERIFY_PATH']);
     has('agent-authz/gateway', ['agentAuthzGateway', 'default']);
     has('agent-authz/receiver', ['createWebhookReceiver', 'createNodeWebhookHandler', 'webhookFastifyPlugin', 'MemoryDedupStore']);
     has('agent-authz/receiver/sqlite', ['SqliteDedupStore']);
