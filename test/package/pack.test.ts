@@ -8,7 +8,7 @@
  *    package has no install scripts (installing it runs nothing of ours).
  * 2. A fresh consumer app installs the tarball offline from npm's cache (helpers.ts says how).
  * 3. On this machine's Node, on Node 22.12.0 (the engines floor) and on Node 24, under plain
- *    `node`: every public entry point imports; `agent-authz`, `agent-authz/gateway` and
+ *    `node`: every public entry point imports, and a CommonJS app require()s each of them; `agent-authz`, `agent-authz/gateway` and
  *    `agent-authz/receiver` load no native addon, no mailer and no post-quantum library
  *    (every module loaded is recorded; the SQLite subpath is the positive control); and a
  *    Fastify app with the gateway plugin answers 401 `proof_required`, with a challenge from a
@@ -73,7 +73,7 @@ t.test('a fresh app installs the tarball offline', async (t) => {
   t.ok(fs.existsSync(path.join(app, 'node_modules/fastify/package.json')), 'fastify (a peer dependency) is installed beside it');
   t.notOk(fs.existsSync(path.join(app, 'node_modules/agent-authz/node_modules/fastify')), 'and not a second copy inside the package');
   for (const dev of ['tsx', 'typescript', 'tap']) t.notOk(fs.existsSync(path.join(app, 'node_modules', dev)), `no ${dev}`);
-  for (const f of ['record-loads.mjs', 'import-entries.mjs', 'gateway-app.mjs']) fs.copyFileSync(path.join(FIXTURES, f), path.join(app, f));
+  for (const f of ['record-loads.mjs', 'import-entries.mjs', 'require-entries.cjs', 'gateway-app.mjs']) fs.copyFileSync(path.join(FIXTURES, f), path.join(app, f));
 });
 
 // 3. run ----------------------------------------------------------------------------------
@@ -118,6 +118,10 @@ for (const node of NODES) {
     has('agent-authz/receiver/sqlite', ['SqliteDedupStore']);
     has('agent-authz/sidecar', ['buildServer', 'loadConfig']);
     t.notOk(got.exports?.['agent-authz/receiver']?.includes('SqliteDedupStore'), 'the SQLite store is not on agent-authz/receiver');
+    const cjs = await run(node.bin, ['--no-warnings', 'require-entries.cjs'], { cwd: app });
+    t.equal(cjs.code, 0, `a CommonJS app require()s every entry point${cjs.code === 0 ? '' : `:\n${cjs.stderr}`}`);
+    const required = JSON.parse(cjs.stdout || '{}') as Record<string, string[]>;
+    for (const [entry, names] of Object.entries(got.exports ?? {})) t.same(required[entry], names, `require('${entry}') gives the same exports`);
 
     for (const entry of [...LIGHT, 'agent-authz/receiver/sqlite']) {
       const log = path.join(work, `loads-${path.basename(node.bin)}-${NODES.indexOf(node)}-${entry.replace(/\W/g, '_')}.txt`);
