@@ -61,11 +61,15 @@ export function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
+/** Folders a fresh clone does not have (outside a git checkout, where `git ls-files` cannot say). */
+const LOCAL_STATE = new Set(['.git', 'node_modules', 'dist', '.cache', '.tap', 'coverage', 'data']);
+
 /** The project's files as a fresh clone has them (tracked, plus untracked files git does not ignore). */
 export function projectFiles(): string[] {
   const r = spawnSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`git ls-files failed: ${r.stderr}`);
-  return r.stdout.split('\0').filter((f) => f !== '' && fs.existsSync(path.join(ROOT, f)));
+  if (r.status === 0) return r.stdout.split('\0').filter((f) => f !== '' && fs.existsSync(path.join(ROOT, f)));
+  return fs.readdirSync(ROOT, { recursive: true }).map(String)
+    .filter((f) => !LOCAL_STATE.has(f.split(path.sep)[0]!) && !f.startsWith('.scratch') && fs.lstatSync(path.join(ROOT, f)).isFile());
 }
 
 /** Copies the project into `dest` with `node_modules` linked to this project's. */
