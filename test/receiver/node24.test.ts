@@ -13,7 +13,7 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
-import { ensureNode24SqliteBinding, NODE24 } from '../../bench/node24.js';
+import { ensureNode24SqliteBinding, NODE24, NODE24_SQLITE_PRELOAD } from '../../bench/node24.js';
 import { SECRET, signed, tempDir } from './helpers.js';
 
 // The first run builds better-sqlite3 for Node 24 (a few minutes on two cores).
@@ -22,7 +22,6 @@ ensureNode24SqliteBinding((s) => t.comment(s), { quiet: true });
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const FIXTURE = join(import.meta.dirname, 'fixtures/app.ts');
-const HOOK = join(import.meta.dirname, 'fixtures/sqlite-node24.mjs');
 /** Runs per store and exit mode: the abort came in 5 of 12 runs before the fix. */
 const RUNS = 3;
 
@@ -30,7 +29,7 @@ interface Run { code: number | null; signal: NodeJS.Signals | null; out: string;
 
 /** One receiver process: two deliveries and a duplicate, then SIGTERM; at most 30 s. */
 async function runOnce(store: string, exit: 'close' | 'exit', file: string): Promise<Run> {
-  const child = spawn(NODE24, ['--import', 'tsx', '--import', HOOK, FIXTURE], {
+  const child = spawn(NODE24, ['--import', NODE24_SQLITE_PRELOAD, '--import', 'tsx', FIXTURE], {
     cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'],
     env: { PATH: process.env.PATH ?? '', RECEIVER_STORE: store, RECEIVER_EXIT: exit, RECEIVER_FILE: file, RECEIVER_SECRET: SECRET },
   });
