@@ -98,7 +98,8 @@ t.test('npm start, the example gateway config against it, then SIGTERM to npm', 
   };
   t.equal(new URL(example.sidecar_url).port, String(DEFAULTS.port), `sidecar_url uses the sidecar's default port ${DEFAULTS.port}`);
   t.equal(new URL(example.upstream_url).port, '8081', 'upstream_url is examples/upstream.ts\'s default port');
-  t.equal(example.listen.port, 8080, 'the gateway listens on its default port');
+  t.not(example.listen.port, DEFAULTS.port, 'the gateway does not listen on the sidecar\'s port');
+  t.not(example.listen.port, 8081, 'nor on the upstream\'s');
   const upstream = http.createServer((req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end(`upstream ${req.url}`));
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
   t.teardown(() => new Promise((r) => upstream.close(r)));
