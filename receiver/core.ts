@@ -30,17 +30,10 @@ import { isTimestampFresh, isWebhookEventType, verifyWebhookSignature } from '..
 import type { WebhookEvent } from '../src/webhooks.js';
 import type { DedupStore } from './dedup.js';
 import { resolveReceiverOptions } from './options.js';
+import { headerValue } from './headers.js';
+import type { WebhookHeaders } from './headers.js';
 
-/**
- * Headers as Node (`IncomingHttpHeaders`), Fetch (`Headers`) or a plain record give them.
- *
- * ```ts
- * const headers: WebhookHeaders = request.headers;   // Node, Fastify, Express, or a Fetch Request's Headers
- * ```
- */
-export type WebhookHeaders =
-  | { get(name: string): string | null }
-  | Record<string, string | string[] | undefined>;
+export type { WebhookHeaders } from './headers.js';
 
 /**
  * Input of {@link WebhookReceiver.handleWebhook}: the raw body bytes (the signature covers them
@@ -188,28 +181,6 @@ const STATUS: Record<ReceiverErrorCode, number> = {
 export function receiverError(code: ReceiverErrorCode, headers?: Record<string, string>): WebhookResponse {
   const status = STATUS[code];
   return { status, ...(headers ? { headers } : {}), body: { error: { code, message: MESSAGES[code], status } } };
-}
-
-/** One header value; `undefined` when absent or sent more than once. */
-export function headerValue(headers: WebhookHeaders, name: string): string | undefined {
-  if (typeof (headers as { get?: unknown }).get === 'function') {
-    const v = (headers as { get(n: string): string | null }).get(name);
-    // Fetch Headers join repeated headers with ", ": a repeated signature/id header is refused that way.
-    return v === null ? undefined : v;
-  }
-  const rec = headers as Record<string, string | string[] | undefined>;
-  const lower = name.toLowerCase();
-  let found: string | string[] | undefined;
-  let count = 0;
-  for (const k of Object.keys(rec)) {
-    if (k.toLowerCase() === lower) {
-      found = rec[k];
-      count++;
-    }
-  }
-  if (count !== 1 || found === undefined) return undefined;
-  if (Array.isArray(found)) return found.length === 1 ? found[0] : undefined;
-  return found;
 }
 
 const NO_CONTENT: WebhookResponse = { status: 204 };
