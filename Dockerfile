@@ -32,6 +32,8 @@ COPY src ./src
 COPY runtime ./runtime
 COPY sidecar ./sidecar
 COPY gateway-plugin ./gateway-plugin
+COPY console ./console
+# tsc to dist/, then Vite builds the account holder's console into dist/console/.
 RUN npm run build
 # Production dependencies only (fastify stays: a peer dependency is not a dev dependency).
 RUN npm prune --omit=dev --no-audit --no-fund \

@@ -198,7 +198,13 @@ export interface DelegationRevokedEvent extends WebhookEnvelope {
   reason: string;
 }
 
-/** An action awaiting or given a person's approval, in human terms (docs/webhooks.md). */
+/**
+ * An action awaiting or given a person's approval, in human terms (docs/webhooks.md).
+ *
+ * ```ts
+ * const { method, path, amount, currency }: ApprovalAction = event.action;   // e.g. POST /v1/payments 120.00 EUR
+ * ```
+ */
 export interface ApprovalAction {
   /** HTTP method of the request, or null. */
   method: string | null;
@@ -216,7 +222,13 @@ export interface ApprovalAction {
   bound: boolean;
 }
 
-/** Members of every `approval.*` event. */
+/**
+ * Members of every `approval.*` event.
+ *
+ * ```ts
+ * const label = (e: ApprovalEventBase) => `${e.scope} for agent ${e.agent_id} (approval ${e.approval_id})`;
+ * ```
+ */
 export interface ApprovalEventBase extends WebhookEnvelope {
   approval_id: string;
   connection_id: string;
@@ -228,28 +240,52 @@ export interface ApprovalEventBase extends WebhookEnvelope {
   action: ApprovalAction;
 }
 
-/** `approval.requested`: an action needs a person's approval (verify answered deny `approval_required`). */
+/**
+ * `approval.requested`: an action needs a person's approval (verify answered deny `approval_required`).
+ *
+ * ```ts
+ * if (event.event === 'approval.requested') await notify(event.approval_id, event.action, event.expires_at);
+ * ```
+ */
 export interface ApprovalRequestedEvent extends ApprovalEventBase {
   event: 'approval.requested';
   /** When the request expires unless decided (ISO 8601). */
   expires_at: string;
 }
 
-/** `approval.granted`: the account holder approved the action; one verify of it may now allow. */
+/**
+ * `approval.granted`: the account holder approved the action; one verify of it may now allow.
+ *
+ * ```ts
+ * if (event.event === 'approval.granted') await retryQueue.release(event.approval_id);
+ * ```
+ */
 export interface ApprovalGrantedEvent extends ApprovalEventBase {
   event: 'approval.granted';
   /** Until when the approval can be used (ISO 8601). */
   expires_at: string;
 }
 
-/** `approval.denied`: the account holder denied the action. */
+/**
+ * `approval.denied`: the account holder denied the action.
+ *
+ * ```ts
+ * if (event.event === 'approval.denied') await tasks.fail(event.approval_id, event.note ?? 'denied');
+ * ```
+ */
 export interface ApprovalDeniedEvent extends ApprovalEventBase {
   event: 'approval.denied';
   /** The note given with the denial, or null. */
   note: string | null;
 }
 
-/** `approval.expired`: the approval expired, undecided (`pending`) or unused (`granted`). */
+/**
+ * `approval.expired`: the approval expired, undecided (`pending`) or unused (`granted`).
+ *
+ * ```ts
+ * if (event.event === 'approval.expired' && event.previous_state === 'pending') await tasks.fail(event.approval_id, 'expired');
+ * ```
+ */
 export interface ApprovalExpiredEvent extends ApprovalEventBase {
   event: 'approval.expired';
   /** `pending`: never decided; `granted`: never used. */

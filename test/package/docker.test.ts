@@ -43,7 +43,7 @@ t.test('the Dockerfile: a build stage, a runtime, two targets; the context leave
   for (const p of ['node_modules/fastify/package.json', 'dist/sidecar/main.js', 'data/master.key', 'sidecar/x/master.key', '.cache/node24-sqlite', '.git/HEAD', 'a/b.db', 'test/package/pack.test.ts', 'x.env', 'agent-authz-0.2.0.tgz']) {
     t.ok(ignore.excludes(p), `.dockerignore excludes ${p}`);
   }
-  for (const p of ['src/index.ts', 'sidecar/main.ts', 'bin/agent-authz-sidecar.mjs', 'package.json', 'tsconfig.build.json', 'runtime/shutdown.ts']) {
+  for (const p of ['src/index.ts', 'sidecar/main.ts', 'bin/agent-authz-sidecar.mjs', 'package.json', 'tsconfig.build.json', 'runtime/shutdown.ts', 'console/vite.config.ts']) {
     t.notOk(ignore.excludes(p), `.dockerignore keeps ${p}`);
   }
 });
@@ -112,7 +112,7 @@ t.test('replay: every stage builds from exactly its COPY lines and RUN commands'
   t.equal(runtime.user, 'node', 'runs as the unprivileged node user');
   t.same(runtime.owners, { '/data': 'node:node' }, '/data belongs to node');
   t.equal(runtime.env.NODE_ENV, 'production');
-  for (const f of ['dist/sidecar/main.js', 'dist/gateway-plugin/standalone/main.js', 'dist/sidecar/crypto-worker.js', 'bin/agent-authz-sidecar.mjs', 'bin/agent-authz-gateway.mjs', 'package.json']) {
+  for (const f of ['dist/sidecar/main.js', 'dist/gateway-plugin/standalone/main.js', 'dist/sidecar/crypto-worker.js', 'dist/console/index.html', 'bin/agent-authz-sidecar.mjs', 'bin/agent-authz-gateway.mjs', 'package.json']) {
     t.ok(fs.existsSync(path.join(app, f)), `the runtime has ${f}`);
   }
   t.ok(fs.existsSync(path.join(app, 'node_modules/fastify/package.json')), 'fastify (a peer dependency) survived the prune');
@@ -146,6 +146,9 @@ t.test('both targets start from the runtime file set and answer /healthz', async
   await waitFor(`${scUrl}/healthz`, sc);
   await waitFor(`${scUrl}/readyz`, sc);
   t.pass('sidecar: /healthz and /readyz 200');
+  const consolePage = await fetch(`${scUrl}/console/`);
+  t.equal(consolePage.status, 200, 'sidecar: the console is served from the image');
+  t.match(await consolePage.text(), /<script type="module"[^>]*src="\/console\/assets\//, 'with its built scripts');
   t.equal(await healthcheck(sidecar, sidecarSettings, sidecarPort), 0, 'sidecar: its HEALTHCHECK command exits 0');
   t.ok(fs.readdirSync(inRoot(sidecar, '/data')).some((f) => /\.(db|sqlite)$/.test(f)), 'the database is on the /data volume');
   t.match(sc.output(), /"mldsa_backend":"native"/, 'on Node 24: native ML-DSA-65');
