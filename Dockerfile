@@ -10,37 +10,48 @@
 #   docker run -d -p 8080:8080 -v "$PWD/gateway.yaml:/config/gateway.yaml:ro" \
 #     -e GATEWAY_API_KEY=aak_... agent-authz:gateway
 #
-# The TypeScript sources run through tsx (a runtime dependency), as with `npm start`.
-# docs/operations.md describes the targets, volumes, ports and probes.
+# The build stage compiles the TypeScript sources to dist/ and prunes node_modules to the
+# production dependencies; the runtime runs the compiled JavaScript on plain `node` (no tsx,
+# no TypeScript). docs/operations.md describes the targets, volumes, ports and probes;
+# test/package/docker.test.ts replays this file (every COPY, every RUN) and starts both targets.
 
-# --- build: dependencies (better-sqlite3 compiles here when no prebuilt binary fits) ---
+# --- build: dependencies, then the compiled JavaScript -------------------------------------------
 FROM node:24-bookworm-slim AS build
+# better-sqlite3 downloads a prebuilt binary; python3, make and g++ build it where none fits.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
-# Keep only runtime dependencies (tsx is one: it runs the TypeScript sources).
+# --ignore-scripts: no development setup (the Node binaries of the test devDependencies, tap's
+# plugins); then the one install script the image needs, better-sqlite3's native binary.
+RUN npm ci --ignore-scripts --no-audit --no-fund \
+ && npm rebuild better-sqlite3
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+COPY runtime ./runtime
+COPY sidecar ./sidecar
+COPY gateway-plugin ./gateway-plugin
+COPY console ./console
+# tsc to dist/, then Vite builds the account holder's console into dist/console/.
+RUN npm run build
+# Production dependencies only (fastify stays: a peer dependency is not a dev dependency).
 RUN npm prune --omit=dev --no-audit --no-fund \
- && node -e "require.resolve('tsx/esm/api'); require('better-sqlite3')(':memory:').close()"
+ && node -e "require('better-sqlite3')(':memory:').close(); require.resolve('fastify')"
 
-# --- runtime: the code and the pruned node_modules, owned by root, run as `node` ---
+# --- runtime: compiled code and pruned node_modules, owned by root, run as `node` ---------------
 FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     NODE_OPTIONS=--enable-source-maps
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
-COPY package.json package-lock.json tsconfig.json ./
+COPY --from=build /app/dist ./dist
+COPY package.json ./
 COPY bin ./bin
-COPY src ./src
-COPY sidecar ./sidecar
-COPY gateway-plugin ./gateway-plugin
-COPY receiver ./receiver
 RUN mkdir -p /data /config && chown node:node /data
 USER node
 
-# --- gateway: the standalone proxy (its config file mounted at /config/gateway.yaml) ---
+# --- gateway: the standalone proxy (its config file mounted at /config/gateway.yaml) ------------
 FROM runtime AS gateway
 # 8080: the proxy listener (with /healthz, /readyz); 9464: the metrics listener.
 EXPOSE 8080 9464
@@ -49,7 +60,7 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
 ENTRYPOINT ["node", "bin/agent-authz-gateway.mjs"]
 CMD ["--config", "/config/gateway.yaml"]
 
-# --- sidecar (default target): API, /healthz, /readyz, /metrics, /openapi.json on 8700 ---
+# --- sidecar (default target): API, /healthz, /readyz, /metrics, /openapi.json on 8700 ----------
 FROM runtime AS sidecar
 ENV SIDECAR_HOST=0.0.0.0 \
     SIDECAR_PORT=8700 \

@@ -60,8 +60,36 @@ export function node24Available(): boolean {
 export function ensureNode24SqliteBinding(log: (s: string) => void, o: { quiet?: boolean } = {}): string {
   const version = lockedSqliteVersion();
   const pkg = path.join(SQLITE24_DIR, 'node_modules/better-sqlite3/package.json');
-  if (fs.existsSync(SQLITE24_BINDING) && fs.existsSync(pkg)
-    && (JSON.parse(fs.readFileSync(pkg, 'utf8')) as { version: string }).version === version) return SQLITE24_BINDING;
+  const built = (): boolean => fs.existsSync(SQLITE24_BINDING) && fs.existsSync(pkg)
+    && (JSON.parse(fs.readFileSync(pkg, 'utf8')) as { version: string }).version === version;
+  if (built()) return SQLITE24_BINDING;
+  // Test files run in parallel: one builds, the others wait for it (a lock directory).
+  const lock = `${SQLITE24_DIR}.lock`;
+  fs.mkdirSync(path.dirname(lock), { recursive: true });
+  const deadline = Date.now() + 20 * 60_000;
+  for (;;) {
+    try {
+      fs.mkdirSync(lock);
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      // A lock older than the build's own time limit was left by a killed build.
+      const held = fs.statSync(lock, { throwIfNoEntry: false });
+      if (held !== undefined && Date.now() - held.mtimeMs > 16 * 60_000) fs.rmSync(lock, { recursive: true, force: true });
+      if (Date.now() > deadline) throw new Error(`waited 20 minutes for ${lock} (another build of better-sqlite3 for Node 24)`);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+    }
+  }
+  try {
+    if (built()) return SQLITE24_BINDING;
+    return buildNode24Sqlite(version, log, o);
+  } finally {
+    fs.rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+/** Builds better-sqlite3 `version` for Node 24 into {@link SQLITE24_DIR} (under the lock). */
+function buildNode24Sqlite(version: string, log: (s: string) => void, o: { quiet?: boolean }): string {
   const headers = node24HeadersDir();
   fs.mkdirSync(SQLITE24_DIR, { recursive: true });
   // --prefer-offline: the tarball `npm ci` fetched is in npm's cache.

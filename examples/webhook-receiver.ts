@@ -16,11 +16,13 @@
  * (development only): put this behind a TLS-terminating proxy, or use that flag
  * locally with callback URL http://127.0.0.1:8787/webhooks.
  *
- * In an application, import from 'agent-authz/receiver' instead of the relative path.
+ * In an application, import from 'agent-authz/receiver' and 'agent-authz/receiver/sqlite'
+ * instead of the relative paths.
  */
 import http from 'node:http';
 import { createNodeWebhookHandler, createWebhookReceiver } from '../receiver/index.js';
 import type { WebhookEvent } from '../receiver/index.js';
+import { SqliteDedupStore } from '../receiver/sqlite.js';
 
 const secretEnv = process.env['WEBHOOK_SECRET'];
 if (!secretEnv) {
@@ -38,7 +40,7 @@ const redact = (e: WebhookEvent): Record<string, unknown> =>
 
 const receiver = createWebhookReceiver({
   secret: secretEnv.split(',').map((s) => s.trim()).filter(Boolean),
-  dedupFile,
+  dedup: new SqliteDedupStore({ file: dedupFile }),
   // Store or queue only; do the real work elsewhere (spec 6.3). Here: print.
   onEvent: (event, ctx) => {
     console.log(`${new Date().toISOString()} ${event.event} delivery=${ctx.deliveryId}`);

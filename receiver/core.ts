@@ -26,26 +26,36 @@
  * lettered; they mean a sender bug or a forged request with a valid signature
  * (which cannot happen without the secret).
  */
-import {
-  WEBHOOK_TOLERANCE_SECONDS, isTimestampFresh, isWebhookEventType, verifyWebhookSignature,
-} from '../src/webhooks.js';
+import { isTimestampFresh, isWebhookEventType, verifyWebhookSignature } from '../src/webhooks.js';
 import type { WebhookEvent } from '../src/webhooks.js';
 import type { DedupStore } from './dedup.js';
-import { SqliteDedupStore } from './dedup-sqlite.js';
+import { resolveReceiverOptions } from './options.js';
+import { headerValue } from './headers.js';
+import type { WebhookHeaders } from './headers.js';
 
-/** Headers as Node (`IncomingHttpHeaders`), Fetch (`Headers`) or a plain record give them. */
-export type WebhookHeaders =
-  | { get(name: string): string | null }
-  | Record<string, string | string[] | undefined>;
+export type { WebhookHeaders } from './headers.js';
 
-/** Input of {@link WebhookReceiver.handleWebhook}. */
+/**
+ * Input of {@link WebhookReceiver.handleWebhook}: the raw body bytes (the signature covers them
+ * exactly; never a re-serialized JSON object) and the headers.
+ *
+ * ```ts
+ * const req: WebhookRequest = { rawBody: Buffer.from(await request.arrayBuffer()), headers: request.headers };
+ * ```
+ */
 export interface WebhookRequest {
   /** The request body exactly as received (bytes; a string is taken as UTF-8). */
   rawBody: Uint8Array | string;
   headers: WebhookHeaders;
 }
 
-/** Error codes the receiver answers with (receiver side; not the service's error table). */
+/**
+ * Error codes the receiver answers with (receiver side; not the service's error table).
+ *
+ * ```ts
+ * if (answer.body?.error.code === 'handler_failed') metrics.webhookFailures.inc();
+ * ```
+ */
 export type ReceiverErrorCode =
   | 'invalid_signature'
   | 'stale_timestamp'
@@ -57,21 +67,46 @@ export type ReceiverErrorCode =
   | 'method_not_allowed'
   | 'body_too_large';
 
-/** The answer to send. `body` is absent for 204. */
+/**
+ * The answer to send. `body` is absent for 204.
+ *
+ * ```ts
+ * const { status, headers, body } = await receiver.handleWebhook({ rawBody, headers: req.headers });
+ * res.writeHead(status, { ...headers, ...(body ? { 'content-type': 'application/json' } : {}) }).end(body ? JSON.stringify(body) : undefined);
+ * ```
+ */
 export interface WebhookResponse {
   status: number;
   headers?: Record<string, string>;
   body?: { error: { code: ReceiverErrorCode; message: string; status: number } };
 }
 
-/** Context passed to the handlers. */
+/**
+ * Context passed to the handlers.
+ *
+ * ```ts
+ * onEvent: async (event, { deliveryId, timestamp }) => { await inbox.insert(deliveryId, timestamp, event); },
+ * ```
+ */
 export interface WebhookContext {
   deliveryId: string;
   /** The `X-Service-Timestamp` of this attempt (Unix seconds). */
   timestamp: number;
 }
 
-/** Options of {@link createWebhookReceiver}. */
+/**
+ * Options of {@link createWebhookReceiver}. Validated once when the receiver
+ * is created: an unknown key, a value of the wrong type or a missing required
+ * option throws a `TypeError` naming it (`receiver options: onEvent: ...`).
+ *
+ * ```ts
+ * const options: WebhookReceiverOptions = {
+ *   secret: [process.env.WEBHOOK_SECRET!, process.env.WEBHOOK_SECRET_OLD!], // rotation: any may match
+ *   dedup: new SqliteDedupStore({ file: './webhook-deliveries.db' }),       // 'agent-authz/receiver/sqlite'
+ *   onEvent: async (event, { deliveryId }) => { await queue.push(deliveryId, event); },
+ * };
+ * ```
+ */
 export interface WebhookReceiverOptions {
   /** The `webhook_signing_secret` shown at registration; a list accepts any of them (rotation). */
   secret: string | readonly string[];
@@ -86,11 +121,15 @@ export interface WebhookReceiverOptions {
    * (204) and recorded without processing.
    */
   onUnknownEvent?: (body: Record<string, unknown>, ctx: WebhookContext) => void | Promise<void>;
-  /** Dedup store; default a {@link SqliteDedupStore} on `dedupFile`. */
-  dedup?: DedupStore;
-  /** File of the default SQLite dedup store. Default `./webhook-deliveries.db`. */
-  dedupFile?: string;
-  /** Timestamp tolerance in seconds (a difference of this much or more is refused). Default 300. */
+  /**
+   * Where processed delivery ids are remembered (required). Spec 6.3 asks for
+   * a durable store: `SqliteDedupStore` from `agent-authz/receiver/sqlite`, or
+   * your own {@link DedupStore} on your database (record the id in the same
+   * transaction as the event). {@link MemoryDedupStore} forgets on restart:
+   * tests and development only. `receiver.close()` closes it.
+   */
+  dedup: DedupStore;
+  /** Timestamp tolerance in seconds, 1 to 3600 (a difference of this much or more is refused). Default 300. */
   toleranceSeconds?: number;
   /** Clock in Unix milliseconds. Default `Date.now`. */
   clock?: () => number;
@@ -98,11 +137,19 @@ export interface WebhookReceiverOptions {
   onError?: (err: unknown, ctx: { deliveryId: string; stage: 'dedup' | 'handler' | 'record' }) => void;
 }
 
-/** A configured receiver. */
+/**
+ * A configured receiver, from {@link createWebhookReceiver}.
+ *
+ * ```ts
+ * const { status, headers, body } = await receiver.handleWebhook({ rawBody, headers: req.headers });
+ * // ... send them; on shutdown:
+ * await receiver.close();
+ * ```
+ */
 export interface WebhookReceiver {
   /** Verifies, deduplicates and dispatches one delivery; never throws. */
   handleWebhook(req: WebhookRequest): Promise<WebhookResponse>;
-  /** Closes the dedup store when the receiver created it. */
+  /** Closes the dedup store (once; later calls do nothing). Deliveries after it answer 503 when the store is closed. */
   close(): Promise<void>;
 }
 
@@ -136,40 +183,32 @@ export function receiverError(code: ReceiverErrorCode, headers?: Record<string, 
   return { status, ...(headers ? { headers } : {}), body: { error: { code, message: MESSAGES[code], status } } };
 }
 
-/** One header value; `undefined` when absent or sent more than once. */
-export function headerValue(headers: WebhookHeaders, name: string): string | undefined {
-  if (typeof (headers as { get?: unknown }).get === 'function') {
-    const v = (headers as { get(n: string): string | null }).get(name);
-    // Fetch Headers join repeated headers with ", ": a repeated signature/id header is refused that way.
-    return v === null ? undefined : v;
-  }
-  const rec = headers as Record<string, string | string[] | undefined>;
-  const lower = name.toLowerCase();
-  let found: string | string[] | undefined;
-  let count = 0;
-  for (const k of Object.keys(rec)) {
-    if (k.toLowerCase() === lower) {
-      found = rec[k];
-      count++;
-    }
-  }
-  if (count !== 1 || found === undefined) return undefined;
-  if (Array.isArray(found)) return found.length === 1 ? found[0] : undefined;
-  return found;
-}
-
 const NO_CONTENT: WebhookResponse = { status: 204 };
 const MAX_ID_LENGTH = 200;
 
-/** Creates a receiver. */
+/**
+ * Creates a receiver: verifies, deduplicates and dispatches the service's
+ * signed webhooks (spec 6.3). Serve it with {@link createNodeWebhookHandler},
+ * `webhookFastifyPlugin`, or call `handleWebhook` from any framework.
+ *
+ * ```ts
+ * import { createWebhookReceiver } from 'agent-authz/receiver';
+ * import { SqliteDedupStore } from 'agent-authz/receiver/sqlite';
+ *
+ * const receiver = createWebhookReceiver({
+ *   secret: process.env.WEBHOOK_SECRET!,
+ *   dedup: new SqliteDedupStore({ file: './webhook-deliveries.db' }),
+ *   onEvent: async (event) => { await saveEvent(event); },   // store/queue only
+ * });
+ * ```
+ *
+ * @throws TypeError naming the option (`receiver options: dedup: is required ...`) on misuse.
+ */
 export function createWebhookReceiver(opts: WebhookReceiverOptions): WebhookReceiver {
-  const secrets = typeof opts.secret === 'string' ? [opts.secret] : [...opts.secret];
-  if (secrets.length === 0 || secrets.some((s) => typeof s !== 'string' || s.length === 0)) throw new TypeError('secret must be a non-empty string');
-  const ownsStore = opts.dedup === undefined;
-  const dedup: DedupStore = opts.dedup ?? new SqliteDedupStore(opts.dedupFile ?? './webhook-deliveries.db');
-  const tolerance = opts.toleranceSeconds ?? WEBHOOK_TOLERANCE_SECONDS;
+  const { secrets, dedup, toleranceSeconds: tolerance } = resolveReceiverOptions(opts);
   const clock = opts.clock ?? Date.now;
   const processing = new Set<string>();
+  let closing: Promise<void> | undefined;
   const report = (err: unknown, deliveryId: string, stage: 'dedup' | 'handler' | 'record'): void => {
     try { opts.onError?.(err, { deliveryId, stage }); } catch { /* the observer must not change the answer */ }
   };
@@ -227,8 +266,9 @@ export function createWebhookReceiver(opts: WebhookReceiverOptions): WebhookRece
 
   return {
     handleWebhook,
-    async close() {
-      if (ownsStore) await dedup.close?.();
+    close() {
+      closing ??= (async () => { await dedup.close?.(); })();
+      return closing;
     },
   };
 }

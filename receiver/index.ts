@@ -5,29 +5,28 @@
  * ```ts
  * import http from 'node:http';
  * import { createWebhookReceiver, createNodeWebhookHandler } from 'agent-authz/receiver';
+ * import { SqliteDedupStore } from 'agent-authz/receiver/sqlite';
  *
  * const receiver = createWebhookReceiver({
  *   secret: process.env.WEBHOOK_SECRET!,
- *   dedupFile: './webhook-deliveries.db',
+ *   dedup: new SqliteDedupStore({ file: './webhook-deliveries.db' }),
  *   onEvent: async (event) => { await saveEvent(event); },   // store/queue only
  * });
  * http.createServer(createNodeWebhookHandler(receiver)).listen(8080);
  * ```
+ *
+ * This entry point loads no native addon: the SQLite dedup store has its own,
+ * `agent-authz/receiver/sqlite`.
  */
-export { createWebhookReceiver, headerValue, receiverError } from './core.js';
+export { createWebhookReceiver } from './core.js';
 export type {
   ReceiverErrorCode, WebhookContext, WebhookHeaders, WebhookReceiver, WebhookReceiverOptions, WebhookRequest, WebhookResponse,
 } from './core.js';
 export { MemoryDedupStore } from './dedup.js';
 export type { DedupStore } from './dedup.js';
-export { SqliteDedupStore } from './dedup-sqlite.js';
-export type { SqliteDedupOptions } from './dedup-sqlite.js';
-export { createNodeWebhookHandler, webhookFastifyPlugin, readRawBody, DEFAULT_MAX_BODY_BYTES } from './http.js';
-export type { AdapterOptions } from './http.js';
-export {
-  WEBHOOK_EVENT_TYPES, WEBHOOK_HEADERS, WEBHOOK_TOLERANCE_SECONDS, WEBHOOK_USER_AGENT,
-  isTimestampFresh, isWebhookEventType, signWebhook, verifyWebhookSignature,
-} from '../src/webhooks.js';
+export { createNodeWebhookHandler, webhookFastifyPlugin, DEFAULT_MAX_BODY_BYTES } from './http.js';
+export type { AdapterOptions, FastifyWebhookOptions } from './http.js';
+export { WEBHOOK_EVENT_TYPES, isWebhookEventType, signWebhook } from '../src/webhooks.js';
 export type {
   ApprovalAction, ApprovalDeniedEvent, ApprovalEventBase, ApprovalExpiredEvent, ApprovalGrantedEvent, ApprovalRequestedEvent,
   ConnectionCreatedEvent, ConnectionKeyRotatedEvent, ConnectionRemovedEvent, DelegationApprovedEvent,

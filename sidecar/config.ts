@@ -6,12 +6,19 @@
  * `SIDECAR_*` variables are rejected too, so a typo never silently falls
  * back to a default.
  */
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { AUDIT_ENV_VARS, parseAuditConfig } from './audit/config.js';
 import type { AuditConfig } from './audit/config.js';
 
-/** The validated configuration `buildServer` takes. */
+/**
+ * The validated configuration `buildServer` takes (from {@link loadConfig}).
+ *
+ * ```ts
+ * const config: SidecarConfig = loadConfig({ SIDECAR_PORT: '8700', SIDECAR_DATA_DIR: '/var/lib/agent-authz' });
+ * ```
+ */
 export interface SidecarConfig {
   host: string;
   port: number;
@@ -107,7 +114,33 @@ export const REMOVED_ENV_VARS: Readonly<Record<string, string>> = Object.freeze(
 /** Micro-dollars per dollar: money is integer micro-units, never floats. */
 export const MICROS_PER_DOLLAR = 1_000_000;
 
-/** A configuration error: its message is the one line printed at startup. */
+/**
+ * One `SIDECAR_TRUST_PROXY` entry: an IPv4/IPv6 address, or one with a prefix
+ * length (1-32 for IPv4, 1-128 for IPv6; Fastify's proxy-addr refuses /0).
+ * Checked here so that a bad entry (`10.0.0.0/33`) stops startup naming the
+ * variable, not later inside Fastify.
+ */
+function checkTrustProxyEntry(entry: string): void {
+  const slash = entry.indexOf('/');
+  const address = slash === -1 ? entry : entry.slice(0, slash);
+  const family = net.isIP(address);
+  const bad = (why: string): never => {
+    throw new ConfigError(`SIDECAR_TRUST_PROXY: ${JSON.stringify(entry)} ${why} (expected addresses or CIDRs like 10.0.0.0/8, separated by commas)`);
+  };
+  if (family === 0) bad('is not an IP address or CIDR');
+  if (slash === -1) return;
+  const prefix = entry.slice(slash + 1);
+  const max = family === 4 ? 32 : 128;
+  if (!/^\d{1,3}$/.test(prefix) || Number(prefix) < 1 || Number(prefix) > max) bad(`has an invalid prefix length (1 to ${max} for IPv${family})`);
+}
+
+/**
+ * A configuration error: its message is the one line printed at startup.
+ *
+ * ```ts
+ * try { loadConfig(process.env); } catch (err) { if (err instanceof ConfigError) { console.error(err.message); process.exit(2); } throw err; }
+ * ```
+ */
 export class ConfigError extends Error {
   override name = 'ConfigError';
 }
@@ -148,6 +181,10 @@ export function dollarsToMicros(raw: string): number | null {
 /**
  * Reads and validates the configuration from environment variables.
  * Throws {@link ConfigError} with a one-line message naming the variable.
+ *
+ * ```ts
+ * const config = loadConfig(process.env);   // SIDECAR_* variables; unknown ones are refused
+ * ```
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig {
   for (const k of Object.keys(env)) {
@@ -193,9 +230,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`SIDECAR_LOG_LEVEL: one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(logLevel)}`);
 
   const trustProxy = (env.SIDECAR_TRUST_PROXY ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-  for (const t of trustProxy) {
-    if (!/^[0-9a-fA-F.:]+(\/\d{1,3})?$/.test(t)) throw new ConfigError(`SIDECAR_TRUST_PROXY: not an address or CIDR: ${JSON.stringify(t)}`);
-  }
+  for (const t of trustProxy) checkTrustProxyEntry(t);
 
   const port = int(env, 'SIDECAR_PORT', DEFAULTS.port, 0, 65535);
 

@@ -47,7 +47,13 @@ import { createAuditServices } from './audit/services.js';
 /** Name of the generated development master-key file in the data directory. */
 export const MASTER_KEY_FILE = 'master.key';
 
-/** Injectable parts, for tests and embedding. */
+/**
+ * Injectable parts, for tests and embedding.
+ *
+ * ```ts
+ * const app = await buildServer(loadConfig(process.env), { startWorkers: false, logger: false });
+ * ```
+ */
 export interface BuildOptions {
   /** Clock in Unix ms (default `Date.now`). */
   clock?: Clock;
@@ -71,6 +77,12 @@ export interface BuildOptions {
  * The sidecar instance: a Fastify server with its service context, and the separate metrics
  * server when `SIDECAR_METRICS_LISTEN` is set (not listening; main.ts listens on it, and
  * closing the sidecar closes it).
+ *
+ * ```ts
+ * const app: SidecarServer = await buildServer(config);
+ * const res = await app.inject({ method: 'GET', url: '/readyz' });   // or app.listen({ port: 8700 })
+ * await app.close();                                                  // stops workers, closes the store
+ * ```
  */
 export type SidecarServer = FastifyInstance & { ctx: ServiceContext; metricsServer: FastifyInstance | null };
 
@@ -97,7 +109,16 @@ function requestId(req: { headers: Record<string, string | string[] | undefined>
   return typeof h === 'string' && /^[A-Za-z0-9._:-]{1,128}$/.test(h) ? h : crypto.randomUUID();
 }
 
-/** Creates the sidecar. Call `listen` yourself (see main.ts) or use `inject` in tests. */
+/**
+ * Creates the sidecar. Call `listen` yourself (see main.ts) or use `inject` in tests.
+ *
+ * ```ts
+ * import { buildServer, loadConfig } from 'agent-authz/sidecar';
+ *
+ * const app = await buildServer(loadConfig({ ...process.env, SIDECAR_DATA_DIR: './data' }));
+ * await app.listen({ host: '127.0.0.1', port: 8700 });
+ * ```
+ */
 export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}): Promise<SidecarServer> {
   const clock = opts.clock ?? Date.now;
   const logger = opts.logger ?? {

@@ -4,10 +4,23 @@
  * checks the two against each other.
  */
 
-/** A verify decision. Callers must treat any other value as no decision. */
+/**
+ * A verify decision. Callers must treat any other value as no decision.
+ *
+ * ```ts
+ * const allowed = (d: DecisionValue) => d === 'allow';   // only an explicit allow runs protected code
+ * ```
+ */
 export type DecisionValue = 'allow' | 'deny' | 'indeterminate';
 
-/** Every decision reason, with the decision it comes with and its meaning. */
+/**
+ * Every decision reason, with the decision it comes with and its meaning.
+ *
+ * ```ts
+ * DECISION_REASONS.not_delegated.decision;   // 'deny'
+ * DECISION_REASONS.store_unavailable.meaning;
+ * ```
+ */
 export const DECISION_REASONS = {
   authorized: { decision: 'allow', meaning: 'The certificate is active, the scope was delegated and every constraint holds.' },
   not_delegated: { decision: 'deny', meaning: 'The required scope is not in the certificate\'s approved scopes.' },
@@ -27,5 +40,11 @@ export const DECISION_REASONS = {
   internal_error: { decision: 'indeterminate', meaning: 'An unexpected failure; the service failed closed.' },
 } as const satisfies Record<string, { decision: DecisionValue; meaning: string }>;
 
-/** A decision reason. */
+/**
+ * A decision reason.
+ *
+ * ```ts
+ * const reason: DecisionReason = response.decision_reason;   // e.g. 'delegation_revoked'
+ * ```
+ */
 export type DecisionReason = keyof typeof DECISION_REASONS;

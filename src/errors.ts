@@ -9,7 +9,13 @@
  * {@link ServiceError}; programmer or configuration misuse throws a `TypeError`.
  */
 
-/** One entry of the error table. */
+/**
+ * One entry of the error table.
+ *
+ * ```ts
+ * const spec: ErrorSpec = ERRORS.proof_required;   // { status: 401, message: '...' }
+ * ```
+ */
 export interface ErrorSpec {
   /** HTTP status the code is sent with. */
   readonly status: number;
@@ -17,7 +23,17 @@ export interface ErrorSpec {
   readonly message: string;
 }
 
-/** The error-code table: `code → {status, message}`. */
+/**
+ * The error-code table: `code → {status, message}`. Every refusal of the
+ * sidecar and the gateway carries one of these codes (docs/errors.md).
+ *
+ * ```ts
+ * import { ERRORS } from 'agent-authz';
+ *
+ * ERRORS.proof_required.status;   // 401
+ * ERRORS.route_not_mapped.message;
+ * ```
+ */
 export const ERRORS = {
   // generic request handling
   invalid_request: { status: 400, message: 'The request is malformed.' },
@@ -99,15 +115,34 @@ export const ERRORS = {
   body_not_forwarded: { status: 403, message: 'This route needs the request body, which the proxy did not send to the decision endpoint.' },
 } as const satisfies Record<string, ErrorSpec>;
 
-/** Every error code the service can send. */
+/**
+ * Every error code the service can send.
+ *
+ * ```ts
+ * const retryable: ErrorCode[] = ['rate_limited', 'verify_unavailable'];
+ * ```
+ */
 export type ErrorCode = keyof typeof ERRORS;
 
-/** True when `code` is in the error table. */
+/**
+ * True when `code` is in the error table.
+ *
+ * ```ts
+ * const body = await res.json() as ErrorBody;
+ * if (isErrorCode(body.error.code)) console.log(ERRORS[body.error.code].status);
+ * ```
+ */
 export function isErrorCode(code: string): code is ErrorCode {
   return Object.prototype.hasOwnProperty.call(ERRORS, code);
 }
 
-/** The JSON body of every error response. */
+/**
+ * The JSON body of every error response.
+ *
+ * ```ts
+ * const { error } = (await res.json()) as ErrorBody;   // { code: 'proof_required', message, status: 401, ... }
+ * ```
+ */
 export interface ErrorBody {
   error: { code: string; message: string; status: number; [extra: string]: unknown };
 }
@@ -115,6 +150,10 @@ export interface ErrorBody {
 /**
  * A coded error for rejected untrusted input. Route handlers and pipeline
  * stages throw it; the error handler turns it into an {@link ErrorBody}.
+ *
+ * ```ts
+ * throw new ServiceError('invalid_request', 'required_scope must be a scope.');
+ * ```
  */
 export class ServiceError extends Error {
   /** Code from {@link ERRORS}. */
@@ -141,7 +180,13 @@ export class ServiceError extends Error {
   }
 }
 
-/** Builds the `{error:{code,message,status}}` body for a code of the table. */
+/**
+ * Builds the `{error:{code,message,status}}` body for a code of the table.
+ *
+ * ```ts
+ * reply.code(401).send(errorBody('proof_required'));
+ * ```
+ */
 export function errorBody(code: ErrorCode, message?: string, extra?: Record<string, unknown>): ErrorBody {
   return { error: { ...extra, code, message: message ?? ERRORS[code].message, status: ERRORS[code].status } };
 }

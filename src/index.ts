@@ -14,11 +14,15 @@
  *
  * The parts you deploy have their own entry points: `agent-authz/gateway`
  * (Fastify plugin), `agent-authz/receiver` (webhook receiver),
- * `agent-authz/sidecar` (embed the service).
+ * `agent-authz/receiver/sqlite` (its durable dedup store), `agent-authz/sidecar`
+ * (embed the service). Exported here: what an application that talks to the
+ * sidecar needs — the error table and its body shape, the scope vocabulary, the
+ * verify protocol, the decision reasons, and webhook signatures. The services'
+ * internals (`ServiceError`, the custom-scope grammar table) are not.
  */
-export { ERRORS, ServiceError, errorBody, isErrorCode } from './errors.js';
+export { ERRORS, errorBody, isErrorCode } from './errors.js';
 export type { ErrorBody, ErrorCode, ErrorSpec } from './errors.js';
-export { CANONICAL_SCOPES, CUSTOM_SCOPE_RULES, MAX_SCOPES_PER_LIST, isCanonicalScope, isCustomScope, isSensitiveScope, isValidScope } from './scopes.js';
+export { CANONICAL_SCOPES, MAX_SCOPES_PER_LIST, isCanonicalScope, isCustomScope, isSensitiveScope, isValidScope } from './scopes.js';
 export type { CanonicalScope } from './scopes.js';
 export { API_KEY_HEADER, CHALLENGE_PATH, PROOF_HEADER, VERIFY_PATH } from './protocol.js';
 export type { VerifyContext, VerifyRequest, VerifyResponse } from './protocol.js';

@@ -14,8 +14,9 @@
  */
 import { canonicalBytes } from './canonical.js';
 import { sha256Hex } from './crypto/encoding.js';
-import { signatureFromJson, signatureToJson } from './crypto/hybrid.js';
-import type { HybridSignature, HybridSignatureJson, HybridSigner } from './crypto/hybrid.js';
+import { signatureFromJson, signatureToJson } from './crypto/hybrid-json.js';
+import type { HybridSignature, HybridSignatureJson } from './crypto/hybrid-json.js';
+import type { HybridSigner } from './crypto/hybrid.js';
 import { parseOperation } from './operation.js';
 import type { BoundOperation } from './operation.js';
 

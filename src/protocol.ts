@@ -10,19 +10,47 @@
  */
 import type { DecisionReason, DecisionValue } from './decisions.js';
 
-/** Path of the verify operation (spec 4.13). */
+/**
+ * Path of the verify operation (spec 4.13).
+ *
+ * ```ts
+ * await fetch(new URL(VERIFY_PATH, sidecarUrl), { method: 'POST', headers: { [API_KEY_HEADER]: apiKey }, body });
+ * ```
+ */
 export const VERIFY_PATH = '/v1/service/verify';
-/** Path of the challenge operation (spec 4.11). */
+/**
+ * Path of the challenge operation (spec 4.11).
+ *
+ * ```ts
+ * const { challenge } = await (await fetch(new URL(CHALLENGE_PATH, sidecarUrl), { method: 'POST', headers: { [API_KEY_HEADER]: apiKey } })).json();
+ * ```
+ */
 export const CHALLENGE_PATH = '/v1/service/challenge';
-/** The header that carries a proof bundle: base64 of the bundle JSON (spec 2.6). Lowercase, as Node reads it. */
+/**
+ * The header that carries a proof bundle: base64 of the bundle JSON (spec 2.6). Lowercase, as Node reads it.
+ *
+ * ```ts
+ * const proof = req.headers[PROOF_HEADER];   // string | string[] | undefined
+ * ```
+ */
 export const PROOF_HEADER = 'x-service-proof';
-/** The header that carries a platform API key (spec 5). */
+/**
+ * The header that carries a platform API key (spec 5).
+ *
+ * ```ts
+ * const headers = { [API_KEY_HEADER]: process.env.AGENT_AUTHZ_API_KEY!, 'content-type': 'application/json' };
+ * ```
+ */
 export const API_KEY_HEADER = 'x-service-api-key';
 
 /**
  * The constraint context: facts about the request actually received, derived
  * by the receiving application, never copied from the caller (spec 4.15 step 3).
  * Every member is optional on the wire; a constraint whose fact is missing denies.
+ *
+ * ```ts
+ * const context: VerifyContext = { method: 'POST', path: '/v1/payments', amount: '12.50', currency: 'EUR', client_ip: '203.0.113.9' };
+ * ```
  */
 export interface VerifyContext {
   /** HTTP method, uppercase ASCII. */
@@ -46,7 +74,13 @@ export interface VerifyContext {
   tool?: string;
 }
 
-/** The body of `POST /v1/service/verify`. */
+/**
+ * The body of `POST /v1/service/verify`.
+ *
+ * ```ts
+ * const body: VerifyRequest = { proof_bundle: JSON.parse(Buffer.from(header, 'base64').toString()), required_scope: 'payments:send', context };
+ * ```
+ */
 export interface VerifyRequest {
   /** The proof bundle from present (spec 4.12), as parsed JSON. */
   proof_bundle: unknown;
@@ -56,7 +90,14 @@ export interface VerifyRequest {
   context?: VerifyContext;
 }
 
-/** The 200 body of `POST /v1/service/verify`: a decision and its stable reason (spec 2.7). */
+/**
+ * The 200 body of `POST /v1/service/verify`: a decision and its stable reason (spec 2.7).
+ *
+ * ```ts
+ * const answer = (await res.json()) as VerifyResponse;
+ * if (res.status === 200 && answer.decision === 'allow') await next();   // nothing else runs protected code
+ * ```
+ */
 export interface VerifyResponse {
   /** Only `allow` runs protected code; treat any value outside {@link DecisionValue} as no decision. */
   decision: DecisionValue;

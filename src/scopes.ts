@@ -7,7 +7,14 @@
  * is ever granted implicitly. docs/scopes.md documents the same list.
  */
 
-/** Canonical scopes, with a flag for sensitive ones (money movement, deletion, code execution, admin). */
+/**
+ * Canonical scopes, with a flag for sensitive ones (money movement, deletion, code execution, admin).
+ *
+ * ```ts
+ * Object.keys(CANONICAL_SCOPES);              // ['data:read', 'data:write', ...]
+ * CANONICAL_SCOPES['payments:send'].sensitive; // true
+ * ```
+ */
 export const CANONICAL_SCOPES = {
   'data:read': { sensitive: false, description: 'Read application data.' },
   'data:write': { sensitive: false, description: 'Create or change application data.' },
@@ -27,10 +34,22 @@ export const CANONICAL_SCOPES = {
   'admin:manage': { sensitive: true, description: 'Administrative operations.' },
 } as const satisfies Record<string, { sensitive: boolean; description: string }>;
 
-/** A canonical scope string. */
+/**
+ * A canonical scope string.
+ *
+ * ```ts
+ * const scope: CanonicalScope = 'data:read';
+ * ```
+ */
 export type CanonicalScope = keyof typeof CANONICAL_SCOPES;
 
-/** The rules for custom scopes. */
+/**
+ * The rules for custom scopes.
+ *
+ * ```ts
+ * CUSTOM_SCOPE_RULES.segment.test('invoices');   // true: custom:invoices:export is well-formed
+ * ```
+ */
 export const CUSTOM_SCOPE_RULES = {
   prefix: 'custom:',
   /** Each `<name>` segment: lowercase letter or digit first, then letters, digits, `_`, `-`, `.`. */
@@ -39,27 +58,62 @@ export const CUSTOM_SCOPE_RULES = {
   maxLength: 128,
 } as const;
 
-/** Maximum number of scopes in one list (platform ceiling, approval). */
+/**
+ * Maximum number of scopes in one list (platform ceiling, approval).
+ *
+ * ```ts
+ * if (scopes.length > MAX_SCOPES_PER_LIST) throw new Error('too many scopes');
+ * ```
+ */
 export const MAX_SCOPES_PER_LIST = 64;
 
-/** True when `s` is a canonical scope. */
+/**
+ * True when `s` is a canonical scope.
+ *
+ * ```ts
+ * isCanonicalScope('data:read');          // true
+ * isCanonicalScope('custom:invoices');    // false (custom)
+ * ```
+ */
 export function isCanonicalScope(s: string): s is CanonicalScope {
   return Object.prototype.hasOwnProperty.call(CANONICAL_SCOPES, s);
 }
 
-/** True when `s` is a well-formed custom scope. */
+/**
+ * True when `s` is a well-formed custom scope.
+ *
+ * ```ts
+ * isCustomScope('custom:invoices:export');   // true
+ * isCustomScope('custom:Invoices');          // false (uppercase)
+ * ```
+ */
 export function isCustomScope(s: string): boolean {
   if (s.length > CUSTOM_SCOPE_RULES.maxLength || !s.startsWith(CUSTOM_SCOPE_RULES.prefix)) return false;
   const segs = s.slice(CUSTOM_SCOPE_RULES.prefix.length).split(':');
   return segs.length >= 1 && segs.length <= CUSTOM_SCOPE_RULES.maxSegments && segs.every((x) => CUSTOM_SCOPE_RULES.segment.test(x));
 }
 
-/** True when `s` is a scope of the vocabulary. */
+/**
+ * True when `s` is a scope of the vocabulary (there are no wildcards).
+ *
+ * ```ts
+ * isValidScope('data:read');   // true
+ * isValidScope('data:raed');   // false
+ * isValidScope('data:*');      // false
+ * ```
+ */
 export function isValidScope(s: unknown): s is string {
   return typeof s === 'string' && (isCanonicalScope(s) || isCustomScope(s));
 }
 
-/** True when a scope is marked sensitive (custom scopes are not). */
+/**
+ * True when a scope is marked sensitive (custom scopes are not).
+ *
+ * ```ts
+ * isSensitiveScope('payments:send');   // true
+ * isSensitiveScope('data:read');       // false
+ * ```
+ */
 export function isSensitiveScope(s: string): boolean {
   return isCanonicalScope(s) && CANONICAL_SCOPES[s].sensitive;
 }

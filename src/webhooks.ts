@@ -12,7 +12,13 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
-/** Header names of a delivery (as sent; HTTP header names are case-insensitive). */
+/**
+ * Header names of a delivery (as sent; HTTP header names are case-insensitive).
+ *
+ * ```ts
+ * const signature = req.headers[WEBHOOK_HEADERS.signature.toLowerCase()];
+ * ```
+ */
 export const WEBHOOK_HEADERS = {
   contentType: 'Content-Type',
   signature: 'X-Service-Signature',
@@ -24,10 +30,22 @@ export const WEBHOOK_HEADERS = {
 /** `User-Agent` of every delivery. */
 export const WEBHOOK_USER_AGENT = 'agent-authz-webhooks/1';
 
-/** Receivers accept a timestamp only when |now − timestamp| is under this many seconds (spec 6.1, 8). */
+/**
+ * Receivers accept a timestamp only when |now − timestamp| is under this many seconds (spec 6.1, 8).
+ *
+ * ```ts
+ * isTimestampFresh(timestamp, Date.now(), WEBHOOK_TOLERANCE_SECONDS);   // the default tolerance
+ * ```
+ */
 export const WEBHOOK_TOLERANCE_SECONDS = 300;
 
-/** Every event kind (spec 6.2). */
+/**
+ * Every event kind (spec 6.2).
+ *
+ * ```ts
+ * for (const kind of WEBHOOK_EVENT_TYPES) handlers.set(kind, []);
+ * ```
+ */
 export const WEBHOOK_EVENT_TYPES = [
   'connection.created',
   'connection.key_rotated',
@@ -41,15 +59,34 @@ export const WEBHOOK_EVENT_TYPES = [
   'approval.expired',
 ] as const;
 
-/** One event kind. */
+/**
+ * One event kind.
+ *
+ * ```ts
+ * const kind: WebhookEventType = 'delegation.revoked';
+ * ```
+ */
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
-/** True when `s` is a known event kind. */
+/**
+ * True when `s` is a known event kind (the receiver passes unknown kinds to `onUnknownEvent`).
+ *
+ * ```ts
+ * isWebhookEventType('delegation.revoked');   // true
+ * isWebhookEventType('connection.paused');    // false
+ * ```
+ */
 export function isWebhookEventType(s: unknown): s is WebhookEventType {
   return typeof s === 'string' && (WEBHOOK_EVENT_TYPES as readonly string[]).includes(s);
 }
 
-/** Members every body has. */
+/**
+ * Members every body has.
+ *
+ * ```ts
+ * const { event, delivery_id, occurred_at }: WebhookEnvelope = body;
+ * ```
+ */
 export interface WebhookEnvelope {
   /** The event kind. */
   event: WebhookEventType;
@@ -59,7 +96,13 @@ export interface WebhookEnvelope {
   occurred_at: string;
 }
 
-/** `connection.created`: a connection (and its platform) was created. Contains secrets: store it like one. */
+/**
+ * `connection.created`: a connection (and its platform) was created. Contains secrets: store it like one.
+ *
+ * ```ts
+ * if (event.event === 'connection.created') await vault.put(event.connection_id, event.webhook_signing_secret);
+ * ```
+ */
 export interface ConnectionCreatedEvent extends WebhookEnvelope {
   event: 'connection.created';
   connection_id: string;
@@ -73,7 +116,13 @@ export interface ConnectionCreatedEvent extends WebhookEnvelope {
   webhook_signing_secret: string;
 }
 
-/** `connection.key_rotated`: the connection's API key was rotated. */
+/**
+ * `connection.key_rotated`: the connection's API key was rotated.
+ *
+ * ```ts
+ * if (event.event === 'connection.key_rotated') await reloadApiKey(event.connection_id);
+ * ```
+ */
 export interface ConnectionKeyRotatedEvent extends WebhookEnvelope {
   event: 'connection.key_rotated';
   connection_id: string;
@@ -81,7 +130,13 @@ export interface ConnectionKeyRotatedEvent extends WebhookEnvelope {
   previous_prefix: string;
 }
 
-/** `connection.removed`: the connection was removed (its keys and certificates stop working). */
+/**
+ * `connection.removed`: the connection was removed (its keys and certificates stop working).
+ *
+ * ```ts
+ * if (event.event === 'connection.removed') await connections.markRemoved(event.connection_id);
+ * ```
+ */
 export interface ConnectionRemovedEvent extends WebhookEnvelope {
   event: 'connection.removed';
   connection_id: string;
@@ -90,7 +145,13 @@ export interface ConnectionRemovedEvent extends WebhookEnvelope {
   removed_at: string;
 }
 
-/** `delegation.approved`: a delegation request was approved and a certificate issued. */
+/**
+ * `delegation.approved`: a delegation request was approved and a certificate issued.
+ *
+ * ```ts
+ * if (event.event === 'delegation.approved') await delegations.add(event.agent_id, event.approved_scope);
+ * ```
+ */
 export interface DelegationApprovedEvent extends WebhookEnvelope {
   event: 'delegation.approved';
   request_id: string;
@@ -104,7 +165,13 @@ export interface DelegationApprovedEvent extends WebhookEnvelope {
   delegation_key_statement: string;
 }
 
-/** `delegation.denied`: a delegation request was denied. */
+/**
+ * `delegation.denied`: a delegation request was denied.
+ *
+ * ```ts
+ * if (event.event === 'delegation.denied') await requests.close(event.request_id);
+ * ```
+ */
 export interface DelegationDeniedEvent extends WebhookEnvelope {
   event: 'delegation.denied';
   request_id: string;
@@ -115,7 +182,13 @@ export interface DelegationDeniedEvent extends WebhookEnvelope {
   reason: string | null;
 }
 
-/** `delegation.revoked`: a delegation certificate was revoked. */
+/**
+ * `delegation.revoked`: a delegation certificate was revoked.
+ *
+ * ```ts
+ * if (event.event === 'delegation.revoked') await delegations.remove(event.cert_id);
+ * ```
+ */
 export interface DelegationRevokedEvent extends WebhookEnvelope {
   event: 'delegation.revoked';
   cert_id: string;
@@ -125,7 +198,13 @@ export interface DelegationRevokedEvent extends WebhookEnvelope {
   reason: string;
 }
 
-/** An action awaiting or given a person's approval, in human terms (docs/webhooks.md). */
+/**
+ * An action awaiting or given a person's approval, in human terms (docs/webhooks.md).
+ *
+ * ```ts
+ * const { method, path, amount, currency }: ApprovalAction = event.action;   // e.g. POST /v1/payments 120.00 EUR
+ * ```
+ */
 export interface ApprovalAction {
   /** HTTP method of the request, or null. */
   method: string | null;
@@ -143,7 +222,13 @@ export interface ApprovalAction {
   bound: boolean;
 }
 
-/** Members of every `approval.*` event. */
+/**
+ * Members of every `approval.*` event.
+ *
+ * ```ts
+ * const label = (e: ApprovalEventBase) => `${e.scope} for agent ${e.agent_id} (approval ${e.approval_id})`;
+ * ```
+ */
 export interface ApprovalEventBase extends WebhookEnvelope {
   approval_id: string;
   connection_id: string;
@@ -155,28 +240,52 @@ export interface ApprovalEventBase extends WebhookEnvelope {
   action: ApprovalAction;
 }
 
-/** `approval.requested`: an action needs a person's approval (verify answered deny `approval_required`). */
+/**
+ * `approval.requested`: an action needs a person's approval (verify answered deny `approval_required`).
+ *
+ * ```ts
+ * if (event.event === 'approval.requested') await notify(event.approval_id, event.action, event.expires_at);
+ * ```
+ */
 export interface ApprovalRequestedEvent extends ApprovalEventBase {
   event: 'approval.requested';
   /** When the request expires unless decided (ISO 8601). */
   expires_at: string;
 }
 
-/** `approval.granted`: the account holder approved the action; one verify of it may now allow. */
+/**
+ * `approval.granted`: the account holder approved the action; one verify of it may now allow.
+ *
+ * ```ts
+ * if (event.event === 'approval.granted') await retryQueue.release(event.approval_id);
+ * ```
+ */
 export interface ApprovalGrantedEvent extends ApprovalEventBase {
   event: 'approval.granted';
   /** Until when the approval can be used (ISO 8601). */
   expires_at: string;
 }
 
-/** `approval.denied`: the account holder denied the action. */
+/**
+ * `approval.denied`: the account holder denied the action.
+ *
+ * ```ts
+ * if (event.event === 'approval.denied') await tasks.fail(event.approval_id, event.note ?? 'denied');
+ * ```
+ */
 export interface ApprovalDeniedEvent extends ApprovalEventBase {
   event: 'approval.denied';
   /** The note given with the denial, or null. */
   note: string | null;
 }
 
-/** `approval.expired`: the approval expired, undecided (`pending`) or unused (`granted`). */
+/**
+ * `approval.expired`: the approval expired, undecided (`pending`) or unused (`granted`).
+ *
+ * ```ts
+ * if (event.event === 'approval.expired' && event.previous_state === 'pending') await tasks.fail(event.approval_id, 'expired');
+ * ```
+ */
 export interface ApprovalExpiredEvent extends ApprovalEventBase {
   event: 'approval.expired';
   /** `pending`: never decided; `granted`: never used. */
@@ -185,7 +294,15 @@ export interface ApprovalExpiredEvent extends ApprovalEventBase {
   expired_at: string;
 }
 
-/** Any event body. */
+/**
+ * Any event body: narrow it on `event`.
+ *
+ * ```ts
+ * function onEvent(e: WebhookEvent) {
+ *   switch (e.event) { case 'delegation.revoked': return revoke(e.cert_id); default: return undefined; }
+ * }
+ * ```
+ */
 export type WebhookEvent =
   | ConnectionCreatedEvent
   | ConnectionKeyRotatedEvent
@@ -211,6 +328,12 @@ function hmacOf(secret: string | Uint8Array, timestampSeconds: number | string, 
 /**
  * The `X-Service-Signature` value: lowercase hex HMAC-SHA256 over
  * `timestamp + "." + rawBody` keyed with the UTF-8 bytes of `secret`.
+ * Useful to test your own receiver with a signed request.
+ *
+ * ```ts
+ * const ts = Math.floor(Date.now() / 1000);
+ * const headers = { 'x-service-timestamp': String(ts), 'x-service-signature': signWebhook(secret, ts, rawBody) };
+ * ```
  */
 export function signWebhook(secret: string | Uint8Array, timestampSeconds: number, rawBody: string | Uint8Array): string {
   if (!Number.isSafeInteger(timestampSeconds) || timestampSeconds < 0) throw new TypeError('timestamp must be non-negative integer seconds');
@@ -225,6 +348,11 @@ const TIMESTAMP = /^[0-9]{1,15}$/;
  * exactly as received (decimal seconds); `secret` may be a list (rotation).
  * Returns false for any malformed input. Does not check freshness: see
  * {@link isTimestampFresh}.
+ *
+ * ```ts
+ * const ok = verifyWebhookSignature([secret, oldSecret], req.headers['x-service-timestamp'], rawBody, req.headers['x-service-signature'])
+ *   && isTimestampFresh(req.headers['x-service-timestamp'], Date.now());
+ * ```
  */
 export function verifyWebhookSignature(
   secret: string | Uint8Array | readonly (string | Uint8Array)[],
@@ -246,6 +374,10 @@ export function verifyWebhookSignature(
 /**
  * True when `timestamp` (decimal Unix seconds) is less than `toleranceSeconds`
  * away from `nowMs`, in either direction.
+ *
+ * ```ts
+ * isTimestampFresh(String(Math.floor(Date.now() / 1000) - 60), Date.now());   // true (one minute old)
+ * ```
  */
 export function isTimestampFresh(timestamp: string, nowMs: number, toleranceSeconds = WEBHOOK_TOLERANCE_SECONDS): boolean {
   if (!TIMESTAMP.test(timestamp)) return false;

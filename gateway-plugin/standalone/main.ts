@@ -26,12 +26,27 @@ export const SHUTDOWN_GRACE_MS = 10_000;
 
 const USAGE = 'usage: agent-authz-gateway --config <file.yaml|file.json>';
 
+/** The `--help` text. */
+const HELP = `${USAGE}
+
+The agent-authz standalone gateway: a reverse proxy in front of your API that forwards a
+request only after the sidecar's verify allows it (docs/gateway.md).
+
+  -c, --config <file>   the configuration: YAML, or JSON for a file ending in .json; every key
+                        is described in config/gateway.example.yaml
+  -h, --help            this text
+
+The sidecar API key is read from the environment variable that api_key_env names.
+Exit codes: 0 after a graceful stop (SIGTERM, SIGINT); 1 for a bad configuration or a stop
+that ran out of time.
+`;
+
 function configPath(argv: readonly string[]): string {
   let file: string | undefined;
   for (let i = 0; i < argv.length; i += 1) {
     const arg = argv[i] as string;
     if (arg === '--help' || arg === '-h') {
-      process.stdout.write(`${USAGE}\n`);
+      process.stdout.write(HELP);
       process.exit(0);
     }
     if (arg === '--config' || arg === '-c') {
@@ -59,6 +74,8 @@ async function main(): Promise<void> {
     // Before listen(): it adds an onSend hook. Readiness flips in server.ts's preClose hook.
     installGracefulShutdown(server.app, { timeoutMs: SHUTDOWN_GRACE_MS, name: 'gateway' });
     await server.listen();
+    // Logs why the gateway is not ready (sidecar unreachable, not ready, API key refused).
+    void server.checkSidecar();
   } catch (err) {
     process.stderr.write(`agent-authz-gateway: ${oneLine(err)}\n`);
     process.exit(1);

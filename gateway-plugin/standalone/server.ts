@@ -7,7 +7,9 @@
  * `verify_unavailable` with cause `sidecar_not_ready`; 503 with cause
  * `shutting_down` from the start of a close), and everything else through the
  * gateway plugin, or (config `mode: forward_auth`) the forward-auth endpoints
- * (mode.ts). Metrics are served on a separate listener (default
+ * (mode.ts). Why the gateway is not ready (sidecar unreachable, too slow, not
+ * ready itself; a refused API key at startup) is logged by `sidecar-check.ts`,
+ * whenever the answer changes. Metrics are served on a separate listener (default
  * 127.0.0.1:9464/metrics), closed together with the main one: `app.close()`
  * closes it after the main listener's connections are done.
  */
@@ -23,8 +25,9 @@ import { gatewayClientErrorHandler, gatewayFrameworkErrors } from '../framework-
 import { resolveConfig } from './config.js';
 import type { GatewayConfig } from './config.js';
 import { collectGatewayDefaultMetrics, countRequest } from '../metrics.js';
-import { SidecarClient } from '../verify-client.js';
 import { resolveMode } from './mode.js';
+import { SidecarCheck } from './sidecar-check.js';
+import type { StartupCheck } from './sidecar-check.js';
 
 /** A built, not yet listening, standalone gateway. */
 export interface GatewayServer {
@@ -38,6 +41,11 @@ export interface GatewayServer {
   readonly config: GatewayConfig;
   /** Starts both listeners; resolves to their base URLs. */
   listen(): Promise<{ url: string; metricsUrl: string | undefined }>;
+  /**
+   * Checks the sidecar's readiness and the API key once and logs the result (why the gateway
+   * is not ready); while the sidecar is not ready, looks again every 5 s until it is.
+   */
+  checkSidecar(): Promise<StartupCheck>;
   /** Stops both listeners and closes sidecar/upstream connections (same as `app.close()`). */
   close(): Promise<void>;
 }
@@ -72,14 +80,13 @@ export async function buildGateway(rawConfig: unknown, env: NodeJS.ProcessEnv = 
     // answered normally (with `Connection: close`) instead of Fastify's bare 503.
     return503OnClosing: false,
   });
-  const readiness = new SidecarClient({
+  const sidecarCheck = new SidecarCheck({
     url: resolved.sidecarUrl,
     apiKey: resolved.apiKey,
-    verifyTimeoutMs: resolved.verifyTimeoutMs,
-    challengeTimeoutMs: config.plugin.challengeTimeoutMs ?? DEFAULT_CHALLENGE_TIMEOUT_MS,
-    connections: 2,
+    timeoutMs: config.plugin.challengeTimeoutMs ?? DEFAULT_CHALLENGE_TIMEOUT_MS,
+    log: app.log,
   });
-  app.addHook('onClose', async () => readiness.close());
+  app.addHook('onClose', async () => sidecarCheck.close());
   // Readiness fails from the start of a close, so load balancers stop sending traffic.
   let shuttingDown = false;
   app.addHook('preClose', async () => { shuttingDown = true; });
@@ -88,7 +95,9 @@ export async function buildGateway(rawConfig: unknown, env: NodeJS.ProcessEnv = 
     if (shuttingDown) {
       return reply.code(503).header('cache-control', 'no-store').send(errorBody('verify_unavailable', 'The gateway is shutting down.', { cause: 'shutting_down' }));
     }
-    if (await readiness.ready(request.id)) return { status: 'ready' };
+    const readiness = await sidecarCheck.readiness(request.id);
+    sidecarCheck.report(readiness);
+    if (readiness.ready) return { status: 'ready' };
     return reply.code(503).header('cache-control', 'no-store').send(errorBody('verify_unavailable', 'The sidecar is not ready.', { cause: 'sidecar_not_ready' }));
   });
   app.setNotFoundHandler((request, reply) => {
@@ -123,6 +132,7 @@ export async function buildGateway(rawConfig: unknown, env: NodeJS.ProcessEnv = 
       }
       return { url: baseUrl(app), metricsUrl };
     },
+    checkSidecar: () => sidecarCheck.checkAtStartup(),
     async close() {
       await app.close();
     },

@@ -8,7 +8,7 @@
  * Format details: `docs/crypto.md`.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import { b64urlDecode, b64urlEncode, concatBytes } from './encoding.js';
+import { b64urlEncode, concatBytes } from './encoding.js';
 import {
   ED25519_PUBLIC_KEY_BYTES,
   ED25519_SEED_BYTES,
@@ -21,6 +21,11 @@ import {
 } from './ed25519.js';
 import { MLDSA65_PUBLIC_KEY_BYTES, MLDSA65_SIGNATURE_BYTES } from './mldsa-native.js';
 import { getMlDsaBackend, prepareMlDsaSigner, prepareMlDsaVerifier } from './backend.js';
+import { decodeLen, hasExactKeys, isPlainObject } from './hybrid-json.js';
+import type { HybridSignature } from './hybrid-json.js';
+
+export { signatureFromJson, signatureToJson } from './hybrid-json.js';
+export type { HybridSignature, HybridSignatureJson } from './hybrid-json.js';
 
 export { detectMlDsaBackend, getMlDsaBackend, setMlDsaBackend, type MlDsaBackendName } from './backend.js';
 
@@ -33,10 +38,6 @@ export const HYBRID_SECRET_SEED_BYTES = 64;
 export interface HybridPublicKey { ed25519: Uint8Array; mldsa65: Uint8Array }
 /** JSON form (used in public_key_json, certificates, docs): base64url without padding. */
 export interface HybridPublicKeyJson { alg: 'hybrid-ed25519-mldsa65'; ed25519: string; ml_dsa_65: string }
-/** Signature: raw Ed25519 signature (64 bytes) and ML-DSA-65 signature (3309 bytes). */
-export interface HybridSignature { ed25519: Uint8Array; mldsa65: Uint8Array }
-/** JSON form of a {@link HybridSignature}: base64url without padding. */
-export interface HybridSignatureJson { ed25519: string; ml_dsa_65: string }
 /** 64-byte secret: 32-byte Ed25519 seed || 32-byte ML-DSA-65 seed (FIPS 204 xi). This is what gets encrypted at rest. */
 export type HybridSecretSeed = Uint8Array;
 
@@ -243,23 +244,6 @@ export function publicKeyToJson(k: HybridPublicKey): HybridPublicKeyJson {
   return { alg: HYBRID_ALG, ed25519: b64urlEncode(k.ed25519), ml_dsa_65: b64urlEncode(k.mldsa65) };
 }
 
-function isPlainObject(j: unknown): j is Record<string, unknown> {
-  if (typeof j !== 'object' || j === null || Array.isArray(j)) return false;
-  const proto: unknown = Object.getPrototypeOf(j);
-  return proto === Object.prototype || proto === null;
-}
-
-function hasExactKeys(o: Record<string, unknown>, keys: readonly string[]): boolean {
-  const own = Object.keys(o);
-  return own.length === keys.length && keys.every((k) => Object.prototype.hasOwnProperty.call(o, k));
-}
-
-function decodeLen(v: unknown, len: number): Uint8Array | null {
-  if (typeof v !== 'string') return null;
-  const b = b64urlDecode(v);
-  return b !== null && b.length === len ? b : null;
-}
-
 /**
  * Parses the JSON form of a public key.
  * Returns null for anything malformed (wrong alg, wrong lengths, bad base64url, extra keys). Never throws.
@@ -271,33 +255,5 @@ export function publicKeyFromJson(j: unknown): HybridPublicKey | null {
   if (!isPlainObject(j) || !hasExactKeys(j, ['alg', 'ed25519', 'ml_dsa_65']) || j.alg !== HYBRID_ALG) return null;
   const ed25519 = decodeLen(j.ed25519, ED25519_PUBLIC_KEY_BYTES);
   const mldsa65 = decodeLen(j.ml_dsa_65, MLDSA65_PUBLIC_KEY_BYTES);
-  return ed25519 !== null && mldsa65 !== null ? { ed25519, mldsa65 } : null;
-}
-
-/**
- * Serialises a signature to its JSON form.
- *
- * @param s - Signature.
- * @returns `{ ed25519, ml_dsa_65 }` with base64url (unpadded) values.
- * @throws TypeError if a half is not a `Uint8Array`.
- */
-export function signatureToJson(s: HybridSignature): HybridSignatureJson {
-  if (typeof s !== 'object' || s === null || !(s.ed25519 instanceof Uint8Array) || !(s.mldsa65 instanceof Uint8Array)) {
-    throw new TypeError('hybrid: signature must be { ed25519: Uint8Array, mldsa65: Uint8Array }');
-  }
-  return { ed25519: b64urlEncode(s.ed25519), ml_dsa_65: b64urlEncode(s.mldsa65) };
-}
-
-/**
- * Parses the JSON form of a signature: exactly `{ ed25519, ml_dsa_65 }`, canonical
- * base64url, 64 and 3309 bytes. Never throws.
- *
- * @param j - Parsed JSON value (untrusted).
- * @returns The signature, or `null` when malformed.
- */
-export function signatureFromJson(j: unknown): HybridSignature | null {
-  if (!isPlainObject(j) || !hasExactKeys(j, ['ed25519', 'ml_dsa_65'])) return null;
-  const ed25519 = decodeLen(j.ed25519, ED25519_SIGNATURE_BYTES);
-  const mldsa65 = decodeLen(j.ml_dsa_65, MLDSA65_SIGNATURE_BYTES);
   return ed25519 !== null && mldsa65 !== null ? { ed25519, mldsa65 } : null;
 }

@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import Fastify from 'fastify';
 import { createNodeWebhookHandler, createWebhookReceiver, webhookFastifyPlugin } from '../../receiver/index.js';
+import { SqliteDedupStore } from '../../receiver/sqlite.js';
 import type { WebhookEvent } from '../../receiver/index.js';
 import { WebhookWorker } from '../../sidecar/webhooks/worker.js';
 import { addPlatform, enqueue, memoryLogger, openFixture, row } from '../sidecar/webhooks/helpers.js';
@@ -21,7 +22,7 @@ async function listen(server: http.Server): Promise<string> {
 
 t.test('node:http adapter', async (t) => {
   const seen: WebhookEvent[] = [];
-  const receiver = createWebhookReceiver({ secret: SECRET, dedupFile: join(tempDir(t), 'd.db'), onEvent: (e) => { seen.push(e); } });
+  const receiver = createWebhookReceiver({ secret: SECRET, dedup: new SqliteDedupStore({ file: join(tempDir(t), 'd.db') }), onEvent: (e) => { seen.push(e); } });
   const server = http.createServer(createNodeWebhookHandler(receiver, { maxBodyBytes: 4096 }));
   const base = await listen(server);
   t.teardown(async () => { await new Promise((r) => server.close(r)); await receiver.close(); });
@@ -49,7 +50,7 @@ t.test('node:http adapter', async (t) => {
 
 t.test('Fastify plugin: raw bytes inside, other routes keep JSON parsing', async (t) => {
   const seen: WebhookEvent[] = [];
-  const receiver = createWebhookReceiver({ secret: SECRET, dedupFile: join(tempDir(t), 'd.db'), onEvent: (e) => { seen.push(e); } });
+  const receiver = createWebhookReceiver({ secret: SECRET, dedup: new SqliteDedupStore({ file: join(tempDir(t), 'd.db') }), onEvent: (e) => { seen.push(e); } });
   const app = Fastify();
   await app.register(webhookFastifyPlugin(receiver, { path: '/webhooks' }));
   app.post('/echo', async (req) => req.body);
@@ -77,7 +78,7 @@ t.test('end to end: the worker delivers to the receiver helper, which verifies, 
   let failNext = true;
   const receiver = createWebhookReceiver({
     secret: SECRET,
-    dedupFile: join(f.dir, 'receiver.db'),
+    dedup: new SqliteDedupStore({ file: join(f.dir, 'receiver.db') }),
     onEvent: (e) => {
       if (failNext) { failNext = false; throw new Error('local store down'); }
       seen.push(e);

@@ -1,7 +1,8 @@
 /** The receiver core: signature, freshness, id checks, dedup, failure ordering. */
 import t from 'tap';
 import { join } from 'node:path';
-import { createWebhookReceiver, MemoryDedupStore, SqliteDedupStore } from '../../receiver/index.js';
+import { createWebhookReceiver, MemoryDedupStore } from '../../receiver/index.js';
+import { SqliteDedupStore } from '../../receiver/sqlite.js';
 import type { WebhookEvent, WebhookReceiverOptions } from '../../receiver/index.js';
 import { SECRET, sign, signed, tempDir } from './helpers.js';
 
@@ -9,7 +10,7 @@ function make(t: { teardown(fn: () => unknown): void }, opts: Partial<WebhookRec
   const seen: WebhookEvent[] = [];
   const receiver = createWebhookReceiver({
     secret: SECRET,
-    dedupFile: join(tempDir(t), 'dedup.db'),
+    dedup: new SqliteDedupStore({ file: join(tempDir(t), 'dedup.db') }),
     onEvent: (e) => { seen.push(e); },
     ...opts,
   });
@@ -75,7 +76,7 @@ t.test('400: header and body delivery ids must match; body must be an event', as
 
 t.test('dedup store failure → 503 and the handler is not run; handler failure → 500, then the retry is processed', async (t) => {
   const dir = tempDir(t);
-  const broken = new SqliteDedupStore(join(dir, 'broken.db'));
+  const broken = new SqliteDedupStore({ file: join(dir, 'broken.db') });
   broken.close(); // every query now throws: a real store failure
   const errors: string[] = [];
   const a = make(t, { dedup: broken, onError: (_e, c) => errors.push(c.stage) });
@@ -118,10 +119,10 @@ t.test('the SQLite dedup store persists across restarts', async (t) => {
   const file = join(tempDir(t), 'persist.db');
   const seen: string[] = [];
   const d = signed();
-  const r1 = createWebhookReceiver({ secret: SECRET, dedupFile: file, onEvent: (e) => { seen.push(e.delivery_id); } });
+  const r1 = createWebhookReceiver({ secret: SECRET, dedup: new SqliteDedupStore({ file }), onEvent: (e) => { seen.push(e.delivery_id); } });
   t.same(await r1.handleWebhook(d), { status: 204 });
   await r1.close();
-  const r2 = createWebhookReceiver({ secret: SECRET, dedupFile: file, onEvent: (e) => { seen.push(e.delivery_id); } });
+  const r2 = createWebhookReceiver({ secret: SECRET, dedup: new SqliteDedupStore({ file }), onEvent: (e) => { seen.push(e.delivery_id); } });
   t.teardown(() => r2.close());
   t.same(await r2.handleWebhook(signed({ id: d.id, event: JSON.parse(d.rawBody.toString()) })), { status: 204 });
   t.same(seen, [d.id]);

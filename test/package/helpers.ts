@@ -1,0 +1,184 @@
+/**
+ * Helpers of the packaging tests: a copy of the project as a fresh clone would have it (the
+ * files git tracks, plus new files not ignored, with `node_modules` linked to this one's), child
+ * processes with deadlines, and a consumer app that installs the packed tarball offline.
+ *
+ * Offline install: `npm install <tarball>` would ask the registry for every dependency's
+ * metadata, which `npm ci` never fetched (it installs from the lockfile). So the consumer app
+ * gets a lockfile made from this project's: the tarball, plus every non-dev package entry
+ * (name, version, integrity) — exactly what `npm install <tarball>` resolves today — and
+ * `npm ci --offline` takes every tarball from npm's cache. `--ignore-scripts` skips
+ * better-sqlite3's native build (minutes on two cores); the app gets the binding `npm ci`
+ * already built for this Node (same locked version, same ABI) copied in. The package itself
+ * has no install scripts (checked in pack.test.ts), so nothing of ours is skipped.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** The repository root. */
+export const ROOT = path.resolve(import.meta.dirname, '../..');
+/** The Node binaries the package is checked on: this machine's, the engines floor (22.12.0) and Node 24. */
+export const NODES: readonly { name: string; bin: string }[] = [
+  { name: `machine (${process.version})`, bin: process.execPath },
+  { name: 'Node 22.12.0 (engines floor)', bin: path.join(ROOT, 'node_modules/node22/bin/node') },
+  { name: 'Node 24', bin: path.join(ROOT, 'node_modules/node/bin/node') },
+];
+
+/** Result of {@link run}. */
+export interface RunResult { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
+
+/**
+ * Spawns `cmd` as a plain program: tap's process tracking puts its loader into the
+ * NODE_OPTIONS of every child it sees spawned (and that loader's CommonJS hook breaks, for
+ * example, TypeScript's ESM `tsc` launcher), so the child starts through `env -u NODE_OPTIONS`.
+ */
+function spawnPlain(cmd: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv) {
+  return spawn('env', ['-u', 'NODE_OPTIONS', cmd, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** Runs a command to completion (killed after `timeoutMs`). */
+export function run(cmd: string, args: readonly string[], o: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawnPlain(cmd, args, o.cwd, o.env ?? cleanEnv());
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => { stdout += c.toString(); });
+    child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
+    const timer = setTimeout(() => child.kill('SIGKILL'), o.timeoutMs ?? 60_000);
+    child.once('error', (err) => { clearTimeout(timer); reject(err); });
+    child.once('close', (code, signal) => { clearTimeout(timer); resolve({ code, signal, stdout, stderr }); });
+  });
+}
+
+/** This process's environment without tap's, tsx's and npm's own variables (a child is a new program). */
+export function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (k === 'NODE_OPTIONS' || /^_?TAP/.test(k) || /^npm_/.test(k) || k === 'INIT_CWD') continue;
+    env[k] = v;
+  }
+  return { ...env, ...extra };
+}
+
+/** Folders a fresh clone does not have (outside a git checkout, where `git ls-files` cannot say). */
+const LOCAL_STATE = new Set(['.git', 'node_modules', 'dist', '.cache', '.tap', 'coverage', 'data']);
+
+/** The project's files as a fresh clone has them (tracked, plus untracked files git does not ignore). */
+export function projectFiles(): string[] {
+  const r = spawnSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, encoding: 'utf8' });
+  if (r.status === 0) return r.stdout.split('\0').filter((f) => f !== '' && fs.existsSync(path.join(ROOT, f)));
+  return fs.readdirSync(ROOT, { recursive: true }).map(String)
+    .filter((f) => !LOCAL_STATE.has(f.split(path.sep)[0]!) && !f.startsWith('.scratch') && fs.lstatSync(path.join(ROOT, f)).isFile());
+}
+
+/** Copies the project into `dest` with `node_modules` linked to this project's. */
+export function copyProject(dest: string): void {
+  for (const f of projectFiles()) {
+    const to = path.join(dest, f);
+    fs.mkdirSync(path.dirname(to), { recursive: true });
+    fs.cpSync(path.join(ROOT, f), to, { verbatimSymlinks: true });
+  }
+  fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dest, 'node_modules'), 'dir');
+}
+
+interface LockEntry { dev?: boolean; [k: string]: unknown }
+
+/**
+ * Makes a consumer app in `dir` that depends on the tarball (and on the named devDependencies
+ * of this project, for example `@types/node` for a TypeScript consumer), installs it offline,
+ * and copies in the better-sqlite3 binding (see the file header).
+ */
+export async function installConsumer(dir: string, tarball: string, devPackages: readonly string[] = []): Promise<RunResult> {
+  const lock = JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> };
+  const own = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as Record<string, unknown>;
+  const spec = `file:${path.relative(dir, tarball)}`;
+  const devDependencies: Record<string, string> = {};
+  const packages: Record<string, unknown> = {};
+  // The named dev packages and everything they depend on, transitively (nested copies included).
+  const wanted = new Set<string>();
+  const queue = devPackages.map((p) => `node_modules/${p}`);
+  for (const p of devPackages) {
+    const entry = lock.packages[`node_modules/${p}`];
+    if (entry === undefined) throw new Error(`${p} is not in package-lock.json`);
+    devDependencies[p] = String(entry.version);
+  }
+  while (queue.length > 0) {
+    const key = queue.pop()!;
+    if (wanted.has(key) || lock.packages[key] === undefined) continue;
+    wanted.add(key);
+    for (const nested of Object.keys(lock.packages)) if (nested.startsWith(`${key}/node_modules/`)) queue.push(nested);
+    for (const dep of Object.keys((lock.packages[key]!.dependencies ?? {}) as object)) {
+      // Node's resolution: the nearest node_modules/<dep> up from the dependent.
+      let base = key;
+      for (;;) {
+        const candidate = `${base}/node_modules/${dep}`;
+        if (lock.packages[candidate] !== undefined) { queue.push(candidate); break; }
+        const up = base.lastIndexOf('/node_modules/');
+        if (up < 0) { queue.push(`node_modules/${dep}`); break; }
+        base = base.slice(0, up);
+      }
+    }
+  }
+  for (const [key, entry] of Object.entries(lock.packages)) {
+    if (!key.startsWith('node_modules/')) continue;
+    if (entry.dev !== true) packages[key] = entry;
+    else if (wanted.has(key)) packages[key] = { ...entry, dev: true };
+  }
+  const manifest = { name: 'consumer-app', version: '1.0.0', private: true, type: 'module', dependencies: { 'agent-authz': spec }, devDependencies };
+  packages[''] = { name: manifest.name, version: manifest.version, dependencies: manifest.dependencies, devDependencies };
+  packages['node_modules/agent-authz'] = {
+    version: own.version, resolved: spec, license: own.license, dependencies: own.dependencies,
+    peerDependencies: own.peerDependencies, peerDependenciesMeta: own.peerDependenciesMeta, engines: own.engines, bin: own.bin,
+  };
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify(manifest, null, 2));
+  fs.writeFileSync(path.join(dir, 'package-lock.json'), JSON.stringify({ name: manifest.name, version: manifest.version, lockfileVersion: 3, requires: true, packages }, null, 2));
+  const r = await run('npm', ['ci', '--offline', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, timeoutMs: 120_000 });
+  if (r.code === 0) {
+    const release = path.join(dir, 'node_modules/better-sqlite3/build/Release');
+    fs.mkdirSync(release, { recursive: true });
+    fs.copyFileSync(path.join(ROOT, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node'), path.join(release, 'better_sqlite3.node'));
+  }
+  return r;
+}
+
+/** A long-running child process. */
+export interface Proc { readonly pid: number; output(): string; exited(): boolean; stop(signal?: NodeJS.Signals): Promise<number | null> }
+
+/** Starts a long-running process (through `env`, which execs it: same pid); `stop()` sends `signal` (SIGTERM), then SIGKILL after 10 s. */
+export function startProc(cmd: string, args: readonly string[], o: { cwd: string; env: NodeJS.ProcessEnv }): Proc {
+  const child = spawnPlain(cmd, args, o.cwd, o.env);
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => { out += c.toString(); });
+  child.stderr.on('data', (c: Buffer) => { out += c.toString(); });
+  let done = false;
+  const exit = new Promise<number | null>((resolve) => child.once('close', (code) => { done = true; resolve(code); }));
+  return {
+    pid: child.pid ?? -1,
+    output: () => out,
+    exited: () => done,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (!done) child.kill(signal);
+      const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      const code = await exit;
+      clearTimeout(killer);
+      return code;
+    },
+  };
+}
+
+/** Waits (at most `timeoutMs`) until GET `url` answers `status`; throws with the process output otherwise. */
+export async function waitFor(url: string, proc: Proc, o: { status?: number; timeoutMs?: number } = {}): Promise<void> {
+  const deadline = Date.now() + (o.timeoutMs ?? 30_000);
+  for (;;) {
+    if (proc.exited()) throw new Error(`the process exited before ${url} answered:\n${proc.output()}`);
+    try {
+      const r = await fetch(url, { signal: AbortSignal.timeout(1000) });
+      await r.arrayBuffer();
+      if (r.status === (o.status ?? 200)) return;
+    } catch { /* not listening yet */ }
+    if (Date.now() > deadline) throw new Error(`${url} did not answer ${o.status ?? 200} in time:\n${proc.output()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
