@@ -48,12 +48,12 @@ export class BenchSeedDb {
     this.live = opts.live === true;
     if (!fs.existsSync(file)) throw new TypeError(`no database file at ${file}`);
     this.db = new Database(file);
-    this.db.pragma('busy_timeout = 10000');
+    this.db.exec('PRAGMA busy_timeout = 10000');
     if (!opts.live) {
       // Seeding speed only (the sidecar is stopped; it reopens the file in WAL mode with its own
       // settings): write pages straight into the file instead of through the WAL.
-      this.db.pragma('journal_mode = MEMORY');
-      this.db.pragma('synchronous = OFF');
+      this.db.exec('PRAGMA journal_mode = MEMORY');
+      this.db.exec('PRAGMA synchronous = OFF');
       this.db.pragma('cache_size = -65536');
     }
   }

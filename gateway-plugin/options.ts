@@ -108,7 +108,7 @@ export interface ContextOptions {
 export interface GatewayOptions {
   /** Upstream origin, for example `http://127.0.0.1:8080` (no path). */
   upstream: string;
-  /** Sidecar base URL, for example `http://127.0.0.1:8081`. */
+  /** Sidecar base URL, for example `http://127.0.0.1:8700` (the sidecar's default port). */
   sidecarUrl: string;
   /** The gateway's own sidecar API key (`X-Service-API-Key`). */
   apiKey: string;

@@ -24,7 +24,7 @@ export function openSqliteAuditSource(file: string): AuditSource {
   let db: Database.Database;
   try {
     db = new Database(file, { readonly: true, fileMustExist: true });
-    db.pragma('query_only = ON');
+    db.exec('PRAGMA query_only = ON'); // exec(): no Statement to be collected (see KEEP)
   } catch (err) {
     throw new AuditSourceError(`${file}: cannot open the database: ${(err as Error).message}`);
   }
