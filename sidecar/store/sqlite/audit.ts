@@ -9,8 +9,8 @@ import type { Db } from './db.js';
 import type {
   AuditChainHead, AuditCheckpointRecord, AuditStore, ChainedAuditEvent, ExportClaim, PrunePoint, ServiceKeyRecord,
 } from '../types.js';
-import type { AuditRow } from './proofs.js';
-import { auditFromRow } from './proofs.js';
+import type { AuditRow } from '../rows.js';
+import { auditFromRow } from '../rows.js';
 
 interface HeadRow { account_id: string; position: number; hash: string; checkpoint_position: number; checkpoint_at: number }
 interface CheckpointRow { id: string; account_id: string; position: number; head: string; kind: string; key_id: string; signature: string; created_at: number }
