@@ -19,7 +19,7 @@ import { startPostgres } from '../../helpers/postgres.js';
 import { delegateAgent, specFlow, startMailSink, startSidecar } from '../../helpers/sidecar.js';
 import { DB_FILE_NAME } from '../../../sidecar/store/index.js';
 import { COPY_TABLES } from '../../../sidecar/store/copy.js';
-import { VERIFY_PRICE_MICROS } from '../../../sidecar/decide/pipeline.js';
+import { VERIFY_PRICE_MICROS } from '../../../sidecar/decide/billing.js';
 import { startHookReceiver } from '../webhooks/fixtures/hooks.js';
 import { auditAll, bundleFor, expectDecision, expectError, usage, verify } from '../decide/helpers.js';
 import type { AuditEvent, Bundle, Usage } from '../decide/helpers.js';

@@ -13,7 +13,7 @@ import t from 'tap';
 import { startPostgres } from '../../helpers/postgres.js';
 import { specFlow, startMailSink } from '../../helpers/sidecar.js';
 import type { Flow } from '../../helpers/sidecar.js';
-import { VERIFY_PRICE_MICROS } from '../../../sidecar/decide/pipeline.js';
+import { VERIFY_PRICE_MICROS } from '../../../sidecar/decide/billing.js';
 import { verify } from '../decide/helpers.js';
 import { compileSidecar, newMasterKey, platformOn, startReplica } from './replicas.js';
 import type { Replica, ReplicaGroup } from './replicas.js';

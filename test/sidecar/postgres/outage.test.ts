@@ -14,7 +14,7 @@ import t from 'tap';
 import { startPostgres } from '../../helpers/postgres.js';
 import { specFlow, startMailSink } from '../../helpers/sidecar.js';
 import type { Res } from '../../helpers/sidecar.js';
-import { VERIFY_PRICE_MICROS } from '../../../sidecar/decide/pipeline.js';
+import { VERIFY_PRICE_MICROS } from '../../../sidecar/decide/billing.js';
 import { bundleFor, expectError, verify } from '../decide/helpers.js';
 import type { Bundle } from '../decide/helpers.js';
 import { newMasterKey, platformOn, sameSession, startReplicas } from './replicas.js';
