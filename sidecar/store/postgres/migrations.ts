@@ -11,7 +11,9 @@
  *   statement (one round trip). An allow first takes a FOR SHARE lock on its
  *   certificate (a revocation waits for it, or it sees the revocation), then
  *   the challenge and account rows are locked and checked before anything is
- *   written, so a refusal returns with nothing written.
+ *   written, so a refusal returns with nothing written. It commits without
+ *   waiting for the WAL flush (the hot account row is unlocked at once); the
+ *   store answers only after the flush barrier of proofs.ts.
  * - `NOTIFY` triggers: a certificate becoming revoked, or an API key changing,
  *   notifies channel `agent_authz_changes` on commit (the change feed, changes.ts).
  * - the append-only rule of the audit table.
@@ -130,9 +132,13 @@ CREATE TABLE rate_limits (key TEXT PRIMARY KEY, window_end BIGINT NOT NULL, coun
 CREATE INDEX rate_limits_end ON rate_limits (window_end);
 
 -- Consume the challenge (if given) and debit the account: every check before any write.
+-- The transaction commits without waiting for the WAL flush, so the account row lock is not
+-- held through an fsync (that would cap one account at one commit per flush); the store
+-- acknowledges only after a synchronous commit that follows it (a flush barrier, proofs.ts).
 CREATE FUNCTION authz_consume(p_challenge TEXT, p_audience TEXT, p_now BIGINT, p_account TEXT, p_price BIGINT,
   p_allows INTEGER, p_denies INTEGER) RETURNS TEXT LANGUAGE plpgsql AS $$
 BEGIN
+  PERFORM set_config('synchronous_commit', 'off', true);
   IF p_challenge IS NOT NULL THEN
     PERFORM 1 FROM challenges WHERE id = p_challenge AND consumed_at IS NULL AND expires_at > p_now
       AND audience_connection_id = p_audience FOR UPDATE;

@@ -1,7 +1,16 @@
 /**
  * PostgreSQL implementation of {@link ProofStore}: challenges, presentation,
  * the verify commit (one statement calling `authz_commit_decision`, see
- * migrations.ts: one round trip, all or nothing), audit reads and purges.
+ * migrations.ts: all or nothing), audit reads and purges.
+ *
+ * The verify commit's transaction does not wait for its WAL flush, so that
+ * the account's row lock is released at once and the commits of one busy
+ * account share their flushes. Before answering, a committed decision passes
+ * a flush barrier: a tiny transaction that does wait for its own commit
+ * record to be flushed, which (the WAL being one sequence) flushes every
+ * commit before it. So every acknowledged verify is on disk; what a crash
+ * between the two can lose was never acknowledged (the caller answered
+ * `indeterminate`).
  */
 import type { PgDb } from './db.js';
 import type { AuditEventRecord, ChallengeRecord, DecisionCommit, DecisionCommitResult, ProofStore } from '../types.js';
@@ -46,16 +55,22 @@ export class PgProofStore implements ProofStore {
     return (await this.db.get<{ c: number }>('SELECT credits_micros AS c FROM accounts WHERE id = $1', [accountId]))?.c ?? 0;
   }
 
+  /** Waits until the WAL is flushed past every commit made so far (see the file header). */
+  private async flushed(r: DecisionCommitResult): Promise<DecisionCommitResult> {
+    if (r === 'committed') await this.db.run('SELECT pg_current_xact_id()');
+    return r;
+  }
+
   async commitDecision(c: DecisionCommit): Promise<DecisionCommitResult> {
     const a = c.audit;
-    return result(await this.db.get<{ r: string }>(
+    return this.flushed(result(await this.db.get<{ r: string }>(
       'SELECT authz_commit_decision($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) AS r',
       [c.challengeId, c.audienceConnectionId, c.now, c.accountId, c.priceMicros, c.decision, c.certId,
-        a.id, a.eventType, a.connectionId, a.agentId, a.certId, a.requiredScope, JSON.stringify(a.details), a.createdAt]));
+        a.id, a.eventType, a.connectionId, a.agentId, a.certId, a.requiredScope, JSON.stringify(a.details), a.createdAt])));
   }
 
   async consumeAndDebit(challengeId: string | null, audience: string, now: number, accountId: string, price: number): Promise<DecisionCommitResult> {
-    return result(await this.db.get<{ r: string }>('SELECT authz_consume($1, $2, $3, $4, $5, 0, 0) AS r', [challengeId, audience, now, accountId, price]));
+    return this.flushed(result(await this.db.get<{ r: string }>('SELECT authz_consume($1, $2, $3, $4, $5, 0, 0) AS r', [challengeId, audience, now, accountId, price])));
   }
 
   async listAudit(q: { accountId: string; limit: number; before?: number; eventType?: string; agentId?: string }): Promise<AuditEventRecord[]> {
