@@ -74,7 +74,9 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   try {
     await migratePostgres(db);
     if (opts.changes !== false) {
-      feed = new PgChangeFeed({ client: clientConfig(opts), ...(opts.monitor ? { monitor: opts.monitor } : {}) });
+      const client = clientConfig(opts);
+      // Its own application_name, so operators (and the tests) can tell the LISTEN connection apart.
+      feed = new PgChangeFeed({ client: { ...client, application_name: `${client.application_name} (changes)` }, ...(opts.monitor ? { monitor: opts.monitor } : {}) });
       await feed.start();
     }
   } catch (err) {

@@ -13,6 +13,9 @@
  * - API keys: a rotation or removal on A stops the old key on B within the
  *   notification delay, not the cache's 5 s.
  * - Sessions: made on A, used on B, refreshed on C, ended on B.
+ * - A lost change feed (LISTEN connections cut, reconnection refused for a
+ *   while): B reads through (a key rotated on A meanwhile is refused on B at
+ *   once), then resyncs when it can reconnect.
  */
 import t from 'tap';
 import { startPostgres } from '../../helpers/postgres.js';
@@ -28,6 +31,7 @@ if (pg) {
   const mail = await startMailSink();
   t.teardown(() => mail.close());
   const dbUrl = await pg.createDatabase();
+  const db = dbUrl.split('/').pop()!;
   const [A, B, C] = await startReplicas(t, { dbUrl, masterKey: newMasterKey(), mail }, 3);
   const all = [A!, B!, C!];
 
@@ -48,7 +52,7 @@ if (pg) {
     const f = await specFlow(B!.sc, 'credits@example.com');
     const bundles = [];
     for (let i = 0; i < 3 * n; i++) bundles.push(await bundleFor(f, platformOn(all[i % 3]!, f.reg.api_key)));
-    await pg.admin('UPDATE accounts SET credits_micros = $1 WHERE email = $2', [n * VERIFY_PRICE_MICROS, 'credits@example.com'], dbUrl.split('/').pop());
+    await pg.admin('UPDATE accounts SET credits_micros = $1 WHERE email = $2', [n * VERIFY_PRICE_MICROS, 'credits@example.com'], db);
     const rs = await Promise.all(bundles.map((b, i) => verify(platformOn(all[i % 3]!, f.reg.api_key), b, 'data:read')));
     const paid = rs.filter((r) => r.status !== 402);
     t.equal(paid.length, n, `exactly ${n} answers are not 402`);
@@ -135,6 +139,27 @@ if (pg) {
     t.equal((await refreshed.get('/v1/auth/session')).status, 200, 'the new session works on A');
     t.equal((await sameSession(onC, B!).post('/v1/auth/logout')).status, 200, 'logout on B');
     expectError(t, await sameSession(onC, C!).get('/v1/auth/session'), 401, 'auth_required', 'ended on C too');
+  });
+
+  await t.test('while the change feed is down the caches read through; then they resync', async (t) => {
+    const f = await specFlow(A!.sc, 'feed-down@example.com');
+    const onB = platformOn(B!, f.reg.api_key);
+    t.equal((await onB.post('/v1/service/challenge')).status, 200, 'B has the key cached');
+    t.equal((await f.user.get('/v1/auth/session')).status, 200, 'A has a pooled connection');
+    const resyncs = (await B!.metric('agent_authz_store_resyncs_total')) ?? 0;
+    await pg.admin(`ALTER DATABASE ${db} ALLOW_CONNECTIONS false`);
+    try {
+      const cut = await pg.admin<{ n: number }>("SELECT COUNT(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE datname = $1 AND application_name LIKE '%(changes)'", [db]);
+      t.equal(cut[0]!.n, 3, 'every replica lost its LISTEN connection, and cannot open a new one');
+      await new Promise((r) => setTimeout(r, 300));
+      t.equal((await f.user.post(`/v1/service/connections/${f.reg.connection_id}/rotate-key`)).status, 200, 'a rotation on A (no notification can reach B)');
+      expectError(t, await onB.post('/v1/service/challenge'), 401, 'invalid_api_key', 'B reads through: the old key is refused at once');
+    } finally {
+      await pg.admin(`ALTER DATABASE ${db} ALLOW_CONNECTIONS true`);
+    }
+    const deadline = Date.now() + 10_000;
+    while (((await B!.metric('agent_authz_store_resyncs_total')) ?? 0) <= resyncs && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    t.ok(((await B!.metric('agent_authz_store_resyncs_total')) ?? 0) > resyncs, 'B resynced once the database let it reconnect');
   });
 
   await t.test('no replica crashed', async (t) => {
