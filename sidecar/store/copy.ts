@@ -20,19 +20,21 @@ import type { PostgresSettings } from './postgres/store.js';
 import type { Querier } from './postgres/db.js';
 
 /**
- * The tables in foreign-key order: the primary key the verification orders by (`"C"` collation
- * for text keys, SQLite's byte order), and the identity column to advance past the copy.
+ * The tables in foreign-key order: the key columns the verification orders by (text columns in
+ * the `"C"` collation on PostgreSQL, SQLite's byte order; `numeric` ones as numbers), and the
+ * identity column to advance past the copy.
  */
-export const COPY_TABLES: readonly { name: string; key: string; identity?: string }[] = [
-  { name: 'accounts', key: 'id' }, { name: 'login_codes', key: 'id' }, { name: 'sessions', key: 'id' },
-  { name: 'platforms', key: 'id' }, { name: 'connections', key: 'id' }, { name: 'api_keys', key: 'id' },
-  { name: 'agents', key: 'id' }, { name: 'delegation_requests', key: 'id' }, { name: 'certificates', key: 'id' },
-  { name: 'challenges', key: 'id' }, { name: 'audit_events', key: 'seq', identity: 'seq' }, { name: 'outbox', key: 'id', identity: 'seq' },
-  { name: 'delivery_attempts', key: 'id', identity: 'id' }, { name: 'store_meta', key: 'key' }, { name: 'rate_limits', key: 'key' },
+export const COPY_TABLES: readonly { name: string; key: string[]; numeric?: boolean; identity?: string }[] = [
+  { name: 'accounts', key: ['id'] }, { name: 'login_codes', key: ['id'] }, { name: 'sessions', key: ['id'] },
+  { name: 'platforms', key: ['id'] }, { name: 'connections', key: ['id'] }, { name: 'api_keys', key: ['id'] },
+  { name: 'agents', key: ['id'] }, { name: 'delegation_requests', key: ['id'] }, { name: 'certificates', key: ['id'] },
+  { name: 'challenges', key: ['id'] }, { name: 'audit_events', key: ['seq'], numeric: true, identity: 'seq' },
+  { name: 'outbox', key: ['id'], identity: 'seq' }, { name: 'delivery_attempts', key: ['id'], numeric: true, identity: 'id' },
+  { name: 'store_meta', key: ['key'] }, { name: 'rate_limits', key: ['key'] },
+  { name: 'approvals', key: ['seq'], numeric: true, identity: 'seq' }, { name: 'usage_counters', key: ['cert_id', 'kind', 'window_start'] },
+  { name: 'audit_chain_heads', key: ['account_id'] }, { name: 'audit_checkpoints', key: ['id'] },
+  { name: 'audit_export_cursors', key: ['sink', 'account_id'] }, { name: 'service_keys', key: ['id'] },
 ];
-
-/** Integer primary keys (ordered as numbers, not text). */
-const NUMERIC_KEYS = new Set(['audit_events', 'delivery_attempts']);
 
 /** Rows per INSERT statement. */
 const BATCH = 500;
@@ -87,7 +89,7 @@ export async function copySqliteToPostgres(sqliteFile: string, target: PostgresS
     } finally {
       src.raw.exec('COMMIT');
     }
-    for (const t of COPY_TABLES) await verifyTable(src, store.db, t.name, t.key, cols.get(t.name)!, counts[t.name]!);
+    for (const t of COPY_TABLES) await verifyTable(src, store.db, t, cols.get(t.name)!, counts[t.name]!);
     return counts;
   } finally {
     src.close();
@@ -116,10 +118,12 @@ async function copyTable(src: Db, q: Querier, table: string, names: string[]): P
   return n;
 }
 
-/** Compares count and digest of one table on both sides, in primary-key order. */
-async function verifyTable(src: Db, dst: Querier, table: string, key: string, names: string[], copied: number): Promise<void> {
-  const a = src.all<Row>(`SELECT ${names.join(', ')} FROM ${table} ORDER BY ${key}`);
-  const b = await dst.all<Row>(`SELECT ${names.join(', ')} FROM ${table} ORDER BY ${key}${NUMERIC_KEYS.has(table) ? '' : ' COLLATE "C"'}`);
+/** Compares count and digest of one table on both sides, in key order. */
+async function verifyTable(src: Db, dst: Querier, t: (typeof COPY_TABLES)[number], names: string[], copied: number): Promise<void> {
+  const table = t.name;
+  const a = src.all<Row>(`SELECT ${names.join(', ')} FROM ${table} ORDER BY ${t.key.join(', ')}`);
+  const pgKey = t.key.map((k) => (t.numeric || k === 'window_start' ? k : `${k} COLLATE "C"`)).join(', ');
+  const b = await dst.all<Row>(`SELECT ${names.join(', ')} FROM ${table} ORDER BY ${pgKey}`);
   if (a.length !== copied || b.length !== copied) throw new Error(`copy verification failed for ${table}: ${a.length} rows in SQLite, ${b.length} in PostgreSQL, ${copied} copied`);
   const ha = digest(a, names).digest('hex');
   const hb = digest(b, names).digest('hex');

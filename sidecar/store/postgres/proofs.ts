@@ -1,34 +1,51 @@
 /**
  * PostgreSQL implementation of {@link ProofStore}: challenges, presentation,
- * the verify commit (one statement calling `authz_commit_decision`, see
- * migrations.ts: all or nothing), audit reads and purges.
+ * the verify commit, audit reads and the challenge purge.
  *
- * The verify commit's transaction does not wait for its WAL flush, so that
- * the account's row lock is released at once and the commits of one busy
- * account share their flushes. Before answering, a committed decision passes
- * a flush barrier: a tiny transaction that does wait for its own commit
- * record to be flushed, which (the WAL being one sequence) flushes every
- * commit before it. So every acknowledged verify is on disk; what a crash
- * between the two can lose was never acknowledged (the caller answered
- * `indeterminate`).
+ * A verify commit is one transaction: `authz_decide` (migrations.ts: the
+ * certificate re-read, consume + debit, approval and usage-counter effects)
+ * in one statement, the new pending approval and its event if asked for, then
+ * the audit rows appended to the account's hash chain (audit-append.ts). The
+ * transaction does not wait for its WAL flush, so the account's row lock is
+ * released at once and the commits of one busy account share their flushes.
+ * Before answering, a committed decision passes a flush barrier: a tiny
+ * transaction that does wait for its own commit record to be flushed, which
+ * (the WAL being one sequence) flushes every commit before it. So every
+ * acknowledged verify is on disk; what a crash between the two can lose was
+ * never acknowledged (the caller answered `indeterminate`).
  */
 import type { PgDb } from './db.js';
-import type { AuditEventRecord, ChallengeRecord, DecisionCommit, DecisionCommitResult, ProofStore } from '../types.js';
+import { appendAudits } from './audit-append.js';
+import { insertOutboxEvent } from './outbox.js';
+import { insertApproval } from './approvals.js';
+import type { AuditEventRecord, AuditQuery, ChallengeRecord, DecisionCommit, DecisionCommitResult, ProofStore } from '../types.js';
 import { auditFromRow, challengeFromRow } from '../rows.js';
 import type { AuditRow, ChallengeRow } from '../rows.js';
 
-const RESULTS: ReadonlySet<string> = new Set(['committed', 'invalid_challenge', 'credits_exhausted', 'certificate_revoked']);
+const RESULTS: ReadonlySet<string> = new Set(['committed', 'invalid_challenge', 'credits_exhausted', 'certificate_revoked',
+  'approval_used', 'approval_exists', 'budget_exceeded', 'rate_exceeded']);
 
 function result(r: { r: string } | undefined): DecisionCommitResult {
   if (!r || !RESULTS.has(r.r)) throw new Error(`unexpected commit result ${JSON.stringify(r)}`);
   return r.r as DecisionCommitResult;
 }
 
+/** Thrown inside a transaction to roll it back with a result. */
+class Refused {
+  readonly result: DecisionCommitResult;
+  constructor(result: DecisionCommitResult) {
+    this.result = result;
+  }
+}
+
 /** Challenges, decisions and audit on PostgreSQL. */
 export class PgProofStore implements ProofStore {
   private readonly db: PgDb;
-  constructor(db: PgDb) {
+  private readonly chain: boolean;
+  /** `chain` false writes audit rows without hash links (SIDECAR_AUDIT_CHAIN=off). */
+  constructor(db: PgDb, chain = true) {
     this.db = db;
+    this.chain = chain;
   }
 
   async insertChallenge(c: ChallengeRecord): Promise<void> {
@@ -42,13 +59,14 @@ export class PgProofStore implements ProofStore {
   }
 
   async presentChallenge(id: string, now: number, a: AuditEventRecord): Promise<boolean> {
-    // One statement: the audit row is inserted only if the UPDATE marked the challenge, and a
-    // failing insert takes the UPDATE back with it.
-    return (await this.db.run(
-      `WITH c AS (UPDATE challenges SET presented_at = $2 WHERE id = $1 AND presented_at IS NULL AND consumed_at IS NULL AND expires_at > $2 RETURNING id)
-       INSERT INTO audit_events (id, account_id, event_type, connection_id, agent_id, cert_id, required_scope, details, created_at)
-       SELECT $3::text, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::text, $11::bigint FROM c`,
-      [id, now, a.id, a.accountId, a.eventType, a.connectionId, a.agentId, a.certId, a.requiredScope, JSON.stringify(a.details), a.createdAt])) === 1;
+    const ok = await this.db.tx(async (q) => {
+      if ((await q.run("SELECT set_config('synchronous_commit', 'off', true)")) !== 1) throw new Error('set_config failed');
+      if ((await q.run('UPDATE challenges SET presented_at = $2 WHERE id = $1 AND presented_at IS NULL AND consumed_at IS NULL AND expires_at > $2', [id, now])) !== 1) return false;
+      await appendAudits(q, [a], this.chain);
+      return true;
+    });
+    if (ok) await this.barrier();
+    return ok;
   }
 
   async creditsOf(accountId: string): Promise<number> {
@@ -56,38 +74,61 @@ export class PgProofStore implements ProofStore {
   }
 
   /** Waits until the WAL is flushed past every commit made so far (see the file header). */
-  private async flushed(r: DecisionCommitResult): Promise<DecisionCommitResult> {
-    if (r === 'committed') await this.db.run('SELECT pg_current_xact_id()');
-    return r;
+  private async barrier(): Promise<void> {
+    await this.db.run('SELECT pg_current_xact_id()');
   }
 
   async commitDecision(c: DecisionCommit): Promise<DecisionCommitResult> {
-    const a = c.audit;
-    return this.flushed(result(await this.db.get<{ r: string }>(
-      'SELECT authz_commit_decision($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) AS r',
-      [c.challengeId, c.audienceConnectionId, c.now, c.accountId, c.priceMicros, c.decision, c.certId,
-        a.id, a.eventType, a.connectionId, a.agentId, a.certId, a.requiredScope, JSON.stringify(a.details), a.createdAt])));
+    const e = c.effects;
+    const debits = (e?.debits ?? []).map((d) => ({ cert_id: d.certId, kind: d.kind, window_start: d.windowStart, amount: d.amount, lim: d.limit }));
+    let r: DecisionCommitResult;
+    try {
+      r = await this.db.tx(async (q) => {
+        const decided = result(await q.get<{ r: string }>('SELECT authz_decide($1, $2, $3, $4, $5, $6, $7, $8, $9) AS r',
+          [c.challengeId, c.audienceConnectionId, c.now, c.accountId, c.priceMicros, c.decision, c.certId, e?.useApproval ?? null, JSON.stringify(debits)]));
+        if (decided !== 'committed') throw new Refused(decided);
+        const audits: AuditEventRecord[] = [];
+        if (e?.requestApproval) {
+          if (!(await insertApproval(q, e.requestApproval.approval))) throw new Refused('approval_exists');
+          audits.push(e.requestApproval.audit);
+          await insertOutboxEvent(q, e.requestApproval.event);
+        }
+        audits.push(c.audit);
+        await appendAudits(q, audits, this.chain);
+        return 'committed' as const;
+      });
+    } catch (err) {
+      if (err instanceof Refused) return err.result;
+      throw err;
+    }
+    await this.barrier();
+    return r;
   }
 
   async consumeAndDebit(challengeId: string | null, audience: string, now: number, accountId: string, price: number): Promise<DecisionCommitResult> {
-    return this.flushed(result(await this.db.get<{ r: string }>('SELECT authz_consume($1, $2, $3, $4, $5, 0, 0) AS r', [challengeId, audience, now, accountId, price])));
+    const r = result(await this.db.get<{ r: string }>('SELECT authz_consume($1, $2, $3, $4, $5, 0, 0) AS r', [challengeId, audience, now, accountId, price]));
+    if (r === 'committed') await this.barrier();
+    return r;
   }
 
-  async listAudit(q: { accountId: string; limit: number; before?: number; eventType?: string; agentId?: string }): Promise<AuditEventRecord[]> {
+  async listAudit(q: AuditQuery): Promise<AuditEventRecord[]> {
     const where = ['account_id = $1'];
     const params: unknown[] = [q.accountId];
-    if (q.before !== undefined) { params.push(q.before); where.push(`seq < $${params.length}`); }
-    if (q.eventType !== undefined) { params.push(q.eventType); where.push(`event_type = $${params.length}`); }
-    if (q.agentId !== undefined) { params.push(q.agentId); where.push(`agent_id = $${params.length}`); }
+    const add = (sql: (p: string) => string, v: unknown): void => { params.push(v); where.push(sql(`$${params.length}`)); };
+    if (q.before !== undefined) add((p) => `seq < ${p}`, q.before);
+    if (q.eventType !== undefined) add((p) => `event_type = ${p}`, q.eventType);
+    if (q.agentId !== undefined) add((p) => `agent_id = ${p}`, q.agentId);
+    if (q.from !== undefined) add((p) => `created_at >= ${p}`, q.from);
+    if (q.to !== undefined) add((p) => `created_at < ${p}`, q.to);
+    if (q.decision !== undefined) add((p) => `details::jsonb ->> 'decision' = ${p}`, q.decision);
+    if (q.reason !== undefined) add((p) => `details::jsonb ->> 'decision_reason' = ${p}`, q.reason);
+    if (q.scope !== undefined) add((p) => `required_scope = ${p}`, q.scope);
+    if (q.certId !== undefined) add((p) => `cert_id = ${p}`, q.certId);
     params.push(q.limit);
     return (await this.db.all<AuditRow>(`SELECT * FROM audit_events WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT $${params.length}`, params)).map(auditFromRow);
   }
 
   async purgeChallenges(olderThan: number): Promise<number> {
     return this.db.run('DELETE FROM challenges WHERE (consumed_at IS NOT NULL AND consumed_at < $1) OR expires_at < $1', [olderThan]);
-  }
-
-  async purgeAudit(olderThan: number): Promise<number> {
-    return this.db.run('DELETE FROM audit_events WHERE created_at < $1', [olderThan]);
   }
 }

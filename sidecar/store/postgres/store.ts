@@ -13,6 +13,8 @@ import { PgPlatformStore } from './platforms.js';
 import { PgDelegationStore } from './delegations.js';
 import { PgProofStore } from './proofs.js';
 import { PgOutboxStore } from './outbox.js';
+import { PgApprovalStore, PgUsageStore } from './approvals.js';
+import { PgAuditStore } from './audit.js';
 import type { PoolStats, Store, StoreMonitor } from '../types.js';
 
 export type { PostgresSettings } from './db.js';
@@ -23,6 +25,8 @@ export interface PostgresStoreOptions extends PostgresSettings {
   monitor?: StoreMonitor;
   /** Start the change feed (default true; the copy command does without). */
   changes?: boolean;
+  /** Link audit rows into the per-account hash chain (default true; false is SIDECAR_AUDIT_CHAIN=off). */
+  auditChain?: boolean;
 }
 
 /** The PostgreSQL {@link Store}. */
@@ -32,18 +36,25 @@ export class PostgresStore implements Store {
   readonly delegations: PgDelegationStore;
   readonly proofs: PgProofStore;
   readonly outbox: PgOutboxStore;
+  readonly approvals: PgApprovalStore;
+  readonly usage: PgUsageStore;
+  readonly audit: PgAuditStore;
   readonly changes: PgChangeFeed | undefined;
   /** The pool (store-internal; the copy command uses it). */
   readonly db: PgDb;
 
-  constructor(db: PgDb, changes: PgChangeFeed | undefined) {
+  /** `chain` false writes audit rows without hash links (SIDECAR_AUDIT_CHAIN=off). */
+  constructor(db: PgDb, changes: PgChangeFeed | undefined, chain = true) {
     this.db = db;
     this.changes = changes;
     this.accounts = new PgAccountStore(db);
     this.platforms = new PgPlatformStore(db);
     this.delegations = new PgDelegationStore(db);
-    this.proofs = new PgProofStore(db);
+    this.proofs = new PgProofStore(db, chain);
     this.outbox = new PgOutboxStore(db);
+    this.approvals = new PgApprovalStore(db, chain);
+    this.usage = new PgUsageStore(db);
+    this.audit = new PgAuditStore(db);
   }
 
   async ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }> {
@@ -84,5 +95,5 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     await db.close().catch(() => {});
     throw err;
   }
-  return new PostgresStore(db, feed);
+  return new PostgresStore(db, feed, opts.auditChain ?? true);
 }
