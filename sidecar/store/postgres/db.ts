@@ -143,6 +143,10 @@ export class PgDb implements Querier {
       run: async (sql: string, params: unknown[] = []) => (await this.exec(client, sql, params)).rowCount ?? 0,
     };
     let broken: Error | undefined;
+    // A checked-out client whose connection breaks emits 'error' on itself (the pool only
+    // listens to idle ones): without a listener the process would crash.
+    const onError = (err: Error): void => { broken = err; this.monitor?.error?.(); };
+    client.on('error', onError);
     try {
       await q.run('BEGIN');
       const out = await fn(q);
@@ -152,6 +156,7 @@ export class PgDb implements Querier {
       try { await client.query('ROLLBACK'); } catch (e) { broken = e as Error; }
       throw err instanceof StoreUnavailableError || !isUnavailable(err) ? err : this.fail(err);
     } finally {
+      client.removeListener('error', onError);
       client.release(broken);
     }
   }

@@ -32,6 +32,8 @@ export async function migratePostgres(db: PgDb): Promise<number> {
   let client: pg.PoolClient;
   try { client = await db.pool.connect(); } catch (err) { throw db.fail(err); }
   let broken: Error | undefined;
+  const onError = (err: Error): void => { broken = err; };
+  client.on('error', onError);
   try {
     // Waiting for the lock (another replica migrating) is not bounded by the statement timeout.
     await client.query('SET statement_timeout = 0');
@@ -62,6 +64,7 @@ export async function migratePostgres(db: PgDb): Promise<number> {
     broken ??= err as Error;
     throw db.fail(err);
   } finally {
+    client.removeListener('error', onError);
     client.release(broken);
   }
 }

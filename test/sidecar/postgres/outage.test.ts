@@ -53,6 +53,7 @@ if (pg) {
     const downAt = results.length;
     while (results.length < downAt + 15 && next < bundles.length) await new Promise((r) => setTimeout(r, 20));
     const during = results.slice(downAt + 4).map((x) => x.res);
+    t.same(all.filter((r) => r.proc.exitCode !== null || r.proc.signalCode !== null).map((r) => `${r.name} exited: ${r.output().slice(-3000)}`), [], 'no replica exited');
     t.ok(during.length >= 8, `${during.length} verifies while the database was down`);
     t.same(during.filter((r) => !(r.status === 200 && r.body?.decision === 'indeterminate')).map((r) => `${r.status} ${r.text.slice(0, 120)}`), [],
       'every verify during the outage: 200 indeterminate');
