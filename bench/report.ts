@@ -3,6 +3,7 @@
  * the one printed table (Markdown). The chart is drawn by chart.ts.
  */
 import type { LoadResult } from './load.js';
+import type { PostgresResults } from './postgres.js';
 import type { ProfileSummary } from './profile.js';
 import type { Backend } from './plan.js';
 import { gatewayBounds, pathCpuMs } from './bounds.js';
@@ -74,6 +75,8 @@ export interface Results {
     auditRead: { small: LoadResult; big: LoadResult };
   };
   webhooks?: { backend: Backend; enqueued: number; delivered: number; perSec: number; startupS: number; allDeliveredAfterReadyS: number | undefined };
+  /** The PostgreSQL step (postgres.ts). */
+  postgres?: PostgresResults;
   targets?: Target[];
 }
 
@@ -152,6 +155,10 @@ export function evaluateTargets(res: Results, backend: Backend): Target[] {
     `${int(added)} µs`, `≤ verify server time + 0.5 ms = ${int(budget)} µs`, (v) => v <= 0);
   const s = res.scaling;
   const sr = s ? s.verify.big.p50 / s.verify.small.p50 : undefined;
+  const pg = res.postgres;
+  const pr = pg ? pg.verify.pg1.rps / pg.verify.sqlite.rps : undefined;
+  add('pg-ratio', 'Verify throughput on PostgreSQL ÷ on SQLite', pr, fix(pr), '≥ 0.50', (v) => v >= 0.5, pg?.backend ?? backend);
+  add('pg-propagation', 'Revocation propagation p99', pg?.propagation.p99Ms, `${fix(pg?.propagation.p99Ms, 1)} ms`, '≤ 100 ms', (v) => v <= 100, pg?.backend ?? backend);
   add('scaling', `Verify p50 at ${s ? pow10(s.rows.big) : '10^6'} ÷ at ${s ? pow10(s.rows.small) : '10^3'} audit rows`, sr, fix(sr, 3), '≤ 1.10', (v) => v <= 1.1, s?.backend ?? backend);
   return out;
 }
@@ -265,6 +272,16 @@ export function renderTable(res: Results): string {
   if (w) {
     section('Webhooks');
     one('Outbox drain to a local receiver', w.backend, `${int(w.perSec)} events/s (${int(w.delivered)}/${int(w.enqueued)} delivered)`);
+  }
+  const pg = res.postgres;
+  if (pg) {
+    section(`PostgreSQL (${pg.server}) — verify c=${pg.concurrency}: req/s · p50 / p99 / p99.9`);
+    one('SQLite, one sidecar', pg.backend, lat(pg.verify.sqlite));
+    one('PostgreSQL, one sidecar', pg.backend, lat(pg.verify.pg1));
+    one('PostgreSQL, two sidecars on one database', pg.backend, lat(pg.verify.pg2));
+    one('Verify throughput on PostgreSQL ÷ on SQLite', pg.backend, fix(pg.verify.pg1.rps / pg.verify.sqlite.rps), 'pg-ratio');
+    one('Two sidecars ÷ one (PostgreSQL)', pg.backend, fix(pg.verify.pg2.rps / pg.verify.pg1.rps));
+    one(`Revocation propagation p50 / p99 (${pg.propagation.count} revocations)`, pg.backend, `${fix(pg.propagation.p50Ms, 1)} / ${fix(pg.propagation.p99Ms, 1)} ms`, 'pg-propagation');
   }
   const width = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (r: string[]): string => `| ${r.map((c, i) => c.padEnd(width[i]!)).join(' | ')} |`;

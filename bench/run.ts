@@ -9,6 +9,7 @@
  *   npm run bench                       full run (native + noble; ≤ 8 min)
  *   npm run bench -- --smoke            tiny run for CI (noble; ≤ 15 s)
  *   npm run bench -- --only=verify,gateway --backends=native
+ *   npm run bench -- --only=postgres      PostgreSQL vs SQLite, one vs two sidecars, revocation propagation
  *   npm run bench -- --profile          also profile the sidecar and gateway (--cpu-prof)
  *
  * Prints one table (stdout; progress goes to stderr), writes
@@ -34,6 +35,7 @@ import { cryptoCeiling, presentAndVerify, profileSidecar } from './verify.js';
 import { measureAudit, prepareAudit } from './audit.js';
 import type { AuditPrepared } from './audit.js';
 import { snapshotBase, storeSections } from './store.js';
+import { postgresSection } from './postgres.js';
 import type { StoreBase } from './store.js';
 import { freshDir, startSidecar, stopSidecar } from './sidecar.js';
 import { OUT, log, productNodeFlags, tuningOf } from './common.js';
@@ -98,6 +100,9 @@ async function main(): Promise<number> {
   let failed = false;
   let storeBase: StoreBase | undefined;
   let storeP: Promise<void> | undefined;
+  // Smoke runs do the PostgreSQL step alongside everything else (process start-up dominates a tiny run).
+  let pgP = plan.smoke && plan.sections.has('postgres') ? postgresSection(run, backends[0]!) : undefined;
+  pgP?.catch(() => undefined);
   try {
     const perBackend = ['crypto', 'present', 'verify', 'audit', 'gateway'].some((x) => plan.sections.has(x as never));
     for (const backend of perBackend ? backends : []) {
@@ -175,10 +180,17 @@ async function main(): Promise<number> {
     }
     if (storeP) await storeP;
     else if (plan.sections.has('scaling') || plan.sections.has('webhooks')) await storeSections(run, backends[0]!, storeBase);
+    if (plan.sections.has('postgres')) {
+      pgP ??= postgresSection(run, backends[0]!);
+      const pg = await pgP;
+      pgP = undefined;
+      if (pg) run.results.postgres = pg;
+    }
   } catch (err) {
     failed = true;
     process.stderr.write(`[bench] FAILED: ${(err as Error).stack ?? String(err)}\n`);
   } finally {
+    await pgP?.catch(() => undefined);
     killAll();
     await mail.close();
     if (process.env.BENCH_KEEP_TMP) log(`kept the data dirs in ${tmp}`);

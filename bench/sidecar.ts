@@ -29,12 +29,15 @@ export async function retryPort<T>(start: () => Promise<T>): Promise<T> {
   }
 }
 
+/** Options of {@link startSidecar}: extra Node flags, a name for the logs, webhooks to loopback, more SIDECAR_* variables. */
+export interface SidecarOptions { nodeFlags?: string[]; name?: string; webhooks?: boolean; env?: Readonly<Record<string, string>> }
+
 /** Starts a sidecar on `dataDir` (a free port; retried if the port was taken) and waits for /readyz. */
-export function startSidecar(run: Run, backend: Backend, dataDir: string, o: { nodeFlags?: string[]; name?: string; webhooks?: boolean; env?: Readonly<Record<string, string>> } = {}): Promise<Sidecar> {
+export function startSidecar(run: Run, backend: Backend, dataDir: string, o: SidecarOptions = {}): Promise<Sidecar> {
   return retryPort(() => startSidecarOnce(run, backend, dataDir, o));
 }
 
-async function startSidecarOnce(run: Run, backend: Backend, dataDir: string, o: { nodeFlags?: string[]; name?: string; webhooks?: boolean; env?: Readonly<Record<string, string>> }): Promise<Sidecar> {
+async function startSidecarOnce(run: Run, backend: Backend, dataDir: string, o: SidecarOptions): Promise<Sidecar> {
   const port = await freePort();
   const env = childEnv({
     SIDECAR_HOST: '127.0.0.1', SIDECAR_PORT: String(port), SIDECAR_DATA_DIR: dataDir, SIDECAR_SMTP_URL: run.mail.url,

@@ -33,7 +33,12 @@ export async function runBackupCommand(argv: readonly string[]): Promise<number>
   }
   let dataDir: string;
   try {
-    ({ dataDir } = loadConfig());
+    const c = loadConfig();
+    if (c.database) {
+      process.stderr.write('agent-authz backup: SIDECAR_DATABASE_URL is set: back up the PostgreSQL database with pg_dump or point-in-time recovery (docs/storage.md)\n');
+      return 2;
+    }
+    ({ dataDir } = c);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`agent-authz backup: configuration error: ${err.message}\n`);

@@ -6,6 +6,7 @@
  * `SIDECAR_*` variables are rejected too, so a typo never silently falls
  * back to a default.
  */
+import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -55,6 +56,20 @@ export interface SidecarConfig {
   consoleEnabled: boolean;
   /** The audit chain, checkpoints, decision log and exports (`SIDECAR_AUDIT_*`, audit/config.ts). */
   audit: AuditConfig;
+  /** The shared PostgreSQL database (`SIDECAR_DATABASE_*`); null = SQLite in the data directory. */
+  database: DatabaseConfig | null;
+}
+
+/** `SIDECAR_DATABASE_URL` and its companions. */
+export interface DatabaseConfig {
+  /** `postgres://user:password@host:port/db?sslmode=…` (libpq conventions; see docs/storage.md). */
+  url: string;
+  /** Most pooled connections per sidecar. */
+  poolMax: number;
+  /** `statement_timeout` of every statement (ms). */
+  statementTimeoutMs: number;
+  /** Bound on opening a connection or waiting for a pooled one (ms). */
+  connectTimeoutMs: number;
 }
 
 /** Defaults, as named constants. */
@@ -74,6 +89,9 @@ export const DEFAULTS = {
   challengeRetentionHours: 24,
   shutdownTimeoutMs: 10_000,
   approvalTtlSeconds: 600,
+  databasePoolMax: 10,
+  databaseStatementTimeoutMs: 5_000,
+  databaseConnectTimeoutMs: 5_000,
 } as const;
 
 /**
@@ -98,6 +116,7 @@ export const ENV_VARS = [
   'SIDECAR_AUDIT_RETENTION_DAYS', 'SIDECAR_CHALLENGE_RETENTION_HOURS', 'SIDECAR_SHUTDOWN_TIMEOUT_MS',
   'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_METRICS_LISTEN', 'SIDECAR_CONSOLE', 'SIDECAR_APPROVAL_TTL_SECONDS',
   'SIDECAR_REQUIRE_BOUND_OPERATION',
+  'SIDECAR_DATABASE_URL', 'SIDECAR_DATABASE_POOL_MAX', 'SIDECAR_DATABASE_STATEMENT_TIMEOUT_MS', 'SIDECAR_DATABASE_CONNECT_TIMEOUT_MS',
   ...AUDIT_ENV_VARS,
 ] as const;
 
@@ -213,6 +232,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     masterKey = new Uint8Array(buf);
   } else if (production) {
     throw new ConfigError('SIDECAR_MASTER_KEY: required when NODE_ENV=production');
+  } else if (env.SIDECAR_DATABASE_URL) {
+    throw new ConfigError('SIDECAR_MASTER_KEY: required when SIDECAR_DATABASE_URL is set (every replica must use the same key; no key file is generated)');
   }
 
   const insecureCookies = flag(env, 'SIDECAR_INSECURE_COOKIES');
@@ -261,6 +282,45 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     requireBoundOperation: flag(env, 'SIDECAR_REQUIRE_BOUND_OPERATION'),
     consoleEnabled: flag(env, 'SIDECAR_CONSOLE', true),
     audit: parseAuditConfig(env, { int: (name, def, min, max) => int(env, name, def, min, max), fail: (m) => { throw new ConfigError(m); } }),
+    database: database(env),
+  };
+}
+
+/** libpq `sslmode` values node-postgres can honour (it cannot fall back between TLS and plain text). */
+const SSL_MODES = ['disable', 'require', 'verify-ca', 'verify-full'];
+
+/**
+ * `SIDECAR_DATABASE_URL` (libpq URL conventions) and its companions; null without a URL. The
+ * password is never part of an error message.
+ */
+function database(env: NodeJS.ProcessEnv): DatabaseConfig | null {
+  const raw = env.SIDECAR_DATABASE_URL;
+  if (raw === undefined || raw === '') {
+    for (const k of ['SIDECAR_DATABASE_POOL_MAX', 'SIDECAR_DATABASE_STATEMENT_TIMEOUT_MS', 'SIDECAR_DATABASE_CONNECT_TIMEOUT_MS']) {
+      if (env[k]) throw new ConfigError(`${k}: only used with SIDECAR_DATABASE_URL, which is not set`);
+    }
+    return null;
+  }
+  const name = 'SIDECAR_DATABASE_URL';
+  let u: URL;
+  try { u = new URL(raw); } catch { throw new ConfigError(`${name}: not a URL (expected postgres://user:password@host:5432/database)`); }
+  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') throw new ConfigError(`${name}: scheme must be postgres: or postgresql:, got ${u.protocol}`);
+  if (!u.hostname && !u.searchParams.get('host')) throw new ConfigError(`${name}: missing host`);
+  if (u.pathname.length <= 1) throw new ConfigError(`${name}: missing database name (postgres://…/database)`);
+  const sslmode = u.searchParams.get('sslmode');
+  if (sslmode !== null && !SSL_MODES.includes(sslmode)) {
+    throw new ConfigError(`${name}: sslmode must be one of ${SSL_MODES.join(', ')}, got ${JSON.stringify(sslmode)} (prefer and allow would fall back between TLS and plain text, which the driver cannot do)`);
+  }
+  if (sslmode === 'verify-ca' && !u.searchParams.get('sslrootcert')) throw new ConfigError(`${name}: sslmode=verify-ca needs sslrootcert=<CA file>`);
+  for (const p of ['sslrootcert', 'sslcert', 'sslkey']) {
+    const file = u.searchParams.get(p);
+    if (file !== null && !fs.existsSync(file)) throw new ConfigError(`${name}: ${p} file not found: ${file}`);
+  }
+  return {
+    url: raw,
+    poolMax: int(env, 'SIDECAR_DATABASE_POOL_MAX', DEFAULTS.databasePoolMax, 1, 500),
+    statementTimeoutMs: int(env, 'SIDECAR_DATABASE_STATEMENT_TIMEOUT_MS', DEFAULTS.databaseStatementTimeoutMs, 100, 600_000),
+    connectTimeoutMs: int(env, 'SIDECAR_DATABASE_CONNECT_TIMEOUT_MS', DEFAULTS.databaseConnectTimeoutMs, 100, 120_000),
   };
 }
 

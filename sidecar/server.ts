@@ -13,7 +13,10 @@ import swagger from '@fastify/swagger';
 import type { SidecarConfig } from './config.js';
 import type { Clock, ServiceContext } from './context.js';
 import type { Store } from './store/types.js';
-import { DB_FILE_NAME, openSqliteStore } from './store/index.js';
+import { openStore } from './store/index.js';
+import { createStoreMetrics } from './store/metrics.js';
+import { checkMasterKey } from './store/key-check.js';
+import { followChanges } from './store/follow.js';
 import { createSecretBox } from './secrets.js';
 import { createLogMailer, createSmtpMailer } from './mail.js';
 import type { Mailer } from './mail.js';
@@ -154,12 +157,16 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   if (config.webhookAllowInsecure) app.log.warn('SIDECAR_WEBHOOK_ALLOW_INSECURE=1: webhooks may go to http and private addresses. FOR DEVELOPMENT AND TESTS ONLY.');
   if (config.insecureCookies) app.log.warn('SIDECAR_INSECURE_COOKIES=1: session cookies are sent without Secure. FOR LOOPBACK DEVELOPMENT ONLY.');
 
-  const store = opts.store ?? openSqliteStore({
-    file: path.join(config.dataDir, DB_FILE_NAME),
-    onTransaction: (s, ok) => metrics.sqliteTx.observe({ result: ok ? 'commit' : 'rollback' }, s),
-    auditChain: config.audit.chain,
-  });
+  const storeMetrics = createStoreMetrics(metrics.registry, (s, ok) => metrics.sqliteTx.observe({ result: ok ? 'commit' : 'rollback' }, s));
+  const store = opts.store ?? await openStore({ dataDir: config.dataDir, database: config.database, monitor: storeMetrics.monitor, auditChain: config.audit.chain });
+  storeMetrics.bindPool(() => store.poolStats());
   const box = createSecretBox(master.key);
+  try {
+    await checkMasterKey(store, box);
+  } catch (err) {
+    if (!opts.store) await store.close();
+    throw err;
+  }
   const audit = await createAuditServices({
     config: config.audit, store, box, clock, log: app.log, registry: metrics.registry, serviceVersion: OPENAPI_INFO.info?.version ?? 'unknown',
   });
@@ -191,6 +198,12 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     clock,
   });
   for (const id of await store.delegations.revokedCertificateIds()) ctx.caches.markRevoked(id);
+  // Changes other replicas commit (a shared database): drop what they make stale; while the feed
+  // is down the caches read through to the store (sidecar/store/follow.ts).
+  followChanges(store, {
+    revoked: (id) => ctx.caches.markRevoked(id), keysChanged: (id) => ctx.caches.apiKeys.invalidateConnection(id),
+    suspend: () => ctx.caches.suspend(), resume: (ids) => ctx.caches.resume(ids),
+  }, { onResync: () => storeMetrics.monitor.resync?.(), onError: (err) => app.log.warn({ err: { message: (err as Error).message } }, 'change feed resync failed; caches keep reading through') });
 
   app.decorate('ctx', ctx);
   // Callback-style hooks (here and in installAuth): no promise per request on the hot path.
@@ -264,10 +277,12 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
  * The retention job: purges spent or expired challenges older than
  * `SIDECAR_CHALLENGE_RETENTION_HOURS`, and audit rows older than
  * `SIDECAR_AUDIT_RETENTION_DAYS` when that is set (0 keeps audit forever), whole
- * chain prefixes at a time, each leaving a signed anchor checkpoint.
+ * chain prefixes at a time, each leaving a signed anchor checkpoint, and rate-limit
+ * windows that have ended.
  */
 export async function runRetention(ctx: ServiceContext): Promise<{ challenges: number; audit: number }> {
   const now = ctx.clock();
+  await ctx.store.accounts.purgeRateLimits(now);
   const challenges = await ctx.store.proofs.purgeChallenges(now - ctx.config.challengeRetentionHours * 3600_000);
   const audit = ctx.config.auditRetentionDays > 0 ? await ctx.audit.prune(now - ctx.config.auditRetentionDays * 86_400_000) : 0;
   return { challenges, audit };

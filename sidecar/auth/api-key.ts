@@ -42,6 +42,8 @@ interface ApiKeyEntry {
 export class ApiKeyCache {
   private readonly entries = new LRUCache<string, ApiKeyEntry>({ max: API_KEY_CACHE_SIZE });
   private gen = 0;
+  /** While true (the store's change feed is down), nothing is cached or served from the cache. */
+  suspended = false;
 
   /** Bumped by every invalidation; pass the value read before the store lookup to {@link set}. */
   get generation(): number {
@@ -50,6 +52,7 @@ export class ApiKeyCache {
 
   /** The cached authentication for `digest`, if still fresh and the key still valid at `now` (service clock). */
   get(digest: string, now: number): ApiKeyAuth | undefined {
+    if (this.suspended) return undefined;
     const e = this.entries.get(digest);
     if (!e) return undefined;
     if (performance.now() >= e.until || (e.validUntil !== null && e.validUntil <= now)) {
@@ -61,7 +64,7 @@ export class ApiKeyCache {
 
   /** Caches a successful authentication, unless an invalidation happened since `generation` was read. */
   set(digest: string, auth: ApiKeyAuth, validUntil: number | null, generation: number): void {
-    if (generation !== this.gen) return;
+    if (generation !== this.gen || this.suspended) return;
     this.entries.set(digest, { auth, validUntil, until: performance.now() + API_KEY_CACHE_TTL_MS });
   }
 

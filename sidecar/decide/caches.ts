@@ -26,6 +26,8 @@ export const CACHE_SIZES = { status: 100_000, certs: 10_000, verifiers: 10_000, 
 
 /** The decision caches of one sidecar instance. */
 export class DecisionCaches {
+  /** Read-through mode ({@link suspend}). */
+  private suspended = false;
   private readonly status = new LRUCache<string, 'approved' | 'revoked'>({ max: CACHE_SIZES.status });
   /** Verified certificates by `cert_sha256`. */
   readonly certs = new LRUCache<string, DelegationCertificate>({ max: CACHE_SIZES.certs });
@@ -39,14 +41,32 @@ export class DecisionCaches {
     return this.status.get(certId);
   }
 
-  /** Records a status read from the store; never overwrites a known revocation. */
+  /** Records a status read from the store; never overwrites a known revocation; keeps no approval while suspended. */
   noteStatus(certId: string, status: 'approved' | 'revoked'): void {
-    if (status === 'approved' && this.status.has(certId)) return;
+    if (status === 'approved' && (this.suspended || this.status.has(certId))) return;
     this.status.set(certId, status);
   }
 
-  /** Marks a certificate revoked (called by revoke before it returns). */
+  /** Marks a certificate revoked (called by revoke before it returns, and by the store's change feed). */
   markRevoked(certId: string): void {
     this.status.set(certId, 'revoked');
+  }
+
+  /**
+   * Read-through mode, while the store's change feed (other replicas' changes) is down: known
+   * approvals and cached API keys are dropped and not kept again; known revocations stay.
+   */
+  suspend(): void {
+    this.suspended = true;
+    this.apiKeys.suspended = true;
+    this.apiKeys.clear();
+    for (const [id, s] of this.status.entries()) if (s === 'approved') this.status.delete(id);
+  }
+
+  /** Leaves read-through mode after the feed resynced: `revokedIds` are every revoked certificate. */
+  resume(revokedIds: Iterable<string>): void {
+    for (const id of revokedIds) this.status.set(id, 'revoked');
+    this.suspended = false;
+    this.apiKeys.suspended = false;
   }
 }

@@ -9,7 +9,6 @@ import { ServiceError } from '../../src/errors.js';
 import { sha256Hex, timingSafeEqualStr } from '../../src/crypto/encoding.js';
 import type { ServiceContext } from '../context.js';
 import { NoBody } from '../http/resources.js';
-import { RateLimiter } from '../http/rate-limit.js';
 import {
   SESSION_ABSOLUTE_TTL_MS, SESSION_TTL_MS, clearSessionCookies, newCsrfToken, newSessionToken, setSessionCookies,
 } from '../http/auth.js';
@@ -52,7 +51,8 @@ async function startSession(ctx: ServiceContext, reply: import('fastify').Fastif
  * Rate limits derived from `SIDECAR_SEND_CODE_PER_MINUTE` (N, default 5): send-code N per minute
  * per client IP (IPv6 counted per /64) and 2N per hour per e-mail address; verify-code 6N per
  * minute per client IP. With a code's 5 tries, that bounds guesses to 10N codes × 5 per hour
- * per address, however many addresses the caller has.
+ * per address, however many addresses the caller has. The counters live in the store
+ * (`hitRateLimit`), so no flood of other keys, restart or other replica resets them.
  */
 export const RATE_POLICY = { sendsPerEmailPerHourFactor: 2, verifiesPerIpFactor: 6 } as const;
 
@@ -68,24 +68,23 @@ export function clientKey(ip: string): string {
   return groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':') + '::/64';
 }
 
-function limit(l: RateLimiter, key: string, what: string): void {
-  const rate = l.hit(key);
+/** Counts a hit on `key` (at most `max` per `windowMs`) in the store; refuses with 429 `rate_limited` over it. */
+async function limit(ctx: ServiceContext, key: string, max: number, windowMs: number, what: string): Promise<void> {
+  const rate = await ctx.store.accounts.hitRateLimit(key, max, windowMs, ctx.clock());
   if (!rate.allowed) {
-    throw new ServiceError('rate_limited', `${what}; retry in ${rate.retryAfterSeconds} s.`, { retry_after: rate.retryAfterSeconds }, { 'retry-after': String(rate.retryAfterSeconds) });
+    const retryAfter = Math.max(1, Math.ceil(rate.retryAfterMs / 1000));
+    throw new ServiceError('rate_limited', `${what}; retry in ${retryAfter} s.`, { retry_after: retryAfter }, { 'retry-after': String(retryAfter) });
   }
 }
 
 /** Registers the login and session routes. */
 export async function registerAuthRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
   const perMinute = ctx.config.sendCodePerMinute;
-  const sendPerIp = new RateLimiter(perMinute, 60_000, ctx.clock);
-  const sendPerEmail = new RateLimiter(perMinute * RATE_POLICY.sendsPerEmailPerHourFactor, 3600_000, ctx.clock);
-  const verifyPerIp = new RateLimiter(perMinute * RATE_POLICY.verifiesPerIpFactor, 60_000, ctx.clock);
 
   app.post('/v1/auth/email/send-code', { schema: { body: EmailBody, tags: ['auth'] }, config: { auth: 'none' } }, async (request) => {
-    limit(sendPerIp, clientKey(request.ip), 'Too many codes requested');
+    await limit(ctx, `send-code:ip:${clientKey(request.ip)}`, perMinute, 60_000, 'Too many codes requested');
     const email = normalizeEmail((request.body as { email: string }).email);
-    limit(sendPerEmail, email, 'Too many codes requested for this address');
+    await limit(ctx, `send-code:email:${email}`, perMinute * RATE_POLICY.sendsPerEmailPerHourFactor, 3600_000, 'Too many codes requested for this address');
     const now = ctx.clock();
     const prev = await ctx.store.accounts.latestLoginCode(email);
     const resent = !!prev && prev.usedAt === null && prev.expiresAt > now;
@@ -104,7 +103,7 @@ export async function registerAuthRoutes(app: FastifyInstance, ctx: ServiceConte
   });
 
   app.post('/v1/auth/email/verify-code', { schema: { body: VerifyBody, tags: ['auth'] }, config: { auth: 'none' } }, async (request, reply) => {
-    limit(verifyPerIp, clientKey(request.ip), 'Too many sign-in attempts');
+    await limit(ctx, `verify-code:ip:${clientKey(request.ip)}`, perMinute * RATE_POLICY.verifiesPerIpFactor, 60_000, 'Too many sign-in attempts');
     const body = request.body as { email: string; code: string };
     const email = normalizeEmail(body.email);
     const now = ctx.clock();

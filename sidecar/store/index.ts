@@ -1,77 +1,37 @@
 /**
- * The store factory: opens the embedded SQLite store (the default and, for
- * now, only implementation of {@link Store}). A PostgreSQL store will
- * implement the same interface.
+ * The store factory: the embedded SQLite store in the data directory (the
+ * default), or the PostgreSQL store shared by several replicas when a
+ * database URL is configured (`SIDECAR_DATABASE_URL`). The rest of the
+ * sidecar sees only the {@link Store} interface.
  */
-import fs from 'node:fs';
 import path from 'node:path';
-import { Db } from './sqlite/db.js';
-import { MIGRATIONS } from './sqlite/migrations.js';
-import { SqliteAccountStore } from './sqlite/accounts.js';
-import { SqlitePlatformStore } from './sqlite/platforms.js';
-import { SqliteDelegationStore } from './sqlite/delegations.js';
-import { SqliteProofStore } from './sqlite/proofs.js';
-import { SqliteOutboxStore } from './sqlite/outbox.js';
-import { SqliteApprovalStore, SqliteUsageStore } from './sqlite/approvals.js';
-import { SqliteAuditStore } from './sqlite/audit.js';
-import type { Store } from './types.js';
+import { DB_FILE_NAME, openSqliteStore } from './sqlite/store.js';
+import { openPostgresStore } from './postgres/store.js';
+import type { PostgresSettings } from './postgres/store.js';
+import type { Store, StoreMonitor } from './types.js';
 
 export type * from './types.js';
+export { DB_FILE_NAME, SqliteStore, openSqliteStore } from './sqlite/store.js';
+export type { SqliteStoreOptions } from './sqlite/store.js';
+export { PostgresStore, openPostgresStore } from './postgres/store.js';
+export type { PostgresSettings, PostgresStoreOptions } from './postgres/store.js';
+export { SchemaTooNewError, StoreUnavailableError } from './errors.js';
 
-/** Name of the database file inside the data directory. */
-export const DB_FILE_NAME = 'agent-authz.sqlite';
-
-/** Options for {@link openSqliteStore}. */
-export interface SqliteStoreOptions {
-  /** Database file path. */
-  file: string;
-  /** Observer of write-transaction latency (seconds). */
-  onTransaction?: (seconds: number, ok: boolean) => void;
+/** What {@link openStore} needs from the configuration. */
+export interface OpenStoreOptions {
+  /** The data directory (the SQLite file lives in it). */
+  dataDir: string;
+  /** PostgreSQL settings; null selects SQLite. */
+  database: PostgresSettings | null;
+  /** Receives what the engine reports for metrics. */
+  monitor?: StoreMonitor;
   /** Link audit rows into the per-account hash chain (default true; false is SIDECAR_AUDIT_CHAIN=off). */
   auditChain?: boolean;
 }
 
-/** The SQLite {@link Store}. */
-export class SqliteStore implements Store {
-  readonly accounts: SqliteAccountStore;
-  readonly platforms: SqlitePlatformStore;
-  readonly delegations: SqliteDelegationStore;
-  readonly proofs: SqliteProofStore;
-  readonly outbox: SqliteOutboxStore;
-  readonly approvals: SqliteApprovalStore;
-  readonly usage: SqliteUsageStore;
-  readonly audit: SqliteAuditStore;
-  private readonly db: Db;
-
-  constructor(opts: SqliteStoreOptions) {
-    if (opts.file !== ':memory:') fs.mkdirSync(path.dirname(opts.file), { recursive: true });
-    this.db = new Db({
-      file: opts.file,
-      ...(opts.onTransaction ? { onTransaction: opts.onTransaction } : {}),
-    });
-    this.db.migrate();
-    this.accounts = new SqliteAccountStore(this.db);
-    this.platforms = new SqlitePlatformStore(this.db);
-    this.delegations = new SqliteDelegationStore(this.db);
-    this.proofs = new SqliteProofStore(this.db, opts.auditChain ?? true);
-    this.outbox = new SqliteOutboxStore(this.db);
-    this.approvals = new SqliteApprovalStore(this.db, (a) => this.proofs.insertAudit(a));
-    this.usage = new SqliteUsageStore(this.db);
-    this.audit = new SqliteAuditStore(this.db);
-  }
-
-  async ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }> {
-    const expectedVersion = MIGRATIONS[MIGRATIONS.length - 1]!.version;
-    const schemaVersion = this.db.schemaVersion();
-    return { ok: schemaVersion === expectedVersion, schemaVersion, expectedVersion };
-  }
-
-  async close(): Promise<void> {
-    this.db.close();
-  }
-}
-
-/** Opens (creating and migrating as needed) the SQLite store. */
-export function openSqliteStore(opts: SqliteStoreOptions): SqliteStore {
-  return new SqliteStore(opts);
+/** Opens the configured store, migrated and ready. */
+export async function openStore(o: OpenStoreOptions): Promise<Store> {
+  const extra = { ...(o.monitor ? { monitor: o.monitor } : {}), ...(o.auditChain !== undefined ? { auditChain: o.auditChain } : {}) };
+  if (o.database) return openPostgresStore({ ...o.database, ...extra });
+  return openSqliteStore({ file: path.join(o.dataDir, DB_FILE_NAME), ...extra });
 }

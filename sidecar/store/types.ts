@@ -1,7 +1,8 @@
 /**
  * The store interface: every read and write the sidecar makes to durable
- * state, as async domain operations. It names no SQLite type, so that a
- * PostgreSQL store can implement the same interface later.
+ * state, as async domain operations. It names no engine type: the SQLite
+ * store (`sqlite/`) and the PostgreSQL store (`postgres/`) implement it, and
+ * the contract suite (test/sidecar/store/contract.ts) holds both to it.
  *
  * Times are Unix milliseconds. JSON-ish fields are already parsed. Sealed
  * (encrypted) values are opaque `Uint8Array`s; the store never sees a
@@ -10,6 +11,7 @@
 
 import type { OutboxEventInput, OutboxStore, ProofStore } from './ledger-types.js';
 import type { ApprovalStore, UsageStore } from './approval-types.js';
+import type { ChangeFeed, PoolStats, RateLimitHit } from './engine-types.js';
 
 /** The proof, audit and outbox parts of the interface (ledger-types.ts), re-exported so the store has one import path. */
 export type * from './ledger-types.js';
@@ -18,6 +20,8 @@ export type * from './approval-types.js';
 import type { AuditStore } from './audit-types.js';
 /** The audit-evidence part (audit-types.ts): chain heads, checkpoints, exports, the service key. */
 export type * from './audit-types.js';
+/** The change feed, monitor and pool types (engine-types.ts). */
+export type * from './engine-types.js';
 
 /** An account holder. */
 export interface AccountRecord {
@@ -71,6 +75,14 @@ export interface AccountStore {
   releaseCodeAttempt(id: string): Promise<void>;
   /** Marks a code used if it was unused; false if it was already used. */
   consumeLoginCode(id: string, now: number): Promise<boolean>;
+  /**
+   * Counts one hit on `key` in its fixed window (`windowMs`, starting with the first hit after
+   * the previous window ended) and says whether it is within `limit`. Atomic: concurrent hits,
+   * from any process sharing the database, are counted exactly. Refused hits count too.
+   */
+  hitRateLimit(key: string, limit: number, windowMs: number, now: number): Promise<RateLimitHit>;
+  /** Deletes rate-limit windows that ended before `olderThan`; returns the count. */
+  purgeRateLimits(olderThan: number): Promise<number>;
   /** The account for an e-mail address, created (with `newId`) if none exists. */
   findOrCreateAccount(email: string, newId: string, now: number): Promise<AccountRecord>;
   getAccount(id: string): Promise<AccountRecord | undefined>;
@@ -246,7 +258,20 @@ export interface Store {
   /** Usage counters of budgets and rate limits (approval-types.ts). */
   readonly usage: UsageStore;
   readonly audit: AuditStore;
+  /**
+   * Changes committed by other processes sharing the database, for cache invalidation;
+   * absent when one process owns the database (then the routes update the caches themselves).
+   */
+  readonly changes?: ChangeFeed;
   /** Readiness: the store answers and migrations are applied. */
   ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }>;
+  /**
+   * The master-key check: stores `candidate` (a value sealed with the master key) unless a
+   * key-check value exists, and returns the stored one. A process whose key cannot open the
+   * returned value must not start.
+   */
+  keyCheck(candidate: Uint8Array): Promise<Uint8Array>;
+  /** The connection pool's state (metrics). */
+  poolStats(): PoolStats;
   close(): Promise<void>;
 }

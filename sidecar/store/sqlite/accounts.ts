@@ -1,35 +1,12 @@
 /**
- * SQLite implementation of {@link AccountStore}: login codes, accounts and
- * sessions.
+ * SQLite implementation of {@link AccountStore}: login codes, accounts,
+ * sessions and the login rate limits.
  */
 import type { Db } from './db.js';
-import type { AccountRecord, AccountStore, LoginCodeRecord, SessionRecord } from '../types.js';
+import type { AccountRecord, AccountStore, LoginCodeRecord, RateLimitHit, SessionRecord } from '../types.js';
+import { accountFromRow, codeFromRow, sessionFromRow } from '../rows.js';
+import type { AccountRow, CodeRow, SessionRow } from '../rows.js';
 
-interface AccountRow {
-  id: string; email: string; first_name: string | null; last_name: string | null; account_type: string | null;
-  onboarding_step: string; root_public_key: string | null; root_secret_enc: Buffer | null; credits_micros: number;
-  verify_calls: number; verify_allows: number; verify_denies: number; created_at: number;
-}
-interface CodeRow { id: string; email: string; code_hash: string; attempts: number; expires_at: number; used_at: number | null; created_at: number }
-interface SessionRow { id: string; token_hash: string; account_id: string; expires_at: number; absolute_expires_at: number; ended_at: number | null; created_at: number }
-
-/** Maps an `accounts` row. */
-export function accountFromRow(r: AccountRow): AccountRecord {
-  return {
-    id: r.id, email: r.email, firstName: r.first_name, lastName: r.last_name, accountType: r.account_type,
-    onboardingStep: r.onboarding_step, rootPublicKey: r.root_public_key,
-    rootSecretEnc: r.root_secret_enc ? new Uint8Array(r.root_secret_enc) : null, creditsMicros: r.credits_micros,
-    verifyCalls: r.verify_calls, verifyAllows: r.verify_allows, verifyDenies: r.verify_denies, createdAt: r.created_at,
-  };
-}
-
-const codeFromRow = (r: CodeRow): LoginCodeRecord => ({
-  id: r.id, email: r.email, codeHash: r.code_hash, attempts: r.attempts, expiresAt: r.expires_at, usedAt: r.used_at, createdAt: r.created_at,
-});
-const sessionFromRow = (r: SessionRow): SessionRecord => ({
-  id: r.id, tokenHash: r.token_hash, accountId: r.account_id, expiresAt: r.expires_at,
-  absoluteExpiresAt: r.absolute_expires_at, endedAt: r.ended_at, createdAt: r.created_at,
-});
 
 /** Accounts, login codes and sessions on SQLite. */
 export class SqliteAccountStore implements AccountStore {
@@ -61,6 +38,20 @@ export class SqliteAccountStore implements AccountStore {
 
   async consumeLoginCode(id: string, now: number): Promise<boolean> {
     return this.db.tx(() => this.db.run('UPDATE login_codes SET used_at = ? WHERE id = ? AND used_at IS NULL', now, id) === 1);
+  }
+
+  async hitRateLimit(key: string, limit: number, windowMs: number, now: number): Promise<RateLimitHit> {
+    const r = this.db.tx(() => this.db.get<{ count: number; window_end: number }>(
+      `INSERT INTO rate_limits (key, window_end, count) VALUES (?, ? + ?, 1)
+       ON CONFLICT (key) DO UPDATE SET
+         count = CASE WHEN rate_limits.window_end <= excluded.window_end - ? THEN 1 ELSE rate_limits.count + 1 END,
+         window_end = CASE WHEN rate_limits.window_end <= excluded.window_end - ? THEN excluded.window_end ELSE rate_limits.window_end END
+       RETURNING count, window_end`, key, now, windowMs, windowMs, windowMs))!;
+    return { allowed: r.count <= limit, count: r.count, retryAfterMs: Math.max(0, r.window_end - now) };
+  }
+
+  async purgeRateLimits(olderThan: number): Promise<number> {
+    return this.db.tx(() => this.db.run('DELETE FROM rate_limits WHERE window_end < ?', olderThan));
   }
 
   async findOrCreateAccount(email: string, newId: string, now: number): Promise<AccountRecord> {

@@ -7,21 +7,9 @@
 import type { Db } from './db.js';
 import { insertOutboxEvent } from './outbox.js';
 import type { ApprovalChange, ApprovalRecord, ApprovalState, ApprovalStore, AuditEventRecord, UsageStore } from '../types.js';
+import { approvalFromRow } from '../rows-audit.js';
+import type { ApprovalRow } from '../rows-audit.js';
 
-/** An `approvals` row. */
-export interface ApprovalRow {
-  seq: number; id: string; account_id: string; connection_id: string; platform_id: string; agent_id: string; cert_id: string;
-  scope: string; fingerprint: string; context: string; operation: string | null; state: ApprovalState; note: string | null;
-  created_at: number; expires_at: number; decided_at: number | null; settled_at: number | null;
-}
-
-/** The record of a row. */
-export const approvalFromRow = (r: ApprovalRow): ApprovalRecord => ({
-  id: r.id, seq: r.seq, accountId: r.account_id, connectionId: r.connection_id, platformId: r.platform_id, agentId: r.agent_id,
-  certId: r.cert_id, scope: r.scope, fingerprint: r.fingerprint, context: JSON.parse(r.context) as Record<string, string>,
-  operation: r.operation === null ? null : JSON.parse(r.operation) as Record<string, string>, state: r.state, note: r.note,
-  createdAt: r.created_at, expiresAt: r.expires_at, decidedAt: r.decided_at, settledAt: r.settled_at,
-});
 
 /**
  * Inserts a new approval unless the certificate has a pending one with the same fingerprint

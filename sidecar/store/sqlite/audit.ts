@@ -9,24 +9,11 @@ import type { Db } from './db.js';
 import type {
   AuditChainHead, AuditCheckpointRecord, AuditStore, ChainedAuditEvent, ExportClaim, PrunePoint, ServiceKeyRecord,
 } from '../types.js';
-import type { AuditRow } from './proofs.js';
-import { auditFromRow } from './proofs.js';
+import { checkpointFromRow, headFromRow, serviceKeyFromRow as keyFromRow, chainedFromRow } from '../rows-audit.js';
+import type { ChainRow, CheckpointRow, HeadRow, ServiceKeyRow as KeyRow } from '../rows-audit.js';
 
-interface HeadRow { account_id: string; position: number; hash: string; checkpoint_position: number; checkpoint_at: number }
-interface CheckpointRow { id: string; account_id: string; position: number; head: string; kind: string; key_id: string; signature: string; created_at: number }
-interface KeyRow { id: string; purpose: string; public_key: string; secret_enc: Buffer; created_at: number }
-type ChainRow = AuditRow & { chain_position: number; prev_hash: string; hash: string };
-
-const headFromRow = (r: HeadRow): AuditChainHead => ({
-  accountId: r.account_id, position: r.position, hash: r.hash, checkpointPosition: r.checkpoint_position, checkpointAt: r.checkpoint_at,
-});
-const checkpointFromRow = (r: CheckpointRow): AuditCheckpointRecord => ({
-  id: r.id, accountId: r.account_id, position: r.position, head: r.head, kind: r.kind as AuditCheckpointRecord['kind'], keyId: r.key_id,
-  createdAt: r.created_at, signature: JSON.parse(r.signature) as AuditCheckpointRecord['signature'],
-});
-const keyFromRow = (r: KeyRow): ServiceKeyRecord => ({ id: r.id, purpose: r.purpose, publicKey: r.public_key, secretEnc: new Uint8Array(r.secret_enc), createdAt: r.created_at });
-/** A chained row as the store's record. */
-export const chainedFromRow = (r: ChainRow): ChainedAuditEvent => ({ ...auditFromRow(r), position: r.chain_position, prevHash: r.prev_hash, hash: r.hash });
+/** The chained-row mapping (rows-audit.ts), for the audit source. */
+export { chainedFromRow } from '../rows-audit.js';
 
 /** Audit evidence on SQLite. */
 export class SqliteAuditStore implements AuditStore {

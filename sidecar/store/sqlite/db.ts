@@ -9,6 +9,7 @@
 import Database from 'better-sqlite3';
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 import { MIGRATIONS } from './migrations.js';
+import { SchemaTooNewError } from '../errors.js';
 
 /** Options for {@link openDb}. */
 export interface DbOptions {
@@ -164,10 +165,15 @@ export class Db {
     });
   }
 
-  /** Applies the numbered migrations that are not yet applied. Returns the schema version. */
+  /**
+   * Applies the numbered migrations that are not yet applied. Returns the schema version.
+   * Throws {@link SchemaTooNewError} when the file was migrated by a newer sidecar.
+   */
   migrate(): number {
     this.raw.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
     const applied = this.schemaVersion();
+    const latest = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+    if (applied > latest) throw new SchemaTooNewError(applied, latest);
     for (const m of MIGRATIONS) {
       if (m.version <= applied) continue;
       this.raw.exec('BEGIN IMMEDIATE');

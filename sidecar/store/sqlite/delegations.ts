@@ -5,27 +5,9 @@
 import type { Db } from './db.js';
 import { insertOutboxEvent } from './outbox.js';
 import type { ActiveCertificate, CertificateRecord, DelegationRequestRecord, DelegationStore, OutboxEventInput } from '../types.js';
+import { certFromRow, constraintsText, requestFromRow } from '../rows.js';
+import type { CertRow, RequestRow } from '../rows.js';
 
-interface RequestRow {
-  id: string; connection_id: string; account_id: string; agent_id: string; requested_scopes: string;
-  state: DelegationRequestRecord['state']; cert_id: string | null; decided_at: number | null; created_at: number;
-}
-interface CertRow {
-  id: string; request_id: string; account_id: string; connection_id: string; agent_id: string; approved_scope: string;
-  constraints: string | null; cert_json: string; cert_sha256: string; status: CertificateRecord['status'];
-  issued_at: number; expires_at: number | null; revoked_at: number | null; revoke_reason: string | null;
-}
-
-const requestFromRow = (r: RequestRow): DelegationRequestRecord => ({
-  id: r.id, connectionId: r.connection_id, accountId: r.account_id, agentId: r.agent_id,
-  requestedScopes: JSON.parse(r.requested_scopes) as string[], state: r.state, certId: r.cert_id, decidedAt: r.decided_at, createdAt: r.created_at,
-});
-const certFromRow = (r: CertRow): CertificateRecord => ({
-  id: r.id, requestId: r.request_id, accountId: r.account_id, connectionId: r.connection_id, agentId: r.agent_id,
-  approvedScope: JSON.parse(r.approved_scope) as string[], constraints: r.constraints === null ? null : JSON.parse(r.constraints),
-  certJson: r.cert_json, certSha256: r.cert_sha256, status: r.status, issuedAt: r.issued_at, expiresAt: r.expires_at,
-  revokedAt: r.revoked_at, revokeReason: r.revoke_reason,
-});
 
 /** Delegation requests and certificates on SQLite. */
 export class SqliteDelegationStore implements DelegationStore {
@@ -56,7 +38,7 @@ export class SqliteDelegationStore implements DelegationStore {
       this.db.run(`INSERT INTO certificates (id, request_id, account_id, connection_id, agent_id, approved_scope, constraints, cert_json, cert_sha256,
         status, issued_at, expires_at, revoked_at, revoke_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       c.id, c.requestId, c.accountId, c.connectionId, c.agentId, JSON.stringify(c.approvedScope),
-      c.constraints === null || c.constraints === undefined ? null : JSON.stringify(c.constraints),
+      constraintsText(c.constraints),
       c.certJson, c.certSha256, c.status, c.issuedAt, c.expiresAt, c.revokedAt, c.revokeReason);
       if (event) insertOutboxEvent(this.db, event);
       return true;

@@ -211,6 +211,23 @@ CREATE TABLE delivery_attempts (
 CREATE INDEX delivery_attempts_delivery ON delivery_attempts (delivery_id, attempt);
 `,
   },
+  {
+    version: 2,
+    name: 'key check and rate limits',
+    sql: `
+CREATE TABLE store_meta (
+  key TEXT PRIMARY KEY,
+  value BLOB NOT NULL
+);
+
+CREATE TABLE rate_limits (
+  key TEXT PRIMARY KEY,
+  window_end INTEGER NOT NULL,
+  count INTEGER NOT NULL
+);
+CREATE INDEX rate_limits_end ON rate_limits (window_end);
+`,
+  },
   // Version 2 is the PostgreSQL branch's (key check and rate limits); this one is numbered after it.
   {
     version: 3,

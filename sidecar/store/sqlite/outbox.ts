@@ -28,31 +28,8 @@ import type { Db } from './db.js';
 import type {
   ClaimedDelivery, DeliveryAttemptRecord, DeliveryRecord, OutboxEventInput, OutboxStore,
 } from '../types.js';
-
-interface OutboxRow {
-  id: string; seq: number; account_id: string; platform_id: string; connection_id: string | null; event_type: string;
-  state: DeliveryRecord['state']; attempts: number; next_attempt_at: number; lease_until: number | null;
-  last_status: number | null; last_error: string | null; delivered_at: number | null; created_at: number;
-}
-interface ClaimRow {
-  id: string; platform_id: string; event_type: string; body_enc: Buffer; attempts: number; created_at: number;
-  callback_url: string | null; callback_disabled_at: number | null; webhook_secret_enc: Buffer;
-}
-interface AttemptRow { attempt: number; attempted_at: number; status: number | null; error: string | null; duration_ms: number }
-
-/** Longest `last_error` / attempt error text kept (characters). */
-const MAX_ERROR_CHARS = 500;
-
-const DELIVERY_COLUMNS = `id, seq, account_id, platform_id, connection_id, event_type, state, attempts, next_attempt_at,
-  lease_until, last_status, last_error, delivered_at, created_at`;
-
-const deliveryFromRow = (r: OutboxRow): DeliveryRecord => ({
-  id: r.id, platformId: r.platform_id, connectionId: r.connection_id, eventType: r.event_type, state: r.state,
-  attempts: r.attempts, nextAttemptAt: r.next_attempt_at, lastStatus: r.last_status, lastError: r.last_error,
-  deliveredAt: r.delivered_at, createdAt: r.created_at, seq: r.seq,
-});
-
-const clip = (s: string | null): string | null => (s === null || s.length <= MAX_ERROR_CHARS ? s : s.slice(0, MAX_ERROR_CHARS));
+import { DELIVERY_COLUMNS, attemptFromRow, claimFromRow, clipError as clip, deliveryFromRow } from '../rows.js';
+import type { AttemptRow, ClaimRow, OutboxRow } from '../rows.js';
 
 /**
  * Puts one event in the outbox. Synchronous: call it inside the caller's
@@ -94,11 +71,7 @@ export class SqliteOutboxStore implements OutboxStore {
       for (const r of rows) {
         this.db.run("UPDATE outbox SET state = 'pending', lease_until = ? WHERE id = ?", now + leaseMs, r.id);
       }
-      return rows.map((r): ClaimedDelivery => ({
-        id: r.id, platformId: r.platform_id, eventType: r.event_type, bodyEnc: new Uint8Array(r.body_enc),
-        attempts: r.attempts, createdAt: r.created_at, callbackUrl: r.callback_url,
-        callbackDisabled: r.callback_disabled_at !== null, webhookSecretEnc: new Uint8Array(r.webhook_secret_enc),
-      }));
+      return rows.map(claimFromRow);
     });
   }
 
@@ -154,7 +127,7 @@ export class SqliteOutboxStore implements OutboxStore {
   async listAttempts(deliveryId: string): Promise<DeliveryAttemptRecord[]> {
     return this.db.all<AttemptRow>(
       'SELECT attempt, attempted_at, status, error, duration_ms FROM delivery_attempts WHERE delivery_id = ? ORDER BY attempt, id', deliveryId,
-    ).map((r) => ({ attempt: r.attempt, attemptedAt: r.attempted_at, status: r.status, error: r.error, durationMs: r.duration_ms }));
+    ).map(attemptFromRow);
   }
 
   /**

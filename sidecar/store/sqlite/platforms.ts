@@ -8,37 +8,9 @@ import { insertOutboxEvent } from './outbox.js';
 import type {
   AgentRecord, ApiKeyRecord, ConnectionRecord, DeniedRequest, OutboxEventInput, PlatformRecord, PlatformStore, RevokedCert,
 } from '../types.js';
+import { agentFromRow, connectionFromRow, keyFromRow, platformFromRow } from '../rows.js';
+import type { AgentRow, ConnectionRow, KeyRow, PlatformRow } from '../rows.js';
 
-interface PlatformRow {
-  id: string; account_id: string; name: string; description: string; surface_type: string; publish_state: string;
-  default_allowed_scopes: string; callback_url: string | null; callback_disabled_at: number | null;
-  signing_secret_enc: Buffer; webhook_secret_enc: Buffer; expires_at: number; created_at: number;
-}
-interface ConnectionRow { id: string; platform_id: string; account_id: string; allowed_scopes: string; status: 'active' | 'removed'; removed_at: number | null; created_at: number }
-interface KeyRow { id: string; connection_id: string; prefix: string; digest: string; status: ApiKeyRecord['status']; valid_until: number | null; created_at: number }
-interface AgentRow {
-  id: string; connection_id: string; account_id: string; name: string; agent_type: string; custody_mode: string;
-  public_key: string; secret_enc: Buffer; created_at: number;
-}
-
-const platformFromRow = (r: PlatformRow): PlatformRecord => ({
-  id: r.id, accountId: r.account_id, name: r.name, description: r.description, surfaceType: r.surface_type,
-  publishState: r.publish_state, defaultAllowedScopes: JSON.parse(r.default_allowed_scopes) as string[],
-  callbackUrl: r.callback_url, callbackDisabledAt: r.callback_disabled_at,
-  signingSecretEnc: new Uint8Array(r.signing_secret_enc), webhookSecretEnc: new Uint8Array(r.webhook_secret_enc),
-  expiresAt: r.expires_at, createdAt: r.created_at,
-});
-const connectionFromRow = (r: ConnectionRow): ConnectionRecord => ({
-  id: r.id, platformId: r.platform_id, accountId: r.account_id, allowedScopes: JSON.parse(r.allowed_scopes) as string[],
-  status: r.status, removedAt: r.removed_at, createdAt: r.created_at,
-});
-const keyFromRow = (r: KeyRow): ApiKeyRecord => ({
-  id: r.id, connectionId: r.connection_id, prefix: r.prefix, digest: r.digest, status: r.status, validUntil: r.valid_until, createdAt: r.created_at,
-});
-const agentFromRow = (r: AgentRow): AgentRecord => ({
-  id: r.id, connectionId: r.connection_id, accountId: r.account_id, name: r.name, agentType: r.agent_type,
-  custodyMode: r.custody_mode, publicKey: r.public_key, secretEnc: new Uint8Array(r.secret_enc), createdAt: r.created_at,
-});
 
 /** Platforms, connections, keys and agents on SQLite. */
 export class SqlitePlatformStore implements PlatformStore {

@@ -8,23 +8,9 @@ import type { Db } from './db.js';
 import { applyEffects } from './effects.js';
 import type { AuditEventRecord, AuditQuery, ChallengeRecord, DecisionCommit, DecisionCommitResult, ProofStore } from '../types.js';
 import { appendAudit } from './audit-append.js';
+import { auditFromRow, challengeFromRow } from '../rows.js';
+import type { AuditRow, ChallengeRow } from '../rows.js';
 
-interface ChallengeRow { id: string; audience_connection_id: string; account_id: string; expires_at: number; presented_at: number | null; consumed_at: number | null; created_at: number }
-/** An `audit_events` row (the chain columns are read by `audit.ts`). */
-export interface AuditRow {
-  seq: number; id: string; account_id: string; event_type: AuditEventRecord['eventType']; connection_id: string | null;
-  agent_id: string | null; cert_id: string | null; required_scope: string | null; details: string; created_at: number;
-}
-
-const challengeFromRow = (r: ChallengeRow): ChallengeRecord => ({
-  id: r.id, audienceConnectionId: r.audience_connection_id, accountId: r.account_id, expiresAt: r.expires_at,
-  presentedAt: r.presented_at, consumedAt: r.consumed_at, createdAt: r.created_at,
-});
-/** An audit row as the store's record. */
-export const auditFromRow = (r: AuditRow): AuditEventRecord => ({
-  id: r.id, seq: r.seq, accountId: r.account_id, eventType: r.event_type, connectionId: r.connection_id, agentId: r.agent_id,
-  certId: r.cert_id, requiredScope: r.required_scope, details: JSON.parse(r.details) as Record<string, unknown>, createdAt: r.created_at,
-});
 
 /** Challenges, decisions and audit on SQLite. */
 export class SqliteProofStore implements ProofStore {

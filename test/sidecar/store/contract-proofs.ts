@@ -36,11 +36,13 @@ export async function proofsContract(t: Test, open: OpenStore): Promise<void> {
     t.same(await s.proofs.getChallenge(ch.id), ch);
     t.equal(await s.proofs.getChallenge('f'.repeat(64)), undefined);
     await t.rejects(s.proofs.insertChallenge(ch), 'a duplicate challenge is refused');
-    const a = audit(x, 'proof.presented');
-    const present = values(t, await together(10, (i) => s.proofs.presentChallenge(ch.id, NOW + 5, i === 0 ? a : audit(x, 'proof.presented'))));
+    const rows = Array.from({ length: 10 }, () => audit(x, 'proof.presented'));
+    const present = values(t, await together(10, (i) => s.proofs.presentChallenge(ch.id, NOW + 5, rows[i]!)));
     t.equal(count(present, true), 1, '10 concurrent presents: one');
     t.equal((await s.proofs.getChallenge(ch.id))?.presentedAt, NOW + 5);
-    t.equal((await s.proofs.listAudit({ accountId: x.accountId, limit: 50, eventType: 'proof.presented' })).length, 1, 'one audit row');
+    const written = await s.proofs.listAudit({ accountId: x.accountId, limit: 50, eventType: 'proof.presented' });
+    t.same(written.map((r) => r.id), [rows[present.indexOf(true)]!.id], 'one audit row: the winner\'s');
+    const a = rows[present.indexOf(true)]!;
     const expired = challenge(x, { expiresAt: NOW + 5 });
     await s.proofs.insertChallenge(expired);
     t.equal(await s.proofs.presentChallenge(expired.id, NOW + 5, audit(x, 'proof.presented')), false, 'expired');

@@ -20,6 +20,7 @@ import { platformsContract } from './contract-platforms.js';
 import { delegationsContract } from './contract-delegations.js';
 import { proofsContract } from './contract-proofs.js';
 import { outboxContract } from './contract-outbox.js';
+import { limitsContract } from './contract-limits.js';
 import { storeLevelContract } from './contract-store.js';
 import { approvalsContract } from './contract-approvals.js';
 import { auditContract } from './contract-audit.js';
@@ -33,6 +34,7 @@ export async function runStoreContract(t: Test, name: string, open: OpenStore): 
   const parts: [string, (t: Test, open: OpenStore) => Promise<void>][] = [
     ['store', storeLevelContract],
     ['accounts, login codes and sessions', accountsContract],
+    ['rate limits, key check, pool', limitsContract],
     ['platforms, connections, keys and agents', platformsContract],
     ['delegation requests and certificates', delegationsContract],
     ['challenges, decisions and audit', proofsContract],

@@ -1,0 +1,79 @@
+/**
+ * PostgreSQL implementation of {@link DelegationStore}: delegation requests
+ * and certificates, with their outbox events in the same transaction. A
+ * revocation notifies every replica on commit (the trigger of migrations.ts).
+ */
+import type { PgDb } from './db.js';
+import { insertOutboxEvent } from './outbox.js';
+import type { ActiveCertificate, CertificateRecord, DelegationRequestRecord, DelegationStore, OutboxEventInput } from '../types.js';
+import { certFromRow, constraintsText, requestFromRow } from '../rows.js';
+import type { CertRow, RequestRow } from '../rows.js';
+
+/** Delegation requests and certificates on PostgreSQL. */
+export class PgDelegationStore implements DelegationStore {
+  private readonly db: PgDb;
+  constructor(db: PgDb) {
+    this.db = db;
+  }
+
+  async createRequest(r: DelegationRequestRecord): Promise<void> {
+    await this.db.run('INSERT INTO delegation_requests (id, connection_id, account_id, agent_id, requested_scopes, state, cert_id, decided_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
+      [r.id, r.connectionId, r.accountId, r.agentId, JSON.stringify(r.requestedScopes), r.state, r.certId, r.decidedAt, r.createdAt]);
+  }
+
+  async getRequest(id: string): Promise<DelegationRequestRecord | undefined> {
+    const r = await this.db.get<RequestRow>('SELECT * FROM delegation_requests WHERE id = $1', [id]);
+    return r && requestFromRow(r);
+  }
+
+  async listRequests(accountId: string): Promise<DelegationRequestRecord[]> {
+    return (await this.db.all<RequestRow>('SELECT * FROM delegation_requests WHERE account_id = $1 ORDER BY created_at DESC, seq DESC', [accountId])).map(requestFromRow);
+  }
+
+  async approveRequest(requestId: string, c: CertificateRecord, event: OutboxEventInput | null): Promise<boolean> {
+    return this.db.tx(async (q) => {
+      if ((await q.run("UPDATE delegation_requests SET state = 'approved', cert_id = $1, decided_at = $2 WHERE id = $3 AND state = 'pending'", [c.id, c.issuedAt, requestId])) !== 1) return false;
+      await q.run(`INSERT INTO certificates (id, request_id, account_id, connection_id, agent_id, approved_scope, constraints, cert_json, cert_sha256,
+        status, issued_at, expires_at, revoked_at, revoke_reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+      [c.id, c.requestId, c.accountId, c.connectionId, c.agentId, JSON.stringify(c.approvedScope), constraintsText(c.constraints),
+        c.certJson, c.certSha256, c.status, c.issuedAt, c.expiresAt, c.revokedAt, c.revokeReason]);
+      if (event) await insertOutboxEvent(q, event);
+      return true;
+    });
+  }
+
+  async denyRequest(requestId: string, now: number, event: OutboxEventInput | null): Promise<boolean> {
+    return this.db.tx(async (q) => {
+      if ((await q.run("UPDATE delegation_requests SET state = 'denied', decided_at = $1 WHERE id = $2 AND state = 'pending'", [now, requestId])) !== 1) return false;
+      if (event) await insertOutboxEvent(q, event);
+      return true;
+    });
+  }
+
+  async getCertificate(id: string): Promise<CertificateRecord | undefined> {
+    const r = await this.db.get<CertRow>('SELECT * FROM certificates WHERE id = $1', [id]);
+    return r && certFromRow(r);
+  }
+
+  async listCertificates(accountId: string): Promise<CertificateRecord[]> {
+    return (await this.db.all<CertRow>('SELECT * FROM certificates WHERE account_id = $1 ORDER BY issued_at DESC, seq DESC', [accountId])).map(certFromRow);
+  }
+
+  async activeCertificateForAgent(agentId: string): Promise<ActiveCertificate | undefined> {
+    const r = await this.db.get<Pick<CertRow, 'id' | 'agent_id' | 'cert_sha256' | 'status' | 'expires_at'>>(
+      "SELECT id, agent_id, cert_sha256, status, expires_at FROM certificates WHERE agent_id = $1 AND status = 'approved' ORDER BY issued_at DESC, seq DESC LIMIT 1", [agentId]);
+    return r && { id: r.id, agentId: r.agent_id, certSha256: r.cert_sha256, status: r.status, expiresAt: r.expires_at };
+  }
+
+  async revokeCertificate(id: string, reason: string, now: number, event: OutboxEventInput | null): Promise<boolean> {
+    return this.db.tx(async (q) => {
+      if ((await q.run("UPDATE certificates SET status = 'revoked', revoked_at = $1, revoke_reason = $2 WHERE id = $3 AND status = 'approved'", [now, reason, id])) !== 1) return false;
+      if (event) await insertOutboxEvent(q, event);
+      return true;
+    });
+  }
+
+  async revokedCertificateIds(): Promise<string[]> {
+    return (await this.db.all<{ id: string }>("SELECT id FROM certificates WHERE status = 'revoked'")).map((r) => r.id);
+  }
+}

@@ -1,0 +1,99 @@
+/**
+ * The PostgreSQL {@link Store}: one database shared by any number of sidecar
+ * replicas. Opening it connects the pool, runs the migrations under an
+ * advisory lock (migrate.ts) and starts the change feed (changes.ts) that
+ * tells this replica about changes the others commit.
+ */
+import { PgDb, clientConfig } from './db.js';
+import type { PostgresSettings } from './db.js';
+import { PG_SCHEMA_VERSION, migratePostgres, pgSchemaVersion } from './migrate.js';
+import { PgChangeFeed } from './changes.js';
+import { PgAccountStore } from './accounts.js';
+import { PgPlatformStore } from './platforms.js';
+import { PgDelegationStore } from './delegations.js';
+import { PgProofStore } from './proofs.js';
+import { PgOutboxStore } from './outbox.js';
+import { PgApprovalStore, PgUsageStore } from './approvals.js';
+import { PgAuditStore } from './audit.js';
+import type { PoolStats, Store, StoreMonitor } from '../types.js';
+
+export type { PostgresSettings } from './db.js';
+
+/** Options for {@link openPostgresStore}. */
+export interface PostgresStoreOptions extends PostgresSettings {
+  /** Receives database errors, notification lags and resyncs. */
+  monitor?: StoreMonitor;
+  /** Start the change feed (default true; the copy command does without). */
+  changes?: boolean;
+  /** Link audit rows into the per-account hash chain (default true; false is SIDECAR_AUDIT_CHAIN=off). */
+  auditChain?: boolean;
+}
+
+/** The PostgreSQL {@link Store}. */
+export class PostgresStore implements Store {
+  readonly accounts: PgAccountStore;
+  readonly platforms: PgPlatformStore;
+  readonly delegations: PgDelegationStore;
+  readonly proofs: PgProofStore;
+  readonly outbox: PgOutboxStore;
+  readonly approvals: PgApprovalStore;
+  readonly usage: PgUsageStore;
+  readonly audit: PgAuditStore;
+  readonly changes: PgChangeFeed | undefined;
+  /** The pool (store-internal; the copy command uses it). */
+  readonly db: PgDb;
+
+  /** `chain` false writes audit rows without hash links (SIDECAR_AUDIT_CHAIN=off). */
+  constructor(db: PgDb, changes: PgChangeFeed | undefined, chain = true) {
+    this.db = db;
+    this.changes = changes;
+    this.accounts = new PgAccountStore(db);
+    this.platforms = new PgPlatformStore(db);
+    this.delegations = new PgDelegationStore(db);
+    this.proofs = new PgProofStore(db, chain);
+    this.outbox = new PgOutboxStore(db);
+    this.approvals = new PgApprovalStore(db, chain);
+    this.usage = new PgUsageStore(db);
+    this.audit = new PgAuditStore(db);
+  }
+
+  async ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }> {
+    let v: number;
+    try { v = await pgSchemaVersion(this.db.pool); } catch (err) { throw this.db.fail(err); }
+    return { ok: v === PG_SCHEMA_VERSION, schemaVersion: v, expectedVersion: PG_SCHEMA_VERSION };
+  }
+
+  async keyCheck(candidate: Uint8Array): Promise<Uint8Array> {
+    await this.db.run("INSERT INTO store_meta (key, value) VALUES ('key_check', $1) ON CONFLICT (key) DO NOTHING", [Buffer.from(candidate)]);
+    return new Uint8Array((await this.db.get<{ value: Buffer }>("SELECT value FROM store_meta WHERE key = 'key_check'"))!.value);
+  }
+
+  poolStats(): PoolStats {
+    return this.db.stats();
+  }
+
+  async close(): Promise<void> {
+    await this.changes?.close();
+    await this.db.close();
+  }
+}
+
+/** Connects, migrates and starts listening; rejects (and closes what it opened) when any step fails. */
+export async function openPostgresStore(opts: PostgresStoreOptions): Promise<PostgresStore> {
+  const db = new PgDb(opts, opts.monitor);
+  let feed: PgChangeFeed | undefined;
+  try {
+    await migratePostgres(db);
+    if (opts.changes !== false) {
+      const client = clientConfig(opts);
+      // Its own application_name, so operators (and the tests) can tell the LISTEN connection apart.
+      feed = new PgChangeFeed({ client: { ...client, application_name: `${client.application_name} (changes)` }, ...(opts.monitor ? { monitor: opts.monitor } : {}) });
+      await feed.start();
+    }
+  } catch (err) {
+    await feed?.close();
+    await db.close().catch(() => {});
+    throw err;
+  }
+  return new PostgresStore(db, feed, opts.auditChain ?? true);
+}

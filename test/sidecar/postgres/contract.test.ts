@@ -1,0 +1,18 @@
+/**
+ * The store contract (test/sidecar/store/contract.ts), unchanged, on the
+ * PostgreSQL engine: a throwaway server (test/helpers/postgres.ts), a new
+ * database for every store the contract opens, a small pool so that the
+ * concurrent calls really run on several connections at once.
+ */
+import t from 'tap';
+import { startPostgres } from '../../helpers/postgres.js';
+import { openPostgresStore } from '../../../sidecar/store/index.js';
+import { runStoreContract } from '../store/contract.js';
+
+const pg = await startPostgres(t);
+if (pg) {
+  t.comment(`PostgreSQL ${pg.version} on 127.0.0.1:${pg.port}`);
+  await runStoreContract(t, 'postgres', async () => openPostgresStore({
+    url: await pg.createDatabase(), poolMax: 6, statementTimeoutMs: 10_000, connectTimeoutMs: 5_000,
+  }));
+}

@@ -1,0 +1,139 @@
+/**
+ * Sidecar replicas as real processes on one PostgreSQL database, for the
+ * multi-replica tests: each is `node --import tsx sidecar/main.ts` (what
+ * `npm start` runs, from the sources) with its own port and data directory,
+ * the shared `SIDECAR_DATABASE_URL` and master key, and a real SMTP sink.
+ * `fixtures/replica.ts` can be started instead when a test needs build
+ * options that have no setting (the webhook worker's lease), and
+ * {@link compileSidecar} gives a test that starts many processes the sidecar
+ * compiled to JavaScript (a third of tsx's start-up CPU).
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Test } from 'tap';
+import { freePort } from '../../helpers/net.js';
+import { Client, remoteSidecar } from '../../helpers/sidecar.js';
+import type { MailSink, TestSidecar } from '../../helpers/sidecar.js';
+import { parsePrometheusText, sampleValue } from '../ops/helpers.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../../..');
+
+/** A running replica. */
+export interface Replica {
+  readonly name: string;
+  readonly url: string;
+  /** For the flow helpers (login, onboard, specFlow). */
+  readonly sc: TestSidecar;
+  readonly proc: ChildProcess;
+  output(): string;
+  /** SIGTERM, then SIGKILL after 10 s; resolves to the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL at once; resolves when the process is gone. */
+  kill9(): Promise<void>;
+  /** One sample of a metric family from /metrics (undefined when absent). */
+  metric(family: string, sample?: string, labels?: Record<string, string>): Promise<number | undefined>;
+}
+
+/** What every replica of a group shares. */
+export interface ReplicaGroup {
+  readonly dbUrl: string;
+  readonly masterKey: string;
+  readonly mail: MailSink;
+}
+
+/**
+ * Compiles the product (tsconfig.build.json, without declarations or maps) into a private
+ * directory under `.cache/` (removed in `t`'s teardown); returns the path of its `sidecar/main.js`.
+ */
+export function compileSidecar(t: Test): string {
+  const out = path.join(ROOT, '.cache', `pg-test-build-${process.pid}`);
+  // Through env(1) without NODE_OPTIONS: the test runner's loader hooks (tsx, coverage) are not the compiler's.
+  const r = spawnSync('env', ['-u', 'NODE_OPTIONS', process.execPath, path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', out,
+    '--declaration', 'false', '--declarationMap', 'false', '--sourceMap', 'false', '--inlineSources', 'false'],
+    { cwd: ROOT, encoding: 'utf8', timeout: 120_000, env: { PATH: process.env.PATH ?? '' } });
+  t.teardown(() => fs.rmSync(out, { recursive: true, force: true }));
+  if (r.status !== 0) throw new Error(`compiling the sidecar failed (${r.status ?? r.signal}): ${(r.stdout + r.stderr).slice(-2000)}`);
+  return path.join(out, 'sidecar/main.js');
+}
+
+/** A new base64 master key. */
+export const newMasterKey = (): string => crypto.randomBytes(32).toString('base64');
+
+/**
+ * Starts one replica; resolves once `/readyz` answers 200 (at most 60 s). `entry` is the script
+ * to run with tsx (default the sidecar's main.ts), `compiled` a compiled main.js to run instead.
+ * The process is killed in `t`'s teardown.
+ */
+export async function startReplica(t: Test, g: ReplicaGroup, name: string, o: { env?: Record<string, string>; entry?: string; compiled?: string } = {}): Promise<Replica> {
+  const port = await freePort();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `authz-${name}-`));
+  const child = spawn(process.execPath, o.compiled ? [o.compiled] : ['--import', 'tsx', o.entry ?? 'sidecar/main.ts'], {
+    cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      PATH: process.env.PATH ?? '', SIDECAR_HOST: '127.0.0.1', SIDECAR_PORT: String(port), SIDECAR_DATA_DIR: dataDir,
+      SIDECAR_SMTP_URL: g.mail.url, SIDECAR_INSECURE_COOKIES: '1', SIDECAR_LOG_LEVEL: 'warn', SIDECAR_SEND_CODE_PER_MINUTE: '1000',
+      SIDECAR_DATABASE_URL: g.dbUrl, SIDECAR_MASTER_KEY: g.masterKey, SIDECAR_WEBHOOK_ALLOW_INSECURE: '1',
+      SIDECAR_CRYPTO_WORKERS: '1', SIDECAR_DATABASE_POOL_MAX: '8', ...o.env,
+    },
+  });
+  let out = '';
+  const keep = (c: Buffer): void => { out = (out + c.toString()).slice(-50_000); };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const exit = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  let exited = false;
+  void exit.then(() => { exited = true; });
+  const url = `http://127.0.0.1:${port}`;
+  const stopWith = async (signal: NodeJS.Signals, graceMs: number): Promise<number | null> => {
+    if (!exited) child.kill(signal);
+    const killer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    const code = await exit;
+    clearTimeout(killer);
+    return code;
+  };
+  const r: Replica = {
+    name, url, proc: child, sc: remoteSidecar(url, g.mail), output: () => out,
+    stop: () => stopWith('SIGTERM', 10_000),
+    kill9: async () => { await stopWith('SIGKILL', 5_000); },
+    async metric(family, sample = family, labels = {}) {
+      const text = await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
+      return sampleValue(parsePrometheusText(text), family, sample, labels);
+    },
+  };
+  t.teardown(async () => { await stopWith('SIGKILL', 5_000); fs.rmSync(dataDir, { recursive: true, force: true }); });
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (exited) throw new Error(`replica ${name} exited during startup:\n${out}`);
+    try {
+      const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1_000) });
+      await res.arrayBuffer();
+      if (res.status === 200) return r;
+    } catch { /* not listening yet */ }
+    if (Date.now() > deadline) { await r.kill9(); throw new Error(`replica ${name} was not ready within 60 s:\n${out}`); }
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
+
+/** Starts `n` replicas named A, B, C, … at once. */
+export function startReplicas(t: Test, g: ReplicaGroup, n: number, o: { env?: Record<string, string> } = {}): Promise<Replica[]> {
+  return Promise.all(Array.from({ length: n }, (_, i) => startReplica(t, g, String.fromCharCode(65 + i), o)));
+}
+
+/** A client of replica `r` that carries the cookies (session, CSRF) of `from`. */
+export function sameSession(from: Client, r: Replica): Client {
+  const c = new Client(r.url);
+  for (const [k, v] of from.jar) c.jar.set(k, v);
+  c.apiKey = from.apiKey;
+  return c;
+}
+
+/** A platform client (API key) of `key` on replica `r`. */
+export function platformOn(r: Replica, apiKey: string): Client {
+  const c = new Client(r.url);
+  c.apiKey = apiKey;
+  return c;
+}
