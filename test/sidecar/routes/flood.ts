@@ -26,6 +26,8 @@ export interface SidecarProcess {
   codesSent(): number;
   /** SIGTERM (SIGKILL after 10 s); resolves to the exit code. */
   stop(): Promise<number | null>;
+  /** SIGKILL at once (a crash); resolves to the exit code (null: killed by the signal). */
+  kill9(): Promise<number | null>;
 }
 
 /**
@@ -58,14 +60,14 @@ export async function startSidecarProcess(t: Test, env: Record<string, string>):
   child.stderr.on('data', keep);
   let exited = false;
   const exit = new Promise<number | null>((done) => child.once('exit', (code) => { exited = true; done(code); }));
-  const stop = async (): Promise<number | null> => {
-    if (!exited) child.kill('SIGTERM');
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> => {
+    if (!exited) child.kill(signal);
     const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
     const code = await exit;
     clearTimeout(killer);
     return code;
   };
-  t.teardown(stop);
+  t.teardown(() => stop());
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
@@ -73,7 +75,7 @@ export async function startSidecarProcess(t: Test, env: Record<string, string>):
     try {
       const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1_000) });
       await res.arrayBuffer();
-      if (res.status === 200) return { url, lines: () => lines, codesFor: (e) => codes.get(e) ?? [], codesSent: () => sent, stop };
+      if (res.status === 200) return { url, lines: () => lines, codesFor: (e) => codes.get(e) ?? [], codesSent: () => sent, stop: () => stop(), kill9: () => stop('SIGKILL') };
     } catch { /* not listening yet */ }
     if (Date.now() > deadline) { await stop(); throw new Error(`the sidecar was not ready within 60 s:\n${lines.join('\n')}`); }
     await new Promise((r) => setTimeout(r, 100));
