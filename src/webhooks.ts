@@ -45,7 +45,10 @@ export type { WebhookEventType } from './webhook-events.js';
 
 /** The event bodies (webhook-events.ts), re-exported so receivers import one module. */
 export type {
-  WebhookEnvelope, ConnectionCreatedEvent, ConnectionKeyRotatedEvent, ConnectionRemovedEvent, DelegationApprovedEvent, DelegationDeniedEvent, DelegationRevokedEvent, ApprovalAction, ApprovalEventBase, ApprovalRequestedEvent, ApprovalGrantedEvent, ApprovalDeniedEvent, ApprovalExpiredEvent, WebhookEvent,
+  WebhookEnvelope, WebhookEvent,
+  ConnectionCreatedEvent, ConnectionKeyRotatedEvent, ConnectionRemovedEvent,
+  DelegationApprovedEvent, DelegationDeniedEvent, DelegationRevokedEvent,
+  ApprovalAction, ApprovalEventBase, ApprovalRequestedEvent, ApprovalGrantedEvent, ApprovalDeniedEvent, ApprovalExpiredEvent,
 } from './webhook-events.js';
 
 const toBytes = (v: string | Uint8Array): Uint8Array => (typeof v === 'string' ? Buffer.from(v, 'utf8') : v);
