@@ -20,7 +20,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import Fastify from 'fastify';
 import { Client, request as undiciRequest } from 'undici';
-import { agentAuthzGateway, createGatewayMetrics, GATEWAY_MAX_HEADER_SIZE, gatewayClientErrorHandler, gatewayFrameworkErrors } from '../../gateway-plugin/index.js';
+import { agentAuthzGateway, createGatewayMetrics, GATEWAY_MAX_HEADER_SIZE, gatewayClientErrors, gatewayFrameworkErrors, gatewayNotFound } from '../../gateway-plugin/index.js';
 import type { RouteEntry } from '../../gateway-plugin/index.js';
 import { TEST_API_KEY, gatewayConfig, startGateway } from './helpers.js';
 import { startCaddy, startNginx } from './proxies.js';
@@ -37,6 +37,8 @@ export interface ModeServer {
   port: number;
   /** Counts the decisions' fail-open tripwire (`agent_authz_gateway_fail_open_total`). */
   failOpen(): Promise<number>;
+  /** The Prometheus text of the process making the decisions. */
+  exposition(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -128,9 +130,12 @@ async function startShapeFront(kind: 'envoy' | 'traefik', authzUrl: string, upst
   };
 }
 
-async function failOpenOf(metricsUrl: string | undefined): Promise<number> {
-  const res = await undiciRequest(metricsUrl ?? '');
-  const line = (await res.body.text()).split('\n').find((l) => l.startsWith('agent_authz_gateway_fail_open_total '));
+async function expositionOf(metricsUrl: string | undefined): Promise<string> {
+  return (await undiciRequest(metricsUrl ?? '')).body.text();
+}
+
+function failOpenIn(text: string): number {
+  const line = text.split('\n').find((l) => l.startsWith('agent_authz_gateway_fail_open_total '));
   return Number(line?.split(' ')[1] ?? NaN);
 }
 
@@ -139,20 +144,25 @@ export async function startMode(mode: Mode, upstreamUrl: string, sidecarUrl: str
   const config = gatewayConfig(upstreamUrl, sidecarUrl, extra);
   if (mode === 'proxy') {
     const gw = await startGateway(config);
-    return { mode, url: gw.url, port: gw.port, failOpen: () => failOpenOf(gw.metricsUrl), close: () => gw.close() };
+    return {
+      mode, url: gw.url, port: gw.port, failOpen: async () => failOpenIn(await expositionOf(gw.metricsUrl)), exposition: () => expositionOf(gw.metricsUrl), close: () => gw.close(),
+    };
   }
   if (mode === 'plugin') {
     const metrics = createGatewayMetrics();
-    const app = Fastify({ http: { maxHeaderSize: GATEWAY_MAX_HEADER_SIZE }, frameworkErrors: gatewayFrameworkErrors(metrics), clientErrorHandler: gatewayClientErrorHandler });
+    const app = Fastify({ http: { maxHeaderSize: GATEWAY_MAX_HEADER_SIZE }, frameworkErrors: gatewayFrameworkErrors(metrics), clientErrorHandler: gatewayClientErrors(metrics) });
+    app.setNotFoundHandler(gatewayNotFound(metrics));
     await app.register(agentAuthzGateway, {
       upstream: upstreamUrl, sidecarUrl, apiKey: TEST_API_KEY, metrics, routes: config.routes as RouteEntry[],
       verifyTimeoutMs: config.verify_timeout_ms as number, challengeTimeoutMs: config.challenge_timeout_ms as number, bodyLimit: config.body_limit_bytes as number,
+      ...(config.override_headers === undefined ? {} : { overrideHeaders: config.override_headers as 'refuse' | 'strip' }),
     });
     await app.listen({ host: '127.0.0.1', port: 0 });
     const port = (app.server.address() as AddressInfo).port;
     return {
       mode, url: `http://127.0.0.1:${port}`, port,
-      failOpen: async () => Number((await metrics.exposition()).split('\n').find((l) => l.startsWith('agent_authz_gateway_fail_open_total '))?.split(' ')[1]),
+      failOpen: async () => failOpenIn(await metrics.exposition()),
+      exposition: () => metrics.exposition(),
       close: () => app.close(),
     };
   }
@@ -163,7 +173,7 @@ export async function startMode(mode: Mode, upstreamUrl: string, sidecarUrl: str
       : mode === 'caddy' ? await startCaddy(hostPort(authz.url), hostPort(upstreamUrl))
         : await startShapeFront(mode, authz.url, upstreamUrl);
     return {
-      mode, url: front.url, port: front.port, failOpen: () => failOpenOf(authz.metricsUrl),
+      mode, url: front.url, port: front.port, failOpen: async () => failOpenIn(await expositionOf(authz.metricsUrl)), exposition: () => expositionOf(authz.metricsUrl),
       close: async () => {
         await front.close();
         await authz.close();
