@@ -21,8 +21,8 @@
  *    `body_sha256` is sent only when the body is known.
  *    POSTs to an MCP route read the JSON-RPC message first (mcp/message.ts):
  *    a tool call needs its tool's scope (403 `tool_not_mapped` for a tool
- *    not in the table), public methods pass without a proof, anything else
- *    needs the route's scope.
+ *    not in the table) and sends the tool as `context.tool`, public methods
+ *    pass without a proof, anything else needs the route's scope.
  */
 
 import type { IncomingHttpHeaders } from 'node:http';
@@ -169,6 +169,8 @@ export class DecisionPipeline {
         tenant: tool.tenantPointer === undefined ? base.tenant : args.tenant,
         amount: args.amount,
         currency: args.currency,
+        // The tool itself: operation-bound proofs of tool calls bind it, approvals show it (docs/proofs.md).
+        tool: message.tool,
       };
     } else if (message.method !== undefined && isPublicMethod(mcp, message.method)) {
       return { kind: 'public', ...peer };

@@ -22,7 +22,7 @@ import Fastify from 'fastify';
 import { Client, request as undiciRequest } from 'undici';
 import { agentAuthzGateway, createGatewayMetrics, GATEWAY_MAX_HEADER_SIZE, gatewayClientErrors, gatewayFrameworkErrors, gatewayNotFound } from '../../gateway-plugin/index.js';
 import type { RouteEntry } from '../../gateway-plugin/index.js';
-import { TEST_API_KEY, gatewayConfig, startGateway } from './helpers.js';
+import { TEST_API_KEY, gatewayConfig, startGatewayWithKey } from './helpers.js';
 import { startCaddy, startNginx } from './proxies.js';
 
 /** The enforcement modes. */
@@ -87,10 +87,11 @@ async function startShapeFront(kind: 'envoy' | 'traefik', authzUrl: string, upst
       const checkBody = Buffer.from(await check.body.arrayBuffer());
       const allowed = kind === 'envoy' ? check.statusCode === 200 : check.statusCode >= 200 && check.statusCode < 300;
       if (!allowed) {
+        // Both pass the denied check response's headers to the client (Envoy: all but Host unless
+        // allowed_client_headers is set; Traefik: the auth server's response as it is).
         const headers: Record<string, string> = {};
-        for (const name of ['content-type', 'www-authenticate', 'x-request-id', 'cache-control']) {
-          const v = check.headers[name];
-          if (typeof v === 'string') headers[name] = v;
+        for (const [name, v] of Object.entries(check.headers)) {
+          if (typeof v === 'string' && !HOP.includes(name)) headers[name] = v;
         }
         res.writeHead(check.statusCode, headers);
         res.end(checkBody);
@@ -139,11 +140,15 @@ function failOpenIn(text: string): number {
   return Number(line?.split(' ')[1] ?? NaN);
 }
 
-/** Starts `mode` in front of `upstreamUrl`, deciding with the sidecar at `sidecarUrl`; `extra` is merged into the standalone config. */
-export async function startMode(mode: Mode, upstreamUrl: string, sidecarUrl: string, extra: Record<string, unknown> = {}): Promise<ModeServer> {
+/**
+ * Starts `mode` in front of `upstreamUrl`, deciding with the sidecar at `sidecarUrl`; `extra` is
+ * merged into the standalone config; `apiKey` is the gateway's sidecar key (a real one for the
+ * real sidecar).
+ */
+export async function startMode(mode: Mode, upstreamUrl: string, sidecarUrl: string, extra: Record<string, unknown> = {}, apiKey = TEST_API_KEY): Promise<ModeServer> {
   const config = gatewayConfig(upstreamUrl, sidecarUrl, extra);
   if (mode === 'proxy') {
-    const gw = await startGateway(config);
+    const gw = await startGatewayWithKey(config, apiKey);
     return {
       mode, url: gw.url, port: gw.port, failOpen: async () => failOpenIn(await expositionOf(gw.metricsUrl)), exposition: () => expositionOf(gw.metricsUrl), close: () => gw.close(),
     };
@@ -153,7 +158,7 @@ export async function startMode(mode: Mode, upstreamUrl: string, sidecarUrl: str
     const app = Fastify({ http: { maxHeaderSize: GATEWAY_MAX_HEADER_SIZE }, frameworkErrors: gatewayFrameworkErrors(metrics), clientErrorHandler: gatewayClientErrors(metrics) });
     app.setNotFoundHandler(gatewayNotFound(metrics));
     await app.register(agentAuthzGateway, {
-      upstream: upstreamUrl, sidecarUrl, apiKey: TEST_API_KEY, metrics, routes: config.routes as RouteEntry[],
+      upstream: upstreamUrl, sidecarUrl, apiKey, metrics, routes: config.routes as RouteEntry[],
       verifyTimeoutMs: config.verify_timeout_ms as number, challengeTimeoutMs: config.challenge_timeout_ms as number, bodyLimit: config.body_limit_bytes as number,
       ...(config.override_headers === undefined ? {} : { overrideHeaders: config.override_headers as 'refuse' | 'strip' }),
     });
@@ -167,7 +172,7 @@ export async function startMode(mode: Mode, upstreamUrl: string, sidecarUrl: str
     };
   }
   const { upstream_url: _unused, ...rest } = config;
-  const authz = await startGateway({ ...rest, mode: 'forward_auth', trusted_proxies: ['127.0.0.1'] });
+  const authz = await startGatewayWithKey({ ...rest, mode: 'forward_auth', trusted_proxies: ['127.0.0.1'] }, apiKey);
   try {
     const front = mode === 'nginx' ? await startNginx(hostPort(authz.url), hostPort(upstreamUrl))
       : mode === 'caddy' ? await startCaddy(hostPort(authz.url), hostPort(upstreamUrl))
