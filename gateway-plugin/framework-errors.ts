@@ -7,8 +7,10 @@
  *   header, folded headers, conflicting Content-Length, a bad chunk size, an
  *   unknown method, non-ASCII in the target): 400 `invalid_request`; a header
  *   block or URL over `maxHeaderSize`: 431 `headers_too_large`;
- * - an `Expect` header other than `100-continue`: 417 `expectation_failed`
- *   (the plugins install this one themselves, see {@link installExpectationAnswer});
+ * - an `Expect` header other than `100-continue`: 417 `expectation_failed`,
+ *   and `CONNECT` (which Node hands to no route; without an answer it just
+ *   closes the connection): 403 `route_not_mapped` (the plugins install both
+ *   themselves, see {@link installServerAnswers});
  * - Fastify's router refuses a URL it cannot decode (`/a%zz`): 400
  *   `ambiguous_path` (the gateway's path rule; the sidecar says
  *   `invalid_request`), or a path parameter over its length limit: 400
@@ -27,7 +29,7 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ERRORS, errorBody } from '../src/errors.js';
 import type { ErrorCode } from '../src/errors.js';
-import { answerClientError, answerExpectationFailed, frameworkErrorCode } from '../runtime/client-error.js';
+import { answerClientError, answerExpectationFailed, frameworkErrorCode, writeRefusal } from '../runtime/client-error.js';
 import { countRequest } from './metrics.js';
 import type { GatewayMetrics } from './metrics.js';
 
@@ -109,11 +111,23 @@ export function notFoundAnswer(code: 'route_not_mapped' | 'route_not_found', met
 
 /**
  * Makes `server` answer an unsupported `Expect` header with 417
- * `expectation_failed` in the error shape (counted with `metrics`) instead of
- * Node's bare 417. Only when nothing listens for `checkExpectation` yet (an
- * application's own handling, or a gateway plugin registered before, wins).
+ * `expectation_failed` in the error shape instead of Node's bare 417, and a
+ * `CONNECT` request with 403 `route_not_mapped` instead of closing the
+ * connection, both counted with `metrics`. Each only when nothing listens for
+ * that event yet (an application's own handling, or a gateway plugin
+ * registered before, wins).
  */
-export function installExpectationAnswer(server: Server, metrics?: GatewayMetrics): void {
-  if (server.listenerCount('checkExpectation') > 0) return;
-  answerExpectationFailed(server, counter(metrics));
+export function installServerAnswers(server: Server, metrics?: GatewayMetrics): void {
+  const count = counter(metrics);
+  if (server.listenerCount('checkExpectation') === 0) answerExpectationFailed(server, count);
+  if (server.listenerCount('connect') === 0) {
+    server.on('connect', (_req, socket: Socket) => {
+      socket.on('error', () => undefined);
+      if (socket.writable) {
+        count('route_not_mapped');
+        writeRefusal(socket, 'route_not_mapped', 'CONNECT is not proxied.');
+      }
+      socket.destroy();
+    });
+  }
 }

@@ -27,7 +27,7 @@ import { SidecarClient } from './verify-client.js';
 import { refusalReason, renderRefusal, toServiceError } from './refusal.js';
 import { countRequest, guardForward } from './metrics.js';
 import { upstreamRequestHeaders, upstreamResponseHeaders } from './headers.js';
-import { installExpectationAnswer } from './framework-errors.js';
+import { installServerAnswers } from './framework-errors.js';
 
 interface RequestState {
   facts?: PipelineRequest;
@@ -63,7 +63,7 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     connections: opts.sidecarConnections,
   });
   fastify.addHook('onClose', async () => sidecar.close());
-  installExpectationAnswer(fastify.server, metrics);
+  installServerAnswers(fastify.server, metrics);
   const pipeline = new DecisionPipeline(opts, sidecar);
   const states = new WeakMap<FastifyRequest, RequestState>();
   const stateOf = (request: FastifyRequest): RequestState => {

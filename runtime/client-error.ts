@@ -37,13 +37,23 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Socket, on
   if (err.code !== 'ERR_HTTP_REQUEST_TIMEOUT' && socket.writable && inFlight?.headersSent !== true) {
     const { code, message } = clientErrorCode(err);
     onRefusal?.(code);
-    const status = ERRORS[code].status;
-    const body = JSON.stringify(errorBody(code, message));
-    const reason = status === 431 ? 'Request Header Fields Too Large' : 'Bad Request';
-    socket.write(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`
-      + `Cache-Control: no-store\r\nX-Request-Id: ${crypto.randomUUID()}\r\nConnection: close\r\n\r\n${body}`);
+    writeRefusal(socket, code, message);
   }
   socket.destroy();
+}
+
+const REASON_PHRASES: Readonly<Record<number, string>> = { 400: 'Bad Request', 403: 'Forbidden', 405: 'Method Not Allowed', 431: 'Request Header Fields Too Large' };
+
+/**
+ * Writes a complete HTTP/1.1 refusal `code` in the error shape, with `Cache-Control: no-store`,
+ * a fresh `X-Request-Id` and `Connection: close`, straight onto `socket` (for requests that never
+ * get a `ServerResponse`). The caller closes the socket.
+ */
+export function writeRefusal(socket: Socket, code: ErrorCode, message?: string): void {
+  const status = ERRORS[code].status;
+  const body = JSON.stringify(errorBody(code, message));
+  socket.write(`HTTP/1.1 ${status} ${REASON_PHRASES[status] ?? 'Error'}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`
+    + `Cache-Control: no-store\r\nX-Request-Id: ${crypto.randomUUID()}\r\nConnection: close\r\n\r\n${body}`);
 }
 
 /** The refusal of a request Fastify's router rejected before routing (`frameworkErrors`). */

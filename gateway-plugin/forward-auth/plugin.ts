@@ -19,7 +19,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { ServiceError } from '../../src/errors.js';
 import { DECISION_HEADERS } from '../headers.js';
 import { countRequest, guardForward } from '../metrics.js';
-import { installExpectationAnswer } from '../framework-errors.js';
+import { installServerAnswers } from '../framework-errors.js';
 import { DecisionPipeline } from '../pipeline.js';
 import type { Admission, Decision, PipelineRequest } from '../pipeline.js';
 import { refusalReason, renderRefusal, toServiceError } from '../refusal.js';
@@ -64,7 +64,7 @@ async function forwardAuthPlugin(fastify: FastifyInstance, rawOptions: ForwardAu
     connections: opts.sidecarConnections,
   });
   fastify.addHook('onClose', async () => sidecar.close());
-  installExpectationAnswer(fastify.server, metrics);
+  installServerAnswers(fastify.server, metrics);
   const pipeline = new DecisionPipeline(opts, sidecar);
   const admissions = new WeakMap<FastifyRequest, Admission>();
 

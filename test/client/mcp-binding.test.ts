@@ -71,7 +71,8 @@ t.test('a proof bound to another tool or other arguments, or unbound, is refused
   const body = JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'get_weather', arguments: { city: 'Braga' } } });
   const sha = (text: string): string => createHash('sha256').update(text).digest('hex');
   const proofFor = async (operation: unknown): Promise<string> => {
-    const r = await flow.platform.post(`/v1/service/connections/${flow.reg.connection_id}/agents/${flow.agentId}/present`, { challenge: await challenge(flow.platform), ...(operation === undefined ? {} : { operation }) });
+    const path = `/v1/service/connections/${flow.reg.connection_id}/agents/${flow.agentId}/present`;
+    const r = await flow.platform.post(path, { challenge: await challenge(flow.platform), ...(operation === undefined ? {} : { operation }) });
     return r.body.proof_header as string;
   };
   const headers = async (operation: unknown): Promise<Record<string, string>> => ({

@@ -51,7 +51,10 @@ const SINGLES: Record<string, string[]> = {
   i: ['\u0131', '\u0130', '\u2071', '\u1d62', '\u00ed', '\u00ef', '\u00ec', '\u2170', 'I'],
   n: ['\u207f', '\u2099', '\u00f1', '\u0144', '\u01f9'],
 };
-const TRAILING = ['.', ' ', '\u00a0', '. ', ' .', '\u3000', '\u2000', '\u2002', '\u2003', '\u2009', '\u200a', '\u202f', '\u205f', '\u2028', '\u200b', '\ufeff', '\u00ad', '\u2060', '\u180e', '.\u00a0'];
+const TRAILING = [
+  '.', ' ', '\u00a0', '. ', ' .', '\u3000', '\u2000', '\u2002', '\u2003', '\u2009', '\u200a', '\u202f', '\u205f', '\u2028', '\u200b',
+  '\ufeff', '\u00ad', '\u2060', '\u180e', '.\u00a0',
+];
 const IGNORABLES = ['\u00ad', '\u200b', '\u200c', '\u200d', '\u2060', '\ufeff', '\u034f'];
 
 function letterIn(alphabet: [string, number, number], c: string): string {

@@ -7,8 +7,8 @@
  * standalone forward-auth endpoint:
  *
  * - methods no route maps: `TRACE` (a method the server knows, refused by the
- *   pipeline) and `PROPFIND` (unknown to Fastify's router: the not-found
- *   answer);
+ *   pipeline), `PROPFIND` (unknown to Fastify's router: the not-found
+ *   answer) and `CONNECT` (which Node hands to no route);
  * - what Node's HTTP parser refuses (a NUL, a bare LF, folded headers,
  *   conflicting Content-Length, a bad chunk size, an unknown method): 400
  *   `invalid_request`; a header block or URL over the limit: 431
@@ -43,6 +43,7 @@ const CASES: Array<[string, string, number, string]> = [
   ['an unknown method', `FOOBAR /v1/items/1 HTTP/1.1\r\n${H}\r\n`, 400, 'invalid_request'],
   ['a header block over the limit', `GET /v1/items/1 HTTP/1.1\r\n${H}X-Big: ${'a'.repeat(BIG)}\r\n\r\n`, 431, 'headers_too_large'],
   ['a URL over the limit', `GET /v1/items/1?${'a'.repeat(BIG)} HTTP/1.1\r\n${H}\r\n`, 431, 'headers_too_large'],
+  ['CONNECT (never proxied)', `CONNECT 127.0.0.1:80 HTTP/1.1\r\nHost: 127.0.0.1:80\r\n\r\n`, 403, 'route_not_mapped'],
   ['an unsupported Expect header', `GET /v1/items/1 HTTP/1.1\r\n${H}Expect: something-else\r\nConnection: close\r\n\r\n`, 417, 'expectation_failed'],
   ['an undecodable URL', `GET /v1/items/%zz HTTP/1.1\r\n${H}Connection: close\r\n\r\n`, 400, 'ambiguous_path'],
 ];
