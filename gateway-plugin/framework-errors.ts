@@ -29,7 +29,7 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ERRORS, errorBody } from '../src/errors.js';
 import type { ErrorCode } from '../src/errors.js';
-import { answerClientError, answerExpectationFailed, frameworkErrorCode, writeRefusal } from '../runtime/client-error.js';
+import { answerClientError, answerConnect, answerExpectationFailed, frameworkErrorCode } from '../runtime/client-error.js';
 import { countRequest } from './metrics.js';
 import type { GatewayMetrics } from './metrics.js';
 
@@ -120,14 +120,5 @@ export function notFoundAnswer(code: 'route_not_mapped' | 'route_not_found', met
 export function installServerAnswers(server: Server, metrics?: GatewayMetrics): void {
   const count = counter(metrics);
   if (server.listenerCount('checkExpectation') === 0) answerExpectationFailed(server, count);
-  if (server.listenerCount('connect') === 0) {
-    server.on('connect', (_req, socket: Socket) => {
-      socket.on('error', () => undefined);
-      if (socket.writable) {
-        count('route_not_mapped');
-        writeRefusal(socket, 'route_not_mapped', 'CONNECT is not proxied.');
-      }
-      socket.destroy();
-    });
-  }
+  if (server.listenerCount('connect') === 0) answerConnect(server, 'route_not_mapped', 'CONNECT is not proxied.', count);
 }

@@ -79,3 +79,18 @@ export function answerExpectationFailed(server: Server, onRefusal?: (code: Error
     res.end(body);
   });
 }
+
+/**
+ * Answers a `CONNECT` request (Node would close the connection without an answer) with the
+ * refusal `code` in the error shape, then closes the socket. Install on the HTTP server.
+ */
+export function answerConnect(server: Server, code: ErrorCode, message: string, onRefusal?: (code: ErrorCode) => void): void {
+  server.on('connect', (_req: IncomingMessage, socket: Socket) => {
+    socket.on('error', () => undefined);
+    if (socket.writable) {
+      onRefusal?.(code);
+      writeRefusal(socket, code, message);
+    }
+    socket.destroy();
+  });
+}
