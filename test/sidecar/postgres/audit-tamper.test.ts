@@ -110,6 +110,14 @@ if (pgc) {
     t.equal(env.code, 0, 'no source flag: SIDECAR_DATABASE_URL, as the sidecar would use it');
     t.match(env.stdout, new RegExp(`trusted keys \\(pinned\\): ${trail.keyId}`));
     t.match(env.stdout, /ok, rows 1–12 \(12\), 2 checkpoint\(s\), signed up to 10/);
+    const bare = new URL(trailUrl);
+    process.env.PGPASSWORD = decodeURIComponent(bare.password);
+    bare.password = '';
+    try {
+      t.equal((await verifyCli(['--database-url', bare.toString()], {})).code, 0, 'the password from PGPASSWORD, not the command line');
+    } finally {
+      delete process.env.PGPASSWORD;
+    }
     const file = await verifyCli(['--db', path.join(dir, 'none.sqlite')], { SIDECAR_DATABASE_URL: trailUrl });
     t.equal(file.code, 3, '--db still reads a SQLite file when SIDECAR_DATABASE_URL is set');
   });
