@@ -12,9 +12,9 @@
  *   is stopped, the load goes on over the other two, and they sign the new
  *   heads; the replicas' checkpoint counters add up to the stored checkpoints.
  * - Retention on PostgreSQL: a fourth replica whose clock runs a day ahead
- *   prunes (SIDECAR_AUDIT_RETENTION_DAYS=1) while the others keep appending;
- *   each chain then starts right after a signed anchor and verifies; without
- *   the anchor the verifier reports the lost start.
+ *   prunes (SIDECAR_AUDIT_RETENTION_DAYS=1; two runs at once) while the others
+ *   keep appending; each chain then starts right after a signed anchor and
+ *   verifies; without the anchor the verifier reports the lost start.
  */
 import t from 'tap';
 import type { Test } from 'tap';
@@ -103,7 +103,10 @@ if (pgc) {
       `SELECT e.account_id, COUNT(*) AS n, MIN(chain_position) AS lo, MAX(chain_position) AS hi, COUNT(DISTINCT chain_position) AS d, h.position AS h
          FROM audit_events e JOIN audit_chain_heads h USING (account_id) GROUP BY e.account_id, h.position`);
     t.equal(shape.length, 3, 'three chains');
-    for (const s of shape) t.same([s.lo, s.hi, s.d, s.h].map(Number), [1, Number(s.n), Number(s.n), Number(s.n)], `account ${s.account_id}: positions 1..${s.n}, none twice, the head at the end`);
+    for (const s of shape) {
+      const n = Number(s.n);
+      t.same([s.lo, s.hi, s.d, s.h].map(Number), [1, n, n, n], `account ${s.account_id}: positions 1..${n}, none twice, the head at the end`);
+    }
     await headsSigned(t);
     const r = await verifyDb();
     t.same([r.code, r.problems], [0, []], 'audit verify: every link and checkpoint holds');
@@ -133,31 +136,34 @@ if (pgc) {
     const rest = all.filter((x) => x !== stopped);
     const R = await startReplica(t, g, 'R', {
       entry: 'test/sidecar/postgres/fixtures/replica.ts',
-      env: { ...CHECKPOINTS, SIDECAR_AUDIT_RETENTION_DAYS: '1', AUTHZ_TEST_CLOCK_OFFSET_MS: String(DAY), AUTHZ_TEST_RETENTION_ON_SIGNAL: '1' },
+      env: { ...CHECKPOINTS, SIDECAR_AUDIT_RETENTION_DAYS: '1', AUTHZ_TEST_CLOCK_OFFSET_MS: String(DAY), AUTHZ_TEST_RETENTION_ON_SIGNAL: '2' },
     });
     const rowsBefore = Number((await sql<{ n: string }>('SELECT COUNT(*) AS n FROM audit_events'))[0]!.n);
     const loading = load(rest, 10);
     await new Promise((r) => setTimeout(r, 300));
+    // Two runs at once (on two pooled connections), as two replicas' hourly jobs may meet.
     R.proc.kill('SIGUSR2');
     const deadline = Date.now() + 20_000;
-    let line: RegExpExecArray | null = null;
-    while (!(line = /\{"test_retention(?:_error)?":.*\}\n/.exec(R.output())) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    t.ok(line, 'the retention run finished');
-    const result = JSON.parse(line?.[0] ?? '{}') as { test_retention?: { audit: number }; test_retention_error?: string };
-    t.notOk(result.test_retention_error, 'without an error');
+    const lines = (): string[] => R.output().match(/\{"test_retention(?:_error)?":.*\}\n/g) ?? [];
+    while (lines().length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    const results = lines().map((l) => JSON.parse(l) as { test_retention?: { audit: number }; test_retention_error?: string });
+    t.equal(results.length, 2, 'both retention runs finished');
+    t.same(results.filter((x) => x.test_retention_error), [], 'without an error');
     t.same([...new Set(await loading)], ['allow'], 'the others kept appending meanwhile');
     t.same([...new Set(await load(rest, 2))], ['allow'], 'and after it');
     await headsSigned(t);
-    const removed = result.test_retention?.audit ?? 0;
+    const removed = results.reduce((n, x) => n + (x.test_retention?.audit ?? 0), 0);
     t.ok(removed >= rowsBefore, `${removed} rows older than the cut-off were removed (at least the ${rowsBefore} written before)`);
-    const anchors = await sql<{ account_id: string; position: string }>("SELECT account_id, position FROM audit_checkpoints WHERE kind = 'anchor'");
-    t.equal(anchors.length, 3, 'one anchor per account');
-    t.equal(await made(R, 'anchor'), 3, 'signed by the retention replica');
+    const anchors = await sql<{ account_id: string; position: string }>(
+      "SELECT account_id, MAX(position) AS position, COUNT(*) AS n FROM audit_checkpoints WHERE kind = 'anchor' GROUP BY account_id");
+    t.equal(anchors.length, 3, 'every account has an anchor');
+    t.ok((await made(R, 'anchor')) >= 3, `signed by the retention replica (${await made(R, 'anchor')} stored by the two runs)`);
     const r = await verifyDb();
     t.same([r.code, r.problems], [0, []], 'the pruned chains verify');
     for (const a of anchors) {
       const acc = r.accounts.find((x) => x.accountId === a.account_id);
-      t.ok(acc && acc.firstPosition === Number(a.position) + 1 && acc.rows > 0, `account ${a.account_id}: rows start right after the anchor at ${a.position} (${acc?.firstPosition}–${acc?.lastPosition})`);
+      t.ok(acc && acc.firstPosition === Number(a.position) + 1 && acc.rows > 0,
+        `account ${a.account_id}: rows start right after the newest anchor at ${a.position} (${acc?.firstPosition}–${acc?.lastPosition})`);
     }
     const victim = anchors[0]!;
     await sql("DELETE FROM audit_checkpoints WHERE account_id = $1 AND kind = 'anchor'", [victim.account_id]);

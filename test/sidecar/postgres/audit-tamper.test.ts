@@ -28,7 +28,10 @@ import { signerOf, verifyCli, writeTrail } from '../audit/helpers.js';
 
 t.setTimeout(150_000);
 
-interface Row { seq: number; id: string; account_id: string; event_type: string; connection_id: string | null; agent_id: string | null; cert_id: string | null; required_scope: string | null; details: string; created_at: number; chain_position: number; prev_hash: string; hash: string }
+interface Row {
+  seq: number; id: string; account_id: string; event_type: string; connection_id: string | null; agent_id: string | null; cert_id: string | null;
+  required_scope: string | null; details: string; created_at: number; chain_position: number; prev_hash: string; hash: string; signature?: string;
+}
 type Sql = (sql: string, params?: unknown[]) => Promise<Row[]>;
 
 const INT8 = { getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === 20 ? Number : pg.types.getTypeParser(oid, format))) as typeof pg.types.getTypeParser };
@@ -83,7 +86,8 @@ if (pgc) {
     }
   };
   /** Tampers with a copy and checks: exit 1, the kind and first broken position, the other account untouched. */
-  const caught = async (t: Test, name: string, fn: (sql: Sql) => Promise<void>, kind: string, position: number | null, o: { pinned?: boolean; eventAt?: number } = {}): Promise<void> => {
+  const caught = async (t: Test, name: string, fn: (sql: Sql) => Promise<void>, kind: string, position: number | null,
+    o: { pinned?: boolean; eventAt?: number } = {}): Promise<void> => {
     const url = await copy(t);
     let eventId: string | null = null;
     await tamper(url, async (sql) => {
@@ -141,7 +145,9 @@ if (pgc) {
       await sql('UPDATE audit_events SET hash = $1 WHERE seq = $2', [hashOf(r), r.seq]);
     }, 'link_broken', 4, { eventAt: 4 });
     await caught(t, 'a changed row with the whole chain after it rewritten', async (sql) => { await edit(sql); await relink(sql, A, 3); }, 'checkpoint_mismatch', 5);
-    await caught(t, 'a changed time', (sql) => sql('UPDATE audit_events SET created_at = created_at + 1 WHERE account_id = $1 AND chain_position = 8', [A]).then(() => undefined), 'row_changed', 8, { eventAt: 8 });
+    await caught(t, 'a changed time', async (sql) => {
+      await sql('UPDATE audit_events SET created_at = created_at + 1 WHERE account_id = $1 AND chain_position = 8', [A]);
+    }, 'row_changed', 8, { eventAt: 8 });
   });
 
   await t.test('deletions', async (t) => {
@@ -153,7 +159,9 @@ if (pgc) {
       await relink(sql, A, 2);
     }, 'checkpoint_mismatch', 5);
     await caught(t, 'the first rows', (sql) => sql('DELETE FROM audit_events WHERE account_id = $1 AND chain_position <= 2', [A]).then(() => undefined), 'unanchored_start', 1);
-    await caught(t, 'the last rows (the head left)', (sql) => sql('DELETE FROM audit_events WHERE account_id = $1 AND chain_position >= 11', [A]).then(() => undefined), 'head_mismatch', 11);
+    await caught(t, 'the last rows (the head left)', async (sql) => {
+      await sql('DELETE FROM audit_events WHERE account_id = $1 AND chain_position >= 11', [A]);
+    }, 'head_mismatch', 11);
     await caught(t, 'the last rows and the head moved back', async (sql) => {
       await sql('DELETE FROM audit_events WHERE account_id = $1 AND chain_position >= 9', [A]);
       const last = (await rowsOf(sql, A)).at(-1)!;
@@ -166,7 +174,8 @@ if (pgc) {
       await sql('UPDATE audit_events SET chain_position = -chain_position WHERE account_id = $1 AND chain_position >= $2', [A, pos]);
       await sql('UPDATE audit_events SET chain_position = 1 - chain_position WHERE account_id = $1 AND chain_position < 0', [A]);
       const before = (await rowsOf(sql, A))[pos - 2]!;
-      const forged: Row = { ...before, id: randomUUID(), details: '{"decision":"allow","decision_reason":"delegation_valid"}', chain_position: pos, prev_hash: before.hash, hash: '' };
+      const details = '{"decision":"allow","decision_reason":"delegation_valid"}';
+      const forged: Row = { ...before, id: randomUUID(), details, chain_position: pos, prev_hash: before.hash, hash: '' };
       forged.hash = hashOf(forged);
       await sql(`INSERT INTO audit_events (id, account_id, event_type, connection_id, agent_id, cert_id, required_scope, details, created_at, chain_position, prev_hash, hash)
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, [forged.id, A, forged.event_type, forged.connection_id, forged.agent_id, forged.cert_id,
@@ -182,7 +191,8 @@ if (pgc) {
       await sql('DROP INDEX audit_chain');
       const r = (await rowsOf(sql, A))[5]!;
       await sql(`INSERT INTO audit_events (id, account_id, event_type, connection_id, agent_id, cert_id, required_scope, details, created_at, chain_position, prev_hash, hash)
-        SELECT $1, account_id, event_type, connection_id, agent_id, cert_id, required_scope, details, created_at, chain_position, prev_hash, hash FROM audit_events WHERE seq = $2`, [randomUUID(), r.seq]);
+        SELECT $1, account_id, event_type, connection_id, agent_id, cert_id, required_scope, details, created_at, chain_position, prev_hash, hash
+          FROM audit_events WHERE seq = $2`, [randomUUID(), r.seq]);
     }, 'out_of_order', 6);
     await caught(t, 'two rows swapped', async (sql) => {
       await sql('UPDATE audit_events SET chain_position = -1 WHERE account_id = $1 AND chain_position = 3', [A]);
@@ -197,7 +207,8 @@ if (pgc) {
       await sql('UPDATE audit_checkpoints SET head = $1 WHERE account_id = $2 AND position = 5', [other, A]);
     }, 'checkpoint_forged', 5);
     await caught(t, 'a checkpoint with a changed signature', async (sql) => {
-      const s = JSON.parse((await sql('SELECT signature FROM audit_checkpoints WHERE account_id = $1 AND position = 10', [A]) as unknown as { signature: string }[])[0]!.signature) as { ed25519: string; ml_dsa_65: string };
+      const [cp] = await sql('SELECT signature FROM audit_checkpoints WHERE account_id = $1 AND position = 10', [A]);
+      const s = JSON.parse(cp!.signature!) as { ed25519: string; ml_dsa_65: string };
       s.ml_dsa_65 = (s.ml_dsa_65[0] === 'A' ? 'B' : 'A') + s.ml_dsa_65.slice(1);
       await sql('UPDATE audit_checkpoints SET signature = $1 WHERE account_id = $2 AND position = 10', [JSON.stringify(s), A]);
     }, 'checkpoint_forged', 10);
@@ -205,7 +216,8 @@ if (pgc) {
     const resign = async (sql: Sql): Promise<void> => {
       await edit(sql);
       await relink(sql, A, 3);
-      await sql("INSERT INTO service_keys (id, purpose, public_key, secret_enc, created_at) VALUES ($1, 'attacker', $2, '\\x00', 0)", [stranger.keyId, JSON.stringify(stranger.publicKey)]);
+      await sql("INSERT INTO service_keys (id, purpose, public_key, secret_enc, created_at) VALUES ($1, 'attacker', $2, '\\x00', 0)",
+        [stranger.keyId, JSON.stringify(stranger.publicKey)]);
       await sql('DELETE FROM audit_checkpoints WHERE account_id = $1', [A]);
       for (const r of (await rowsOf(sql, A)).filter((x) => x.chain_position % 5 === 0)) {
         const c = stranger.sign(A, r.chain_position, r.hash, 'periodic', 1);
