@@ -11,6 +11,8 @@
  * - Checkpoints from several replicas verify: the replica that made the most
  *   is stopped, the load goes on over the other two, and they sign the new
  *   heads; the replicas' checkpoint counters add up to the stored checkpoints.
+ * - The push export runs on every replica too: the collector gets every
+ *   event, none twice.
  * - Retention on PostgreSQL: a fourth replica whose clock runs a day ahead
  *   prunes (SIDECAR_AUDIT_RETENTION_DAYS=1; two runs at once) while the others
  *   keep appending; each chain then starts right after a signed anchor and
@@ -23,6 +25,7 @@ import { specFlow, startMailSink } from '../../helpers/sidecar.js';
 import type { Flow } from '../../helpers/sidecar.js';
 import { challenge, pool, verify } from '../decide/helpers.js';
 import { verifyCli } from '../audit/helpers.js';
+import { startCollector } from '../audit/collector.js';
 import { newMasterKey, platformOn, startReplica, startReplicas } from './replicas.js';
 import type { Replica, ReplicaGroup } from './replicas.js';
 
@@ -42,7 +45,10 @@ if (pgc) {
   const dbUrl = await pgc.createDatabase();
   const db = dbUrl.split('/').pop()!;
   const g: ReplicaGroup = { dbUrl, masterKey: newMasterKey(), mail };
-  const all = await startReplicas(t, g, 3, { env: CHECKPOINTS });
+  const collector = await startCollector();
+  t.teardown(() => collector.close());
+  const EXPORT = { SIDECAR_AUDIT_EXPORT_URL: collector.url, SIDECAR_AUDIT_EXPORT_SECRET: 'x'.repeat(40), SIDECAR_AUDIT_EXPORT_FLUSH_MS: '50' };
+  const all = await startReplicas(t, g, 3, { env: { ...CHECKPOINTS, ...EXPORT } });
   const flows: Flow[] = await Promise.all(all.map((r, i) => specFlow(r.sc, `chain-${i}@example.com`)));
   const accountOf = new Map<Flow, string>();
   for (const f of flows) {
@@ -79,6 +85,25 @@ if (pgc) {
   };
   const made = async (r: Replica, kind = 'periodic'): Promise<number> =>
     (await r.metric('agent_authz_audit_checkpoints_total', 'agent_authz_audit_checkpoints_total', { kind })) ?? 0;
+  /** How often the collector received each event id. */
+  const exported = (): Map<string, number> => {
+    const seen = new Map<string, number>();
+    for (const r of collector.received) {
+      for (const line of r.body.split('\n').filter(Boolean)) {
+        const id = (JSON.parse(line) as { event_id: string }).event_id;
+        seen.set(id, (seen.get(id) ?? 0) + 1);
+      }
+    }
+    return seen;
+  };
+  /** Waits (at most 15 s) until the collector has every event in the database; asserts it, and that none came twice. */
+  const allExported = async (t: Test): Promise<void> => {
+    const ids = (await sql<{ id: string }>('SELECT id FROM audit_events')).map((r) => r.id);
+    await collector.until(() => { const seen = exported(); return ids.every((id) => seen.has(id)); }, 15_000);
+    const seen = exported();
+    t.same(ids.filter((id) => !seen.has(id)), [], `the push export (every replica runs it) delivered all ${ids.length} events`);
+    t.same([...seen].filter(([, n]) => n > 1), [], 'none twice: an account\'s cursor is leased to one replica at a time');
+  };
   const stored = async (kind = 'periodic'): Promise<number> =>
     Number((await sql<{ n: string }>('SELECT COUNT(*) AS n FROM audit_checkpoints WHERE kind = $1', [kind]))[0]!.n);
 
@@ -111,6 +136,7 @@ if (pgc) {
     const r = await verifyDb();
     t.same([r.code, r.problems], [0, []], 'audit verify: every link and checkpoint holds');
     t.equal(r.rows, after.reduce((a, b) => a + b, 0), 'it checked every row');
+    await allExported(t);
     byFirst = new Map(await Promise.all(all.map(async (x) => [x, await made(x)] as const)));
     t.equal([...byFirst.values()].reduce((a, b) => a + b, 0), await stored(), `the replicas' checkpoint counters (${[...byFirst.values()].join(' + ')}) add up to the stored checkpoints`);
   });
@@ -130,6 +156,7 @@ if (pgc) {
     const r = await verifyDb();
     t.same([r.code, r.problems], [0, []], 'the checkpoints of both periods verify');
     t.ok(r.accounts.every((a) => a.signedTo === a.lastPosition), 'each chain signed to its end');
+    await allExported(t);
   });
 
   await t.test('retention on PostgreSQL leaves a signed anchor, pruning while the others append', async (t) => {
