@@ -16,7 +16,7 @@ import type { AgentOperation } from './operation.js';
 export const GATEWAY_REFUSAL_CODES: ReadonlySet<string> = new Set([
   'proof_required', 'duplicate_proof_header', 'route_not_mapped', 'ambiguous_path', 'not_delegated', 'delegation_revoked',
   'delegation_expired', 'constraint_denied', 'proof_rejected', 'decision_indeterminate', 'verify_unavailable',
-  'upstream_unavailable', 'tool_not_mapped', 'batch_not_supported', 'body_not_forwarded',
+  'upstream_unavailable', 'tool_not_mapped', 'batch_not_supported', 'body_not_forwarded', 'override_header_refused',
 ]);
 
 /**
@@ -29,18 +29,35 @@ export const GATEWAY_REFUSAL_CODES: ReadonlySet<string> = new Set([
  */
 export type AgentAuthzErrorSource = 'gateway' | 'sidecar';
 
+/**
+ * The state of the step-up approval a refusal names: `pending` (still undecided when the
+ * client stopped waiting, or not waited for), `denied`, `expired` or `used` (docs/api.md).
+ *
+ * @example
+ * ```ts
+ * if (err instanceof AgentAuthzError && err.approvalState === 'denied') console.log(`denied: ${err.note ?? 'no note'}`);
+ * ```
+ */
+export type ApprovalState = 'pending' | 'granted' | 'denied' | 'expired' | 'used';
+
 /** Facts about a refused request that are not in its error body (internal; see {@link AgentAuthzError}). */
 interface AgentAuthzErrorExtra {
   requestId?: string | undefined;
   jsonRpcId?: string | number | null | undefined;
   operation?: AgentOperation | undefined;
+  approvalId?: string | undefined;
+  approvalState?: ApprovalState | undefined;
+  note?: string | undefined;
 }
 
 /**
  * A refused request or a failed proof: `code` is the error code (see
  * docs/errors.md), `reason` the decision reason (`not_delegated`,
  * `constraint_denied`, the verify reason of `proof_rejected` such as
- * `invalid_challenge`, …), `constraint` the constraint that did not hold.
+ * `invalid_challenge`, `approval_required`, …), `constraint` the constraint
+ * that did not hold; for step-up approvals `approvalId`, `approvalState` and
+ * the person's `note` (reason `approval_denied` / `approval_expired` /
+ * `approval_used` once a wait ended so).
  *
  * @example
  * ```ts
@@ -71,6 +88,15 @@ export class AgentAuthzError extends Error {
   readonly source: AgentAuthzErrorSource;
   /** The operation that was refused. */
   readonly operation: AgentOperation | undefined;
+  /**
+   * The step-up approval the refusal names (reasons `approval_required`, `approval_denied`,
+   * `approval_expired`, `approval_used`): from `error.approval_id` or `X-Service-Approval-Id`.
+   */
+  readonly approvalId: string | undefined;
+  /** The approval's state when the client gave up: `pending` (not waited for, or the wait ended), `denied`, `expired`, `used`. */
+  readonly approvalState: ApprovalState | undefined;
+  /** The account holder's note with a denied approval. */
+  readonly note: string | undefined;
   /** The error object as received (`{code, message, status, …}`). */
   readonly details: Readonly<Record<string, unknown>>;
 
@@ -87,6 +113,9 @@ export class AgentAuthzError extends Error {
     this.requestId = extra.requestId;
     this.source = source;
     this.operation = extra.operation;
+    this.approvalId = typeof details.approval_id === 'string' ? details.approval_id : extra.approvalId;
+    this.approvalState = extra.approvalState ?? (this.approvalId !== undefined && this.reason === 'approval_required' ? 'pending' : undefined);
+    this.note = extra.note;
     this.details = details;
   }
 }

@@ -6,18 +6,27 @@
  * 1. the request (method, URL, headers, body) is read once, so it can be
  *    sent twice; its operation (method, path, MCP tool, body SHA-256) is
  *    computed (operation.ts);
- * 2. `challenge: 'sidecar'` (default): a challenge from the sidecar, present,
- *    and the request goes out with `X-Service-Proof`;
+ * 2. `challenge: 'sidecar'` (default): a challenge from the sidecar, present
+ *    (binding the proof to that operation unless `bind: false`), and the
+ *    request goes out with `X-Service-Proof`;
  *    `challenge: 'server'`: the request goes out without a proof first;
  * 3. a 401 carrying a challenge (`WWW-Authenticate: ServiceProof …
  *    challenge="…"` or `error.challenge`) is presented and the request is
  *    retried ONCE with the new proof;
- * 4. a gateway refusal (errors.ts: 401 without another try, 403, 503, …) is
- *    thrown as an {@link AgentAuthzError}; a 403 is never retried. Every
- *    other answer, including the API's own errors, is returned as is.
+ * 4. a 403 with reason `approval_required` and an approval id, when
+ *    `waitForApproval` is set: the approval's status is polled (approval.ts)
+ *    until a person decides, then the request is retried ONCE with a fresh
+ *    proof; a denied, expired or used approval, or the end of the wait, is
+ *    thrown as an {@link AgentAuthzError} with the reason and the note;
+ * 5. any other gateway refusal (errors.ts: 401 without another try, 403,
+ *    503, …) is thrown as an {@link AgentAuthzError}; a 403 is never retried
+ *    otherwise. Every other answer, including the API's own errors, is
+ *    returned as is.
  */
 
-import { PROOF_HEADER } from '../src/protocol.js';
+import { APPROVAL_ID_HEADER, APPROVAL_ID_PATTERN, PROOF_HEADER } from '../src/protocol.js';
+import { ApprovalWaiter, resolveApprovalWait } from './approval.js';
+import type { ApprovalWaitOptions } from './approval.js';
 import { AgentAuthzError, gatewayRefusal } from './errors.js';
 import { describeOperation } from './operation.js';
 import type { AgentOperation } from './operation.js';
@@ -74,6 +83,19 @@ export interface AgentFetchOptions {
   maxBodyBytes?: number;
   /** The underlying fetch (default: the global `fetch`). */
   fetch?: typeof fetch;
+  /**
+   * Bind each proof to the operation it is sent with (default `true`; docs/proofs.md): a proof
+   * taken off the wire is then good for that method, path or MCP tool and body only. Set
+   * `false` only behind a decision point that cannot see the body (NGINX `auth_request`, Caddy
+   * `forward_auth`): there a bound proof is denied `operation_mismatch`.
+   */
+  bind?: boolean;
+  /**
+   * Wait for a person's step-up approval (`approval_required`) and retry once when granted.
+   * Off by default (the refusal is thrown at once with its `approvalId`); `true` or options
+   * turn it on, bounded by `timeoutMs` (default 5 minutes) and the approval's expiry.
+   */
+  waitForApproval?: boolean | ApprovalWaitOptions;
 }
 
 /**
@@ -87,7 +109,7 @@ export interface AgentFetchOptions {
  */
 export type AgentFetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
-const KEYS = ['sidecarUrl', 'apiKey', 'connectionId', 'agentId', 'challenge', 'timeoutMs', 'maxBodyBytes', 'fetch'];
+const KEYS = ['sidecarUrl', 'apiKey', 'connectionId', 'agentId', 'challenge', 'timeoutMs', 'maxBodyBytes', 'fetch', 'bind', 'waitForApproval'];
 const LABEL = 'agent fetch options:';
 
 function fail(key: string, message: string): never {
@@ -134,12 +156,25 @@ function challengeOf(res: Response, body: unknown): string | undefined {
   return typeof err?.challenge === 'string' ? err.challenge : undefined;
 }
 
+/** The refusal in a response, as an {@link AgentAuthzError}, or `undefined` for the API's own answers. */
+function refusalOf(res: Response, parsed: unknown, operation: AgentOperation): AgentAuthzError | undefined {
+  const refusal = gatewayRefusal(res.status, parsed);
+  if (refusal === undefined) return undefined;
+  const header = res.headers.get(APPROVAL_ID_HEADER) ?? undefined;
+  return new AgentAuthzError('gateway', res.status, refusal.error, {
+    requestId: res.headers.get('x-request-id') ?? undefined, jsonRpcId: refusal.jsonRpcId, operation,
+    approvalId: header !== undefined && APPROVAL_ID_PATTERN.test(header) ? header : undefined,
+  });
+}
+
 /**
  * Creates a `fetch` for an agent: every request gets a fresh proof of the
- * agent's delegation in `X-Service-Proof`; a 401 with a challenge is
- * answered and retried once; a 403 is never retried; gateway refusals throw
- * an {@link AgentAuthzError} with the decision reason. Options are checked
- * at once (a `TypeError` naming the option).
+ * agent's delegation in `X-Service-Proof`, bound to the request's operation;
+ * a 401 with a challenge is answered and retried once; a 403 is never
+ * retried, except once after a person granted the step-up approval it names
+ * (with `waitForApproval`); gateway refusals throw an {@link AgentAuthzError}
+ * with the decision reason. Options are checked at once (a `TypeError`
+ * naming the option).
  *
  * @example
  * ```ts
@@ -168,10 +203,16 @@ export function createAgentFetch(options: AgentFetchOptions): AgentFetch {
   if (options.fetch !== undefined && typeof options.fetch !== 'function') fail('fetch', 'must be a function');
   const send = options.fetch ?? globalThis.fetch;
   const maxBody = int(o, 'maxBodyBytes', DEFAULT_MAX_BODY_BYTES);
+  if (options.bind !== undefined && typeof options.bind !== 'boolean') fail('bind', 'must be true or false');
+  const bind = options.bind ?? true;
+  const apiKey = text(o, 'apiKey');
+  const timeoutMs = int(o, 'timeoutMs', DEFAULT_SIDECAR_TIMEOUT_MS);
   const proofs = new ProofMaker({
-    sidecarUrl, apiKey: text(o, 'apiKey'), connectionId: text(o, 'connectionId'), agentId: text(o, 'agentId'),
-    timeoutMs: int(o, 'timeoutMs', DEFAULT_SIDECAR_TIMEOUT_MS), fetch: send,
+    sidecarUrl, apiKey, connectionId: text(o, 'connectionId'), agentId: text(o, 'agentId'), timeoutMs, fetch: send,
   });
+  const wait = resolveApprovalWait(options.waitForApproval, fail);
+  const approvals = wait === undefined ? undefined : new ApprovalWaiter(sidecarUrl, apiKey, send, timeoutMs, wait);
+  const freshProof = async (operation: AgentOperation): Promise<string> => proofs.present(await proofs.challenge(operation), operation, bind);
 
   return async function agentFetch(input, init) {
     const request = new Request(input, init);
@@ -186,8 +227,10 @@ export function createAgentFetch(options: AgentFetchOptions): AgentFetch {
         ...(body === undefined ? {} : { body }),
       });
     };
-    let res = await attempt(mode === 'sidecar' ? await proofs.present(await proofs.challenge(operation), operation) : undefined);
-    for (let retried = false; ; retried = true) {
+    let res = await attempt(mode === 'sidecar' ? await freshProof(operation) : undefined);
+    let challenged = false;
+    let waited = false;
+    for (;;) {
       if (res.status < 400) return res;
       const raw = await res.text();
       let parsed: unknown;
@@ -196,14 +239,19 @@ export function createAgentFetch(options: AgentFetchOptions): AgentFetch {
       } catch {
         parsed = undefined;
       }
-      const challenge = res.status === 401 && !retried ? challengeOf(res, parsed) : undefined;
+      const challenge = res.status === 401 && !challenged && !waited ? challengeOf(res, parsed) : undefined;
       if (challenge !== undefined) {
-        res = await attempt(await proofs.present(challenge, operation));
+        challenged = true;
+        res = await attempt(await proofs.present(challenge, operation, bind));
         continue;
       }
-      const refusal = gatewayRefusal(res.status, parsed);
+      const refusal = refusalOf(res, parsed, operation);
       if (refusal !== undefined) {
-        throw new AgentAuthzError('gateway', res.status, refusal.error, { requestId: res.headers.get('x-request-id') ?? undefined, jsonRpcId: refusal.jsonRpcId, operation });
+        if (approvals === undefined || waited || refusal.reason !== 'approval_required' || refusal.approvalId === undefined) throw refusal;
+        waited = true;
+        await approvals.wait(refusal, request.signal); // throws unless granted
+        res = await attempt(await freshProof(operation));
+        continue;
       }
       // The body was read (and decoded): hand back an equivalent, unread response.
       const headers = new Headers(res.headers);

@@ -3,12 +3,15 @@
  * before asking for a proof: method, path, MCP tool and the SHA-256 of the
  * body. The gateway derives the same facts from what it receives.
  *
- * Today it names the operation in {@link AgentAuthzError}s; when the sidecar's
- * present accepts an `operation` to sign into the proof (operation-bound
- * proofs, issue 22 part 2), the client sends exactly this object.
+ * {@link boundOperation} turns it into the `operation` present signs into the
+ * proof (operation-bound proofs, docs/proofs.md): method, body hash, and the
+ * MCP tool for a `tools/call` (the gateway may send a tool's resource, not
+ * the endpoint, as the context path) or else the path in the gateway's
+ * normalized form (src/path.ts, the gateway's own normalizer).
  */
 
 import { createHash } from 'node:crypto';
+import { normalizePath } from '../src/path.js';
 
 /**
  * What one request does.
@@ -56,4 +59,24 @@ export function describeOperation(method: string, url: URL, body: Uint8Array | u
     tool: toolOf(body, contentType),
     body_sha256: createHash('sha256').update(body ?? new Uint8Array(0)).digest('hex'),
   };
+}
+
+/**
+ * The operation to sign into the proof for `op` (the `operation` member of
+ * present, docs/proofs.md), or `undefined` when the path has no normalized
+ * form (the gateway refuses such a path as `ambiguous_path` before verify).
+ *
+ * @example
+ * ```ts
+ * boundOperation(describeOperation('GET', new URL('https://api.example.com/v1/%69tems/7'), undefined, null));
+ * // { method: 'GET', path: '/v1/items/7', body_sha256: 'e3b0c4…' }
+ * ```
+ */
+export function boundOperation(op: AgentOperation): { method: string; body_sha256: string; path?: string; tool?: string } | undefined {
+  if (op.tool !== undefined) return { method: op.method, tool: op.tool, body_sha256: op.body_sha256 };
+  try {
+    return { method: op.method, path: normalizePath(op.path), body_sha256: op.body_sha256 };
+  } catch {
+    return undefined;
+  }
 }

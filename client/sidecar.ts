@@ -2,13 +2,14 @@
  * The two sidecar calls that make a proof for the agent: a challenge
  * (`POST /v1/service/challenge`, with the platform's API key; its connection
  * is the audience the API's gateway verifies for) and present
- * (`POST /v1/service/connections/{c}/agents/{a}/present`), which returns the
- * ready-made `X-Service-Proof` value. Failures become {@link AgentAuthzError}s
+ * (`POST /v1/service/connections/{c}/agents/{a}/present`, with the operation
+ * to bind), which returns the ready-made `X-Service-Proof` value. Failures become {@link AgentAuthzError}s
  * with `source: 'sidecar'` and the sidecar's error code.
  */
 
 import { API_KEY_HEADER, CHALLENGE_PATH } from '../src/protocol.js';
 import { AgentAuthzError, serviceErrorOf } from './errors.js';
+import { boundOperation } from './operation.js';
 import type { AgentOperation } from './operation.js';
 
 /** Settings of a {@link ProofMaker}. */
@@ -66,12 +67,14 @@ export class ProofMaker {
 
   /**
    * Presents `challenge` for the agent; returns the `X-Service-Proof` value.
-   * `operation` is what the request will do; it is not sent yet (present
-   * does not accept it before operation-bound proofs land).
+   * `operation` is what the request will do; with `bind` it is signed into
+   * the proof (`boundOperation`, docs/proofs.md), so the proof is good for
+   * that operation only.
    */
-  async present(challenge: string, operation: AgentOperation): Promise<string> {
+  async present(challenge: string, operation: AgentOperation, bind: boolean): Promise<string> {
     const path = `/v1/service/connections/${encodeURIComponent(this.#o.connectionId)}/agents/${encodeURIComponent(this.#o.agentId)}/present`;
-    const body = await this.#post(path, { challenge }, operation);
+    const bound = bind ? boundOperation(operation) : undefined;
+    const body = await this.#post(path, bound === undefined ? { challenge } : { challenge, operation: bound }, operation);
     if (typeof body.proof_header !== 'string') throw new AgentAuthzError('sidecar', 502, { code: 'service_unavailable', message: 'The present answer has no proof_header.' }, { operation });
     return body.proof_header;
   }

@@ -11,7 +11,10 @@
  *   `X-Forwarded-Proto` / `X-Forwarded-Port` unless the peer is a trusted proxy;
  * - the tenant header (when a header tenant rule is configured) unless the
  *   peer is a trusted proxy;
- * - `Content-Length` / `Content-Type` when no body is forwarded (GET, HEAD).
+ * - `Content-Length` / `Content-Type` when no body is forwarded (GET, HEAD);
+ * - the method and URL override headers of override.ts (`X-HTTP-Method-Override`,
+ *   `X-HTTP-Method`, `X-Method-Override`, `X-Original-URL`, `X-Rewrite-URL`),
+ *   in every spelling (only reached with `overrideHeaders: 'strip'`).
  *
  * Set by the gateway:
  * - `X-Service-Decision`: `allow` (verified) or `public` (public route);
@@ -34,6 +37,8 @@
  * `X-Request-Id` is set to the gateway's request id (an upstream value is
  * replaced); the rest is passed to the client unchanged.
  */
+
+import { overrideHeaderName } from './override.js';
 
 /**
  * Names of the headers the gateway sets on forwarded requests (lowercase).
@@ -105,7 +110,7 @@ export function upstreamRequestHeaders(prepared: Headers, decision: ForwardDecis
     // Every check runs on the CGI reading of the name, so `X_Service_Decision` is stripped like `X-Service-Decision`.
     const name = canonicalHeaderName(rawName);
     if (value === undefined || name.startsWith('x-service-') || HOP_BY_HOP.includes(name) || named.includes(name)) continue;
-    if (FORWARDING.includes(name) || name === DECISION_HEADERS.requestId) continue;
+    if (FORWARDING.includes(name) || name === DECISION_HEADERS.requestId || overrideHeaderName(name) !== undefined) continue;
     if (name !== lower) {
       // An underscore spelling of a header the gateway sets or vets is never passed on, even from a trusted proxy.
       if (name.startsWith('x-forwarded-') || FORWARDING_TRUSTED_ONLY.includes(name) || name === facts.tenantHeader || UNDERSCORE_DROPPED.includes(name)) continue;

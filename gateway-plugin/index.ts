@@ -8,7 +8,8 @@
  *   already run: Envoy ext_authz, NGINX auth_request, Traefik ForwardAuth,
  *   Caddy forward_auth (docs/forward-auth.md);
  * - their option types and defaults; the metrics factory; the server-level
- *   error handlers; the names of the decision headers the upstream receives.
+ *   error answers; the names of the decision headers the upstream receives;
+ *   the override headers the upstream never receives.
  *
  * @example
  * ```ts
@@ -36,5 +37,7 @@ export type { RouteEntry } from './routes.js';
 export type { McpRouteOptions, McpToolEntry } from './mcp/config.js';
 export { createGatewayMetrics } from './metrics.js';
 export type { GatewayMetrics } from './metrics.js';
-export { gatewayClientErrorHandler, gatewayFrameworkErrors } from './framework-errors.js';
+export { gatewayClientErrors, gatewayFrameworkErrors, gatewayNotFound } from './framework-errors.js';
 export { DECISION_HEADERS } from './headers.js';
+export { OVERRIDE_HEADERS } from './override.js';
+export type { OverrideHeaderPolicy } from './override.js';

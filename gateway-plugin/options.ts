@@ -14,6 +14,7 @@ import type { RouteEntry, RouteTable } from './routes.js';
 import { createGatewayMetrics, isGatewayMetrics } from './metrics.js';
 import type { GatewayMetrics } from './metrics.js';
 import { at, checkHttpUrl, checkInt, checkJsonPointer, checkObject, checkString, fail } from './validate.js';
+import type { OverrideHeaderPolicy } from './override.js';
 
 /**
  * Default deadline of a verify call (ms); the spec's sample value.
@@ -130,6 +131,12 @@ export interface GatewayOptions {
   metrics?: GatewayMetrics;
   /** Maximum connections to the sidecar (default {@link DEFAULT_SIDECAR_CONNECTIONS}). */
   sidecarConnections?: number;
+  /**
+   * Requests with a method or URL override header (`X-HTTP-Method-Override`, `X-HTTP-Method`,
+   * `X-Method-Override`, `X-Original-URL`, `X-Rewrite-URL`): `'refuse'` (default, 400
+   * `override_header_refused`) or `'strip'` (removed, the request forwarded as received).
+   */
+  overrideHeaders?: OverrideHeaderPolicy;
 }
 
 /** Resolved context rules. */
@@ -151,6 +158,8 @@ export interface ResolvedDecisionOptions {
   readonly context: ResolvedContext;
   readonly metrics: GatewayMetrics;
   readonly sidecarConnections: number;
+  /** What to do with override headers (forward-auth: always `refuse`). */
+  readonly overrideHeaders: OverrideHeaderPolicy;
 }
 
 /** Validated proxy options with defaults applied. */
@@ -163,7 +172,7 @@ export interface ResolvedGatewayOptions extends ResolvedDecisionOptions {
 export const DECISION_OPTION_KEYS = ['sidecarUrl', 'apiKey', 'routes', 'verifyTimeoutMs', 'challengeTimeoutMs', 'bodyLimit', 'trustedProxies', 'context', 'metrics', 'sidecarConnections'] as const;
 const OPTION_KEYS = [
   'upstream', 'sidecarUrl', 'apiKey', 'routes', 'verifyTimeoutMs', 'challengeTimeoutMs', 'upstreamTimeoutMs', 'bodyLimit', 'trustedProxies',
-  'context', 'metrics', 'sidecarConnections',
+  'context', 'metrics', 'sidecarConnections', 'overrideHeaders',
 ] as const;
 
 /** Validates an API key value (visible ASCII, as it goes into a header). */
@@ -209,7 +218,15 @@ export function resolveDecisionOptions(o: Record<string, unknown>, label: string
     context,
     metrics: (o.metrics as GatewayMetrics | undefined) ?? createGatewayMetrics(),
     sidecarConnections: checkInt(o.sidecarConnections, at(label, 'sidecarConnections'), 1, 4096, DEFAULT_SIDECAR_CONNECTIONS),
+    overrideHeaders: 'refuse',
   };
+}
+
+/** Validates an override-header policy (`refuse`, the default, or `strip`). */
+export function checkOverridePolicy(value: unknown, path: string): OverrideHeaderPolicy {
+  if (value === undefined) return 'refuse';
+  if (value !== 'refuse' && value !== 'strip') fail(path, 'must be "refuse" or "strip"');
+  return value;
 }
 
 /** Validates plugin options and applies defaults. Throws a path-named `TypeError`. */
@@ -221,5 +238,6 @@ export function resolveGatewayOptions(raw: unknown, label: string = OPTIONS_LABE
     upstream,
     ...resolveDecisionOptions(o, label),
     upstreamTimeoutMs: checkInt(o.upstreamTimeoutMs, at(label, 'upstreamTimeoutMs'), 1, 3_600_000, DEFAULT_UPSTREAM_TIMEOUT_MS),
+    overrideHeaders: checkOverridePolicy(o.overrideHeaders, at(label, 'overrideHeaders')),
   };
 }

@@ -6,6 +6,7 @@
  * | 200 `allow` (scope, if echoed, equals the required)  | forward to the upstream                          |
  * | 200 `deny`, reason not_delegated / delegation_revoked / delegation_expired / constraint_denied | 403 with that code (+ `constraint`) |
  * | 200 `deny`, any other reason                          | 403 `proof_rejected`, `reason` = the deny reason |
+ * | 200 `deny` with `approval_id` (approval reasons)      | the same, plus `approval_id` and the header `X-Service-Approval-Id` |
  * | 200 `indeterminate`                                   | 503 `decision_indeterminate`                     |
  * | 200 unknown decision                                  | 503 `verify_unavailable`, cause `verify_unknown_decision` |
  * | 200 non-JSON type, empty, unparseable, not an object, oversized, or scope mismatch | 503 `verify_unavailable`, cause `verify_bad_response` |
@@ -20,6 +21,7 @@
 import { ServiceError } from '../src/errors.js';
 import type { ErrorCode } from '../src/errors.js';
 import type { DecisionReason } from '../src/decisions.js';
+import { APPROVAL_ID_HEADER, APPROVAL_ID_PATTERN } from '../src/protocol.js';
 import type { VerifyResponse } from '../src/protocol.js';
 import type { VerifyResult } from './verify-client.js';
 
@@ -60,8 +62,8 @@ function headerValue(value: unknown): string | undefined {
   return typeof value === 'string' && HEADER_VALUE.test(value) ? value : undefined;
 }
 
-function refuse(code: ErrorCode, extra: Record<string, unknown>): Outcome {
-  return { kind: 'refuse', error: new ServiceError(code, undefined, extra) };
+function refuse(code: ErrorCode, extra: Record<string, unknown>, headers?: Record<string, string>): Outcome {
+  return { kind: 'refuse', error: new ServiceError(code, undefined, extra, headers) };
 }
 
 function unavailable(cause: string): Outcome {
@@ -100,9 +102,15 @@ export function mapVerifyResult(result: VerifyResult, requiredScope: string): Ou
     case 'deny': {
       const reason = identifier(body.decision_reason);
       const constraint = identifier(body.constraint);
-      const extra: Record<string, unknown> = constraint === undefined ? {} : { constraint };
-      if (reason !== undefined && DENY_CODES.has(reason)) return refuse(reason as ErrorCode, extra);
-      return refuse('proof_rejected', { ...extra, reason: reason ?? 'unspecified' });
+      const approvalId = typeof body.approval_id === 'string' && APPROVAL_ID_PATTERN.test(body.approval_id) ? body.approval_id : undefined;
+      const extra: Record<string, unknown> = {
+        ...(constraint === undefined ? {} : { constraint }),
+        ...(approvalId === undefined ? {} : { approval_id: approvalId }),
+      };
+      // The approval id also goes in a header, so an agent (or a proxy in front) finds it without parsing the body.
+      const headers = approvalId === undefined ? undefined : { [APPROVAL_ID_HEADER]: approvalId };
+      if (reason !== undefined && DENY_CODES.has(reason)) return refuse(reason as ErrorCode, extra, headers);
+      return refuse('proof_rejected', { ...extra, reason: reason ?? 'unspecified' }, headers);
     }
     case 'indeterminate': {
       const reason = identifier(body.decision_reason);

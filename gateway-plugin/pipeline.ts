@@ -5,7 +5,9 @@
  * facts of the request to decide and render what it throws with
  * refusal.ts, so every mode refuses with the same status and body.
  *
- * 1. {@link DecisionPipeline.admit} (before the body is read): normalize the
+ * 1. {@link DecisionPipeline.admit} (before the body is read): refuse method
+ *    and URL override headers (400 `override_header_refused`, override.ts;
+ *    unless the proxy strips them), normalize the
  *    path (400 `ambiguous_path` / `invalid_request`), resolve the route (400
  *    `ambiguous_path`, 403 `route_not_mapped`), and on plain protected routes
  *    read the proof header (403 `duplicate_proof_header`, 401
@@ -19,8 +21,8 @@
  *    `body_sha256` is sent only when the body is known.
  *    POSTs to an MCP route read the JSON-RPC message first (mcp/message.ts):
  *    a tool call needs its tool's scope (403 `tool_not_mapped` for a tool
- *    not in the table), public methods pass without a proof, anything else
- *    needs the route's scope.
+ *    not in the table) and sends the tool as `context.tool`, public methods
+ *    pass without a proof, anything else needs the route's scope.
  */
 
 import type { IncomingHttpHeaders } from 'node:http';
@@ -37,8 +39,17 @@ import { mapVerifyResult, verifyResultLabel } from './outcome.js';
 import { normalizeRequestTarget } from '../src/path.js';
 import type { RequestTarget } from '../src/path.js';
 import { decodeProofJson, readProofHeader } from './proof.js';
+import { refuseOverrideHeaders } from './override.js';
+import type { OverrideHeaderPolicy } from './override.js';
 import type { RouteMatch, RouteTable } from './routes.js';
 import type { SidecarClient } from './verify-client.js';
+
+/** The message of an `ambiguous_path` refusal, by the spelling that is routed differently. */
+const AMBIGUOUS_MESSAGES = {
+  trailing_slash: 'The request path ends with "/" and the path without it is routed differently.',
+  case: 'The request path is routed differently when letter case is ignored.',
+  fold: 'The request path is routed differently when read as lenient servers read it (Unicode folding, trailing dots or spaces).',
+} as const;
 
 /** The facts of the request to decide (for forward-auth: the original request, as the proxy describes it). */
 export interface PipelineRequest {
@@ -86,6 +97,7 @@ export interface PipelineOptions {
   readonly trustedProxies: TrustedProxies;
   readonly context: { readonly tenant: TenantRule | undefined };
   readonly metrics: GatewayMetrics;
+  readonly overrideHeaders: OverrideHeaderPolicy;
 }
 
 /** The shared decision pipeline of one gateway (see the file header). */
@@ -100,12 +112,11 @@ export class DecisionPipeline {
 
   /** Stage 1, before the body: path, route, and the proof of plain protected routes. Throws a {@link ServiceError}. */
   async admit(req: PipelineRequest): Promise<Admission> {
+    if (this.#opts.overrideHeaders === 'refuse') refuseOverrideHeaders(req.rawHeaders);
     const target = normalizeRequestTarget(req.rawUrl);
     const resolution = this.#opts.routes.resolve(req.method, target.path);
     if (resolution.kind === 'ambiguous') {
-      throw new ServiceError('ambiguous_path', resolution.spelling === 'trailing_slash'
-        ? 'The request path ends with "/" and the path without it is routed differently.'
-        : 'The request path is routed differently when letter case is ignored.');
+      throw new ServiceError('ambiguous_path', AMBIGUOUS_MESSAGES[resolution.spelling]);
     }
     if (resolution.kind === 'none') throw new ServiceError('route_not_mapped');
     const route = resolution.route;
@@ -158,6 +169,8 @@ export class DecisionPipeline {
         tenant: tool.tenantPointer === undefined ? base.tenant : args.tenant,
         amount: args.amount,
         currency: args.currency,
+        // The tool itself: operation-bound proofs of tool calls bind it, approvals show it (docs/proofs.md).
+        tool: message.tool,
       };
     } else if (message.method !== undefined && isPublicMethod(mcp, message.method)) {
       return { kind: 'public', ...peer };

@@ -21,13 +21,13 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { ServiceError, errorBody } from '../src/errors.js';
 import { resolveGatewayOptions } from './options.js';
 import type { GatewayOptions, ResolvedGatewayOptions } from './options.js';
-import { SUPPORTED_METHODS } from './routes.js';
 import { DecisionPipeline } from './pipeline.js';
 import type { Admission, Decision, PipelineRequest } from './pipeline.js';
 import { SidecarClient } from './verify-client.js';
 import { refusalReason, renderRefusal, toServiceError } from './refusal.js';
 import { countRequest, guardForward } from './metrics.js';
 import { upstreamRequestHeaders, upstreamResponseHeaders } from './headers.js';
+import { installServerAnswers } from './framework-errors.js';
 
 interface RequestState {
   facts?: PipelineRequest;
@@ -63,6 +63,7 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     connections: opts.sidecarConnections,
   });
   fastify.addHook('onClose', async () => sidecar.close());
+  installServerAnswers(fastify.server, metrics);
   const pipeline = new DecisionPipeline(opts, sidecar);
   const states = new WeakMap<FastifyRequest, RequestState>();
   const stateOf = (request: FastifyRequest): RequestState => {
@@ -119,7 +120,8 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
       upstream: opts.upstream,
       proxyPayloads: false,
       internalRewriteLocationHeader: false,
-      httpMethods: [...SUPPORTED_METHODS],
+      // Every method the server knows (TRACE, QUERY, ... too) reaches the pipeline, which refuses the unmapped ones.
+      httpMethods: fastify.supportedMethods,
       disableRequestLogging: true,
       destroyAgent: true,
       replyOptions: { rewriteHeaders: (headers, request) => upstreamResponseHeaders(headers, request?.id) },
@@ -165,20 +167,26 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
  * only after the sidecar's verify answered `allow` for the route's scope.
  * Register it on a Fastify server created with
  * `http: { maxHeaderSize: GATEWAY_MAX_HEADER_SIZE }` (proof headers are
- * large) and, ideally, `frameworkErrors: gatewayFrameworkErrors()`. It owns
- * the catch-all routes of the context it is registered in. Options are
+ * large) and, ideally, `frameworkErrors: gatewayFrameworkErrors(metrics)` and
+ * `clientErrorHandler: gatewayClientErrors(metrics)`. It owns the catch-all
+ * routes (every method the server knows) of the context it is registered in,
+ * and answers an unsupported `Expect` header with 417 in the error shape. Options are
  * validated at registration (a path-named `TypeError` on misuse).
  *
  * @example
  * ```ts
  * import Fastify from 'fastify';
- * import { agentAuthzGateway, GATEWAY_MAX_HEADER_SIZE, gatewayFrameworkErrors } from 'agent-authz/gateway';
+ * import { agentAuthzGateway, createGatewayMetrics, GATEWAY_MAX_HEADER_SIZE, gatewayClientErrors, gatewayFrameworkErrors } from 'agent-authz/gateway';
  *
- * const app = Fastify({ http: { maxHeaderSize: GATEWAY_MAX_HEADER_SIZE }, frameworkErrors: gatewayFrameworkErrors() });
+ * const metrics = createGatewayMetrics();
+ * const app = Fastify({
+ *   http: { maxHeaderSize: GATEWAY_MAX_HEADER_SIZE }, frameworkErrors: gatewayFrameworkErrors(metrics), clientErrorHandler: gatewayClientErrors(metrics),
+ * });
  * await app.register(agentAuthzGateway, {
  *   upstream: 'http://127.0.0.1:8080',
  *   sidecarUrl: 'http://127.0.0.1:8700',
  *   apiKey: process.env.GATEWAY_API_KEY!,
+ *   metrics,
  *   routes: [
  *     { method: 'GET', path: '/v1/items/:id', scope: 'data:read' },
  *     { method: 'POST', path: '/v1/payments', scope: 'payments:send', context: { amount: '/amount', currency: '/currency' } },

@@ -1,5 +1,6 @@
 /**
- * The compiled route → scope table of the gateway.
+ * The route → scope table of the gateway: entries, their validation and
+ * compilation (the compiled table and its lookup are in route-table.ts).
  *
  * An entry maps HTTP methods plus a path pattern to exactly one required
  * scope, or marks the route `public: true` (passes without a proof); an
@@ -16,11 +17,15 @@
  * Any request that matches no entry is refused (403 `route_not_mapped`).
  *
  * Many upstreams (Express by default, IIS, case-insensitive file systems) read
- * `/app/admin/` and `/app/Admin` as `/app/admin`. {@link RouteTable.resolve}
- * therefore also looks up the spellings such an upstream could mean: without
- * the trailing slash, and case-folded (ASCII letters of the path AND of the
- * pattern literals compared lower-cased), and both. When one of them leads to
- * a different authorization (another scope, public vs protected, other
+ * `/app/admin/` and `/app/Admin` as `/app/admin`; lenient ones also read
+ * `/app/admin./`, `/app/admin%20`, `/app/adm%C4%B1n` or fullwidth letters as
+ * `/app/admin`. {@link RouteTable.resolve} therefore also looks up the
+ * spellings such an upstream could mean: without the trailing slash,
+ * case-folded (ASCII letters of the path AND of the pattern literals compared
+ * lower-cased), folded (`foldPath` of src/path.ts: NFKC, Unicode case, accents,
+ * trailing dots and spaces, merged slashes; pattern literals folded the same
+ * way), and each of them without the trailing slash. When one of them leads
+ * to a different authorization (another scope, public vs protected, other
  * amount/currency pointers, or matched vs unmatched), the path is ambiguous
  * (400 `ambiguous_path`); the gateway never guesses which one the upstream uses.
  */
@@ -28,10 +33,12 @@
 import { at, checkJsonPointer, checkObject, checkScope, checkString, fail, isPlainObject, item } from './validate.js';
 import { compileMcp } from './mcp/config.js';
 import type { McpRoute, McpRouteOptions } from './mcp/config.js';
-import { MAX_PATH_LENGTH, isNormalizedPath } from '../src/path.js';
+import { MAX_PATH_LENGTH, foldSegment, isNormalizedPath } from '../src/path.js';
+import { RouteTable, SUPPORTED_METHODS, foldCase, sameAuthorization } from './route-table.js';
+import type { CompiledRoute, Segment } from './route-table.js';
 
-/** Methods the gateway proxies (a route's `method` must be one of these or `'*'`). */
-export const SUPPORTED_METHODS = ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT'] as const;
+export { RouteTable, SUPPORTED_METHODS } from './route-table.js';
+export type { RouteMatch, RouteResolution } from './route-table.js';
 
 /**
  * One entry of the route table as written in options or the config file.
@@ -61,35 +68,10 @@ export interface RouteEntry {
   mcp?: McpRouteOptions;
 }
 
-/** The result of a successful lookup. */
-export interface RouteMatch {
-  /** Index of the entry in the configured table. */
-  readonly index: number;
-  /** The entry's path pattern. */
-  readonly pattern: string;
-  /** Required scope; `undefined` for a public route. */
-  readonly scope: string | undefined;
-  /** JSON pointer of the amount in the body, if any. */
-  readonly amountPointer: string | undefined;
-  /** JSON pointer of the currency in the body, if any. */
-  readonly currencyPointer: string | undefined;
-  /** The MCP settings of an MCP route (POSTs are JSON-RPC messages), else `undefined`. */
-  readonly mcp: McpRoute | undefined;
-}
-
 /** Global context pointers that route entries inherit. */
 export interface RouteDefaults {
   amountPointer?: string | undefined;
   currencyPointer?: string | undefined;
-}
-
-type Segment = { kind: 0; text: string; folded: string } | { kind: 1 } | { kind: 2 };
-
-interface CompiledRoute extends RouteMatch {
-  readonly methods: ReadonlySet<string> | 'any';
-  readonly segments: readonly Segment[];
-  readonly shape: string;
-  readonly foldedShape: string;
 }
 
 const ROUTE_KEYS = ['method', 'path', 'scope', 'public', 'context', 'mcp'] as const;
@@ -130,11 +112,14 @@ function compilePattern(value: unknown, path: string): Segment[] {
     }
     if (part.includes('*')) fail(path, '"*" must be a whole segment');
     if (part === '' && i !== parts.length - 1) fail(path, 'must not contain empty segments ("//")');
-    return { kind: 0, text: part, folded: foldCase(part) };
+    return { kind: 0, text: part, folded: foldCase(part), loose: part === '' ? '' : foldSegment(part) };
   });
   const probe = '/' + segments.map((s) => (s.kind === 0 ? s.text : 'x')).join('/');
   if (!isNormalizedPath(probe)) {
     fail(path, 'is not in normalized form (no dot segments, ";", "%2F", controls; decode unreserved %XX; uppercase hex)');
+  }
+  if (segments.some((s) => s.kind === 0 && s.text !== '' && s.loose === '')) {
+    fail(path, 'has a segment of only white space or dots (servers read it as an empty segment)');
   }
   return segments;
 }
@@ -169,115 +154,8 @@ function compileEntry(value: unknown, path: string, index: number, defaults: Rou
     if (ctx.currency !== undefined) currencyPointer = checkJsonPointer(ctx.currency, at(at(path, 'context'), 'currency'));
   }
   const shape = segments.map((s) => (s.kind === 0 ? `=${s.text}` : s.kind === 1 ? ':' : '*')).join('/');
-  return { index, pattern: entry.path as string, scope, amountPointer, currencyPointer, mcp, methods, segments, shape, foldedShape: foldCase(shape) };
-}
-
-function compareRoutes(a: CompiledRoute, b: CompiledRoute): number {
-  const n = Math.min(a.segments.length, b.segments.length);
-  for (let i = 0; i < n; i += 1) {
-    const d = (a.segments[i] as Segment).kind - (b.segments[i] as Segment).kind;
-    if (d !== 0) return d;
-  }
-  const methodRank = (r: CompiledRoute): number => (r.methods === 'any' ? 1 : 0);
-  return methodRank(a) - methodRank(b) || a.index - b.index;
-}
-
-/** ASCII lower-casing (normalized paths and pattern literals are ASCII; `%XX` folds the same on both sides). */
-function foldCase(text: string): string {
-  return text.toLowerCase();
-}
-
-/** Matches `parts` (already case-folded when `folded`) against a route. */
-function matches(route: CompiledRoute, parts: readonly string[], folded: boolean): boolean {
-  const segs = route.segments;
-  for (let i = 0; i < segs.length; i += 1) {
-    const seg = segs[i] as Segment;
-    if (seg.kind === 2) return parts.length >= segs.length; // "*" takes the rest
-    const part = parts[i];
-    if (part === undefined) return false;
-    if (seg.kind === 0 ? part !== (folded ? seg.folded : seg.text) : part === '') return false;
-  }
-  return parts.length === segs.length;
-}
-
-/** True when two lookups lead to the same authorization (both none, or same scope/public and pointers). */
-function sameAuthorization(a: CompiledRoute | undefined, b: CompiledRoute | undefined): boolean {
-  if (a === b) return true;
-  if (a === undefined || b === undefined) return false;
-  return a.scope === b.scope && a.amountPointer === b.amountPointer && a.currencyPointer === b.currencyPointer && a.mcp === b.mcp;
-}
-
-function toMatch(route: CompiledRoute): RouteMatch {
-  const { index, pattern, scope, amountPointer, currencyPointer, mcp } = route;
-  return { index, pattern, scope, amountPointer, currencyPointer, mcp };
-}
-
-/** What {@link RouteTable.resolve} found for a request. */
-export type RouteResolution =
-  | { readonly kind: 'match'; readonly route: RouteMatch }
-  | { readonly kind: 'none' }
-  /** Another spelling an upstream may treat as the same path is authorized differently. */
-  | { readonly kind: 'ambiguous'; readonly spelling: 'trailing_slash' | 'case' };
-
-/** A compiled, immutable route table. Build it with {@link compileRoutes}. */
-export class RouteTable {
-  readonly #routes: readonly CompiledRoute[];
-  /** True when some pattern literal has an uppercase letter (then every path needs the folded lookup). */
-  readonly #upperLiterals: boolean;
-
-  /** @internal use {@link compileRoutes}. */
-  constructor(routes: readonly CompiledRoute[]) {
-    this.#routes = [...routes].sort(compareRoutes);
-    this.#upperLiterals = routes.some((r) => r.segments.some((s) => s.kind === 0 && s.folded !== s.text));
-  }
-
-  /** Number of entries. */
-  get size(): number {
-    return this.#routes.length;
-  }
-
-  #find(method: string, path: string, folded: boolean): CompiledRoute | undefined {
-    const parts = (folded ? foldCase(path) : path).slice(1).split('/');
-    for (const route of this.#routes) {
-      if (route.methods !== 'any' && !route.methods.has(method)) continue;
-      if (route.methods === 'any' && !(SUPPORTED_METHODS as readonly string[]).includes(method)) continue;
-      if (matches(route, parts, folded)) return route;
-    }
-    return undefined;
-  }
-
-  /**
-   * The most specific entry for `method` and a NORMALIZED `path` (exact,
-   * case-sensitive match), or `undefined`. Requests use {@link resolve}.
-   */
-  lookup(method: string, path: string): RouteMatch | undefined {
-    const route = this.#find(method, path, false);
-    return route === undefined ? undefined : toMatch(route);
-  }
-
-  /**
-   * Looks up `method` + a NORMALIZED `path` like {@link lookup}, and also the
-   * spellings an upstream may treat as the same path: without a trailing `/`
-   * (paths other than `/`), case-folded, and both. If any of them is
-   * authorized differently from the exact spelling (a different scope, public
-   * vs protected, different amount/currency pointers, or matched vs not
-   * matched), the result is `ambiguous`. Entries that differ only in the
-   * pattern's index but authorize identically (for example `/files` and
-   * `/files/*` with the same scope) are not ambiguous.
-   */
-  resolve(method: string, path: string): RouteResolution {
-    const exact = this.#find(method, path, false);
-    const slash = path.length > 1 && path.endsWith('/');
-    const trimmed = slash ? path.slice(0, -1) : undefined;
-    if (trimmed !== undefined && !sameAuthorization(exact, this.#find(method, trimmed, false))) {
-      return { kind: 'ambiguous', spelling: 'trailing_slash' };
-    }
-    if (this.#upperLiterals || foldCase(path) !== path) {
-      if (!sameAuthorization(exact, this.#find(method, path, true))) return { kind: 'ambiguous', spelling: 'case' };
-      if (trimmed !== undefined && !sameAuthorization(exact, this.#find(method, trimmed, true))) return { kind: 'ambiguous', spelling: 'case' };
-    }
-    return exact === undefined ? { kind: 'none' } : { kind: 'match', route: toMatch(exact) };
-  }
+  const looseShape = segments.map((s) => (s.kind === 0 ? `=${s.loose}` : s.kind === 1 ? ':' : '*')).join('/');
+  return { index, pattern: entry.path as string, scope, amountPointer, currencyPointer, mcp, methods, segments, shape, foldedShape: foldCase(shape), looseShape };
 }
 
 /**
@@ -292,15 +170,18 @@ export function compileRoutes(value: unknown, path: string, defaults: RouteDefau
   });
   for (const b of compiled) {
     for (const a of compiled) {
-      if (a.index >= b.index || a.foldedShape !== b.foldedShape) continue;
+      if (a.index >= b.index || a.looseShape !== b.looseShape) continue;
       const overlap = a.methods === 'any' || b.methods === 'any'
         ? a.methods === b.methods
         : [...a.methods].some((m) => (b.methods as ReadonlySet<string>).has(m));
       if (!overlap) continue;
       const other = item(path, a.index).replace(/^.*?: /, '');
       if (a.shape === b.shape) fail(item(path, b.index), `has the same method and path shape as ${other}`);
-      // Patterns differing only in letter case: every request to one of them would be refused as ambiguous.
-      if (!sameAuthorization(a, b)) fail(item(path, b.index), `differs only in letter case from ${other} but is authorized differently`);
+      // Patterns differing only in letter case (or in a folded spelling): every request to one of them would be refused as ambiguous.
+      if (!sameAuthorization(a, b)) {
+        const how = a.foldedShape === b.foldedShape ? 'only in letter case' : 'only in a folded spelling (docs/gateway.md)';
+        fail(item(path, b.index), `differs ${how} from ${other} but is authorized differently`);
+      }
     }
   }
   return new RouteTable(compiled);

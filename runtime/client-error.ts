@@ -26,21 +26,34 @@ export function clientErrorCode(err: NodeJS.ErrnoException): { code: ErrorCode; 
 /**
  * Writes a complete, minimal HTTP/1.1 response in the error shape on a socket
  * whose request the parser refused, then closes it (the parser cannot go on
- * after such an error). `onRefusal` sees the code (metrics). Timeouts and
+ * after such an error). Like Node's own handler, it writes nothing while a
+ * response to an earlier request is already being sent on that socket. `onRefusal` sees the code (metrics). Timeouts and
  * resets get no answer: there is nobody to read it.
  */
 export function answerClientError(err: NodeJS.ErrnoException, socket: Socket, onRefusal?: (code: ErrorCode) => void): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  if (err.code !== 'ERR_HTTP_REQUEST_TIMEOUT' && socket.writable) {
+  // As Node's own handler: never write into a response already under way on this socket (it would corrupt it).
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (err.code !== 'ERR_HTTP_REQUEST_TIMEOUT' && socket.writable && inFlight?.headersSent !== true) {
     const { code, message } = clientErrorCode(err);
     onRefusal?.(code);
-    const status = ERRORS[code].status;
-    const body = JSON.stringify(errorBody(code, message));
-    const reason = status === 431 ? 'Request Header Fields Too Large' : 'Bad Request';
-    socket.write(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`
-      + `Cache-Control: no-store\r\nX-Request-Id: ${crypto.randomUUID()}\r\nConnection: close\r\n\r\n${body}`);
+    writeRefusal(socket, code, message);
   }
   socket.destroy();
+}
+
+const REASON_PHRASES: Readonly<Record<number, string>> = { 400: 'Bad Request', 403: 'Forbidden', 405: 'Method Not Allowed', 431: 'Request Header Fields Too Large' };
+
+/**
+ * Writes a complete HTTP/1.1 refusal `code` in the error shape, with `Cache-Control: no-store`,
+ * a fresh `X-Request-Id` and `Connection: close`, straight onto `socket` (for requests that never
+ * get a `ServerResponse`). The caller closes the socket.
+ */
+export function writeRefusal(socket: Socket, code: ErrorCode, message?: string): void {
+  const status = ERRORS[code].status;
+  const body = JSON.stringify(errorBody(code, message));
+  socket.write(`HTTP/1.1 ${status} ${REASON_PHRASES[status] ?? 'Error'}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`
+    + `Cache-Control: no-store\r\nX-Request-Id: ${crypto.randomUUID()}\r\nConnection: close\r\n\r\n${body}`);
 }
 
 /** The refusal of a request Fastify's router rejected before routing (`frameworkErrors`). */
@@ -53,14 +66,31 @@ export function frameworkErrorCode(fastifyCode: string | undefined): { code: Err
 /**
  * Answers a request whose `Expect` header is not `100-continue` (Node would send a bare 417
  * itself): 417 `expectation_failed` in the error shape. Install on the HTTP server.
+ * `onRefusal` sees the code (metrics).
  */
-export function answerExpectationFailed(server: Server): void {
+export function answerExpectationFailed(server: Server, onRefusal?: (code: ErrorCode) => void): void {
   server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
+    onRefusal?.('expectation_failed');
     const body = JSON.stringify(errorBody('expectation_failed'));
     res.writeHead(417, {
       'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body),
       'cache-control': 'no-store', 'x-request-id': crypto.randomUUID(), connection: 'close',
     });
     res.end(body);
+  });
+}
+
+/**
+ * Answers a `CONNECT` request (Node would close the connection without an answer) with the
+ * refusal `code` in the error shape, then closes the socket. Install on the HTTP server.
+ */
+export function answerConnect(server: Server, code: ErrorCode, message: string, onRefusal?: (code: ErrorCode) => void): void {
+  server.on('connect', (_req: IncomingMessage, socket: Socket) => {
+    socket.on('error', () => undefined);
+    if (socket.writable) {
+      onRefusal?.(code);
+      writeRefusal(socket, code, message);
+    }
+    socket.destroy();
   });
 }

@@ -286,7 +286,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     requireBoundOperation: flag(env, 'SIDECAR_REQUIRE_BOUND_OPERATION'),
     consoleEnabled: flag(env, 'SIDECAR_CONSOLE', true),
     audit: parseAuditConfig(env, { int: (name, def, min, max) => int(env, name, def, min, max), fail: (m) => { throw new ConfigError(m); } }),
-    database: database(env),
+    database: databaseConfig(env),
   };
 }
 
@@ -295,9 +295,10 @@ const SSL_MODES = ['disable', 'require', 'verify-ca', 'verify-full'];
 
 /**
  * `SIDECAR_DATABASE_URL` (libpq URL conventions) and its companions; null without a URL. The
- * password is never part of an error message.
+ * password is never part of an error message. Throws {@link ConfigError}. Also used alone by
+ * `audit verify`, which needs no other setting.
  */
-function database(env: NodeJS.ProcessEnv): DatabaseConfig | null {
+export function databaseConfig(env: NodeJS.ProcessEnv): DatabaseConfig | null {
   const raw = env.SIDECAR_DATABASE_URL;
   if (raw === undefined || raw === '') {
     for (const k of ['SIDECAR_DATABASE_POOL_MAX', 'SIDECAR_DATABASE_STATEMENT_TIMEOUT_MS', 'SIDECAR_DATABASE_CONNECT_TIMEOUT_MS']) {

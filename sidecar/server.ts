@@ -25,7 +25,7 @@ import { DecisionCaches } from './decide/caches.js';
 import { createProofCrypto } from './crypto-pool.js';
 import type { PoolLimits } from './crypto-pool.js';
 import { installErrorHandlers } from './http/errors.js';
-import { answerClientError, answerExpectationFailed, frameworkErrorCode } from '../runtime/client-error.js';
+import { answerClientError, answerConnect, answerExpectationFailed, frameworkErrorCode } from '../runtime/client-error.js';
 import { ERRORS, errorBody } from '../src/errors.js';
 import { installAuth } from './http/auth.js';
 import { registerAuthRoutes } from './routes/auth.js';
@@ -150,6 +150,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   });
 
   answerExpectationFailed(app.server);
+  answerConnect(app.server, 'method_not_allowed', 'CONNECT is not supported.');
   const metrics = createMetrics();
   const master = resolveMasterKey(config);
   if (master.generated) app.log.warn({ file: master.file }, 'SIDECAR_MASTER_KEY is not set: generated a development master key file. Set SIDECAR_MASTER_KEY in production.');

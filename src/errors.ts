@@ -113,6 +113,7 @@ export const ERRORS = {
   tool_not_mapped: { status: 403, message: 'This MCP tool is not mapped to a scope.' },
   batch_not_supported: { status: 400, message: 'JSON-RPC batches are not accepted; send one message per request.' },
   body_not_forwarded: { status: 403, message: 'This route needs the request body, which the proxy did not send to the decision endpoint.' },
+  override_header_refused: { status: 400, message: 'Method and URL override headers (X-HTTP-Method-Override, X-Original-URL, ...) are not accepted.' },
 } as const satisfies Record<string, ErrorSpec>;
 
 /**

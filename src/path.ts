@@ -21,8 +21,19 @@
  * (`%25` followed by two hex digits), NUL and other control characters, raw
  * non-ASCII, a raw `#`, and a target that does not start with `/`.
  *
+ * A segment that a lenient server reads as a dot segment is refused too: one
+ * whose percent-decoded text, without combining marks and default-ignorable
+ * characters (zero-width space, soft hyphen, ...), NFKC-normalized and trimmed
+ * of white space, is `.` or `..` or begins or ends with `..` (`.%20`,
+ * `.%E2%80%8B.`).
+ *
  * A normalized path longer than {@link MAX_PATH_LENGTH} (the sidecar's verify
  * limit on `context.path`) is refused with 400 `invalid_request`.
+ *
+ * {@link foldPath} gives the loosest reading of a normalized path that common
+ * servers may apply (letter case, NFKC, accents, trailing dots and spaces,
+ * merged slashes); the gateway's route table refuses a path whose folded
+ * reading is routed differently (docs/gateway.md, "Folded spellings").
  *
  * The query string is not normalized: it is forwarded byte-for-byte, but it
  * must consist of printable ASCII without `#` (else 400 `invalid_request`).
@@ -59,6 +70,10 @@ const RAW_ENCODED = /^[ "<>[\]^`{|}]$/;
 const CONFUSABLE = /[/\\.;%?#:\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+/** Combining marks (dropped by accent-insensitive servers and collations). */
+const MARKS = /\p{M}/gu;
+/** Default-ignorable code points (zero-width characters, soft hyphen, BOM, variation selectors, ...). */
+const IGNORABLE = /\p{Default_Ignorable_Code_Point}/gu;
 
 function ambiguous(): never {
   throw new ServiceError('ambiguous_path');
@@ -144,9 +159,59 @@ export function normalizePath(raw: string): string {
   for (let s = 1; s < segments.length; s += 1) {
     const segment = segments[s] as string;
     if (segment === '' && s < segments.length - 1) ambiguous(); // doubled slash
-    if (segment === '.' || segment.startsWith('..') || segment.endsWith('..')) ambiguous();
+    if (isDotSegment(segment)) ambiguous();
+    if (segment.includes('%') && isDotSegment(looseText(segment).trim())) ambiguous();
   }
   return path;
+}
+
+/** `.`, `..`, or a segment beginning or ending with `..` (which some servers read as `..`). */
+function isDotSegment(segment: string): boolean {
+  return segment === '.' || segment.startsWith('..') || segment.endsWith('..');
+}
+
+/** A normalized segment percent-decoded, without marks and ignorables, NFKC-normalized. */
+function looseText(segment: string): string {
+  let text: string;
+  try {
+    text = decodeURIComponent(segment);
+  } catch {
+    text = segment; // not reached for a normalized segment (its encodings are valid UTF-8)
+  }
+  return text.normalize('NFKD').replace(MARKS, '').replace(IGNORABLE, '').normalize('NFKC');
+}
+
+/**
+ * The loosest reading of one segment of a NORMALIZED path that a lenient
+ * server may give it: percent-decoded; combining marks and default-ignorable
+ * characters dropped; NFKC-normalized; case-folded (upper, then lower case, so
+ * `ı` and `ſ` fold to `i` and `s`); leading white space and trailing white
+ * space and dots dropped (Windows and IIS drop trailing dots and spaces;
+ * `trim()` drops Unicode white space such as U+00A0). `adm%C4%B1n`,
+ * `%EF%BD%81dmin`, `ADMIN.` and `admin%C2%A0` all fold to `admin`.
+ */
+export function foldSegment(segment: string): string {
+  const text = looseText(segment).toUpperCase().toLowerCase().normalize('NFKD').replace(MARKS, '').normalize('NFKC');
+  return text.replace(/^\s+/u, '').replace(/[\s.]+$/u, '');
+}
+
+/**
+ * The segments of a NORMALIZED path (without the leading `/`) in their
+ * {@link foldSegment} reading, with segments that fold to nothing dropped
+ * except the last one (servers that merge slashes read `/a/%20/b` as `/a/b`).
+ * A trailing empty segment stays: `/a/` gives `['a', '']`.
+ */
+export function foldPath(path: string): string[] {
+  const parts = path.slice(1).split('/').map(foldSegment);
+  return parts.filter((part, i) => part !== '' || i === parts.length - 1);
+}
+
+/**
+ * True when {@link foldPath} may read `path` differently from its plain ASCII
+ * lower-casing: it has a percent-encoding, or a segment ending in a dot.
+ */
+export function mayFoldBeyondCase(path: string): boolean {
+  return path.includes('%') || /\.(?:\/|$)/.test(path);
 }
 
 /** True when `path` is already in the normalized form of {@link normalizePath}. */

@@ -42,6 +42,13 @@ export const PROOF_HEADER = 'x-service-proof';
  * ```
  */
 export const API_KEY_HEADER = 'x-service-api-key';
+/**
+ * The response header with which a gateway passes the `approval_id` of an approval deny
+ * (`approval_required`, …) on to the agent (docs/gateway.md). Lowercase, as Node reads it.
+ */
+export const APPROVAL_ID_HEADER = 'x-service-approval-id';
+/** The shape of an approval id (a UUID, lowercase) that a gateway passes on. */
+export const APPROVAL_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
  * The constraint context: facts about the request actually received, derived

@@ -19,10 +19,10 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { ServiceError } from '../../src/errors.js';
 import { DECISION_HEADERS } from '../headers.js';
 import { countRequest, guardForward } from '../metrics.js';
+import { installServerAnswers } from '../framework-errors.js';
 import { DecisionPipeline } from '../pipeline.js';
 import type { Admission, Decision, PipelineRequest } from '../pipeline.js';
 import { refusalReason, renderRefusal, toServiceError } from '../refusal.js';
-import { SUPPORTED_METHODS } from '../routes.js';
 import { SidecarClient } from '../verify-client.js';
 import { FLAVORS, forwardedBody, originalRequest, refusalForFlavor } from './flavors.js';
 import type { Flavor } from './flavors.js';
@@ -64,12 +64,14 @@ async function forwardAuthPlugin(fastify: FastifyInstance, rawOptions: ForwardAu
     connections: opts.sidecarConnections,
   });
   fastify.addHook('onClose', async () => sidecar.close());
+  installServerAnswers(fastify.server, metrics);
   const pipeline = new DecisionPipeline(opts, sidecar);
   const admissions = new WeakMap<FastifyRequest, Admission>();
 
   function refuse(flavor: Flavor, error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply {
     const err = toServiceError(error, request);
-    countRequest(metrics, String(err.status), refusalReason(err));
+    // A connection the HTTP parser already closed got its refusal from the client-error answer (counted there).
+    if (request.raw.socket?.destroyed !== true) countRequest(metrics, String(err.status), refusalReason(err));
     const refusal = renderRefusal(err, admissions.get(request)?.mcp);
     const text = JSON.stringify(refusal.body);
     const mapped = refusalForFlavor(flavor, refusal.status, text);
@@ -114,7 +116,7 @@ async function forwardAuthPlugin(fastify: FastifyInstance, rawOptions: ForwardAu
     });
     for (const flavor of FLAVORS) {
       scope.route({
-        method: [...SUPPORTED_METHODS],
+        method: fastify.supportedMethods,
         url: flavor === 'envoy' ? `${opts.prefix}/envoy/*` : `${opts.prefix}/${flavor}`,
         exposeHeadRoute: false,
         config: { flavor },

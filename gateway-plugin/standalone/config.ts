@@ -11,7 +11,10 @@
 
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
-import { DEFAULT_BODY_LIMIT_BYTES, DEFAULT_CHALLENGE_TIMEOUT_MS, DEFAULT_SIDECAR_CONNECTIONS, DEFAULT_UPSTREAM_TIMEOUT_MS, DEFAULT_VERIFY_TIMEOUT_MS, checkApiKey, resolveContext } from '../options.js';
+import {
+  DEFAULT_BODY_LIMIT_BYTES, DEFAULT_CHALLENGE_TIMEOUT_MS, DEFAULT_SIDECAR_CONNECTIONS, DEFAULT_UPSTREAM_TIMEOUT_MS, DEFAULT_VERIFY_TIMEOUT_MS,
+  checkApiKey, checkOverridePolicy, resolveContext,
+} from '../options.js';
 import { TrustedProxies } from '../context.js';
 import { compileRoutes } from '../routes.js';
 import type { GatewayOptions } from '../options.js';
@@ -43,6 +46,7 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 const TOP_KEYS = [
   'mode', 'forward_auth', 'upstream_url', 'sidecar_url', 'api_key_env', 'verify_timeout_ms', 'challenge_timeout_ms', 'upstream_timeout_ms',
   'body_limit_bytes', 'sidecar_connections', 'trusted_proxies', 'context', 'routes', 'listen', 'health', 'metrics', 'log_level',
+  'override_headers',
 ] as const;
 
 /** What the standalone process serves: the reverse proxy, or the forward-auth endpoint for a proxy in front. */
@@ -55,7 +59,11 @@ export interface GatewayConfig {
   /** Options for the mode's plugin (validated again, with the `config:` label, at build time). */
   readonly plugin: GatewayOptions | ForwardAuthOptions;
   readonly listen: { readonly host: string; readonly port: number };
-  readonly health: { readonly livenessPath: string; readonly readinessPath: string };
+  /**
+   * The health endpoints: each path, or `undefined` when turned off (`false`), and the listener
+   * serving them (`main`, or `metrics` so that the main listener can map a catch-all such as `GET /*`).
+   */
+  readonly health: { readonly livenessPath: string | undefined; readonly readinessPath: string | undefined; readonly listener: 'main' | 'metrics' };
   /** The metrics listener, or `false` when disabled. */
   readonly metrics: { readonly host: string; readonly port: number; readonly path: string } | false;
   readonly logLevel: string;
@@ -66,6 +74,24 @@ function checkHost(value: unknown, path: string, fallback: string): string {
   const host = checkString(value, path);
   if (!/^[A-Za-z0-9.:-]+$/.test(host)) fail(path, 'must be a host name or IP address');
   return host;
+}
+
+/** Validates `health`: `false` (no health endpoints), or paths (each may be `false`) and the listener. */
+function resolveHealth(value: unknown, path: string): GatewayConfig['health'] {
+  if (value === false) return { livenessPath: undefined, readinessPath: undefined, listener: 'main' };
+  const h = checkObject(value ?? {}, path, ['liveness_path', 'readiness_path', 'listener']);
+  const pathOf = (key: 'liveness_path' | 'readiness_path', fallback: string): string | undefined => {
+    const value = h[key];
+    if (value === false) return undefined;
+    if (value !== undefined && typeof value !== 'string') fail(at(path, key), 'must be a path such as /healthz, or false to turn it off');
+    return value === undefined ? fallback : checkPathname(value, at(path, key));
+  };
+  const livenessPath = pathOf('liveness_path', DEFAULT_LIVENESS_PATH);
+  const readinessPath = pathOf('readiness_path', DEFAULT_READINESS_PATH);
+  if (livenessPath !== undefined && livenessPath === readinessPath) fail(at(path, 'readiness_path'), 'must differ from liveness_path');
+  const listener = h.listener ?? 'main';
+  if (listener !== 'main' && listener !== 'metrics') fail(at(path, 'listener'), 'must be main or metrics');
+  return { livenessPath, readinessPath, listener };
 }
 
 /**
@@ -86,7 +112,7 @@ export function resolveConfig(raw: unknown, env: NodeJS.ProcessEnv): GatewayConf
   }
   if (proxy && c.upstream_url === undefined) fail(at(L, 'upstream_url'), 'is required');
   if (proxy && c.forward_auth !== undefined) fail(at(L, 'forward_auth'), 'is only used with mode: forward_auth');
-  for (const key of ['upstream_url', 'upstream_timeout_ms'] as const) {
+  for (const key of ['upstream_url', 'upstream_timeout_ms', 'override_headers'] as const) {
     if (!proxy && c[key] !== undefined) fail(at(L, key), 'is not used with mode: forward_auth (the proxy in front forwards)');
   }
   const forwardAuth = checkObject(c.forward_auth ?? {}, at(L, 'forward_auth'), ['path_prefix']);
@@ -98,10 +124,7 @@ export function resolveConfig(raw: unknown, env: NodeJS.ProcessEnv): GatewayConf
   const apiKey = checkApiKey(keyValue, `${at(L, 'api_key_env')} (${envName})`);
 
   const listen = checkObject(c.listen ?? {}, at(L, 'listen'), ['host', 'port']);
-  const health = checkObject(c.health ?? {}, at(L, 'health'), ['liveness_path', 'readiness_path']);
-  const livenessPath = health.liveness_path === undefined ? DEFAULT_LIVENESS_PATH : checkPathname(health.liveness_path, at(at(L, 'health'), 'liveness_path'));
-  const readinessPath = health.readiness_path === undefined ? DEFAULT_READINESS_PATH : checkPathname(health.readiness_path, at(at(L, 'health'), 'readiness_path'));
-  if (livenessPath === readinessPath) fail(at(at(L, 'health'), 'readiness_path'), 'must differ from liveness_path');
+  const health = resolveHealth(c.health, at(L, 'health'));
 
   let metrics: GatewayConfig['metrics'] = false;
   if (c.metrics !== false) {
@@ -111,6 +134,12 @@ export function resolveConfig(raw: unknown, env: NodeJS.ProcessEnv): GatewayConf
       port: checkInt(m.port, at(at(L, 'metrics'), 'port'), 0, 65_535, DEFAULT_METRICS_PORT),
       path: m.path === undefined ? DEFAULT_METRICS_PATH : checkPathname(m.path, at(at(L, 'metrics'), 'path')),
     };
+  }
+  if (health.listener === 'metrics') {
+    if (metrics === false) fail(at(at(L, 'health'), 'listener'), 'is "metrics" but the metrics listener is disabled (metrics: false)');
+    for (const [key, value] of [['liveness_path', health.livenessPath], ['readiness_path', health.readinessPath]] as const) {
+      if (value === metrics.path) fail(at(at(L, 'health'), key), `${value} collides with metrics.path`);
+    }
   }
   const listenPort = checkInt(listen.port, at(at(L, 'listen'), 'port'), 0, 65_535, DEFAULT_LISTEN_PORT);
   if (metrics !== false && metrics.port !== 0 && metrics.port === listenPort) fail(at(at(L, 'metrics'), 'port'), 'must differ from listen.port');
@@ -136,13 +165,14 @@ export function resolveConfig(raw: unknown, env: NodeJS.ProcessEnv): GatewayConf
       upstream: checkHttpUrl(c.upstream_url, at(L, 'upstream_url'), true).origin,
       ...common,
       upstreamTimeoutMs: checkInt(c.upstream_timeout_ms, at(L, 'upstream_timeout_ms'), 1, 3_600_000, DEFAULT_UPSTREAM_TIMEOUT_MS),
+      overrideHeaders: checkOverridePolicy(c.override_headers, at(L, 'override_headers')),
     }
     : { ...common, prefix: forwardAuth.path_prefix === undefined ? DEFAULT_FORWARD_AUTH_PREFIX : checkPathname(forwardAuth.path_prefix, at(at(L, 'forward_auth'), 'path_prefix')) };
   return {
     mode,
     plugin,
     listen: { host: checkHost(listen.host, at(at(L, 'listen'), 'host'), DEFAULT_LISTEN_HOST), port: listenPort },
-    health: { livenessPath, readinessPath },
+    health,
     metrics,
     logLevel,
   };

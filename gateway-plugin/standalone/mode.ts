@@ -7,7 +7,6 @@
  */
 
 import type { FastifyInstance } from 'fastify';
-import type { ErrorCode } from '../../src/errors.js';
 import { agentAuthzForwardAuth } from '../forward-auth/plugin.js';
 import { resolveForwardAuthOptions } from '../forward-auth/options.js';
 import type { ForwardAuthOptions } from '../forward-auth/options.js';
@@ -23,14 +22,19 @@ export interface StandaloneMode {
   /** The validated options shared by both modes (sidecar, routes, limits). */
   readonly resolved: ResolvedDecisionOptions;
   /** The code of the answer to a path nothing serves: `route_not_mapped` (proxy) or `route_not_found` (forward_auth). */
-  readonly notFound: ErrorCode;
+  readonly notFound: 'route_not_mapped' | 'route_not_found';
   /** Registers the mode's plugin. */
   register(app: FastifyInstance): Promise<void>;
 }
 
 /** Validates the mode's plugin options (with `metrics`) and the health paths. Throws a path-named `TypeError`. */
 export function resolveMode(config: GatewayConfig, metrics: GatewayMetrics): StandaloneMode {
-  const health = [['liveness_path', config.health.livenessPath], ['readiness_path', config.health.readinessPath]] as const;
+  // Health endpoints on the metrics listener (or turned off) cannot collide with the main listener's paths.
+  const health: Array<[string, string]> = [];
+  if (config.health.listener === 'main') {
+    if (config.health.livenessPath !== undefined) health.push(['liveness_path', config.health.livenessPath]);
+    if (config.health.readinessPath !== undefined) health.push(['readiness_path', config.health.readinessPath]);
+  }
   if (config.mode === 'forward_auth') {
     const options: ForwardAuthOptions = { ...(config.plugin as ForwardAuthOptions), metrics };
     const resolved = resolveForwardAuthOptions(options, 'config:');

@@ -17,14 +17,14 @@
 import { randomUUID } from 'node:crypto';
 import Fastify from 'fastify';
 import type { FastifyInstance } from 'fastify';
-import { errorBody, ERRORS } from '../../src/errors.js';
+import { errorBody } from '../../src/errors.js';
 import { GATEWAY_MAX_HEADER_SIZE, DEFAULT_CHALLENGE_TIMEOUT_MS } from '../options.js';
 import { createGatewayMetrics } from '../metrics.js';
 import type { GatewayMetrics } from '../metrics.js';
-import { gatewayClientErrorHandler, gatewayFrameworkErrors } from '../framework-errors.js';
+import { gatewayClientErrors, gatewayFrameworkErrors, notFoundAnswer } from '../framework-errors.js';
 import { resolveConfig } from './config.js';
 import type { GatewayConfig } from './config.js';
-import { collectGatewayDefaultMetrics, countRequest } from '../metrics.js';
+import { collectGatewayDefaultMetrics } from '../metrics.js';
 import { resolveMode } from './mode.js';
 import { SidecarCheck } from './sidecar-check.js';
 import type { StartupCheck } from './sidecar-check.js';
@@ -75,7 +75,7 @@ export async function buildGateway(rawConfig: unknown, env: NodeJS.ProcessEnv = 
     genReqId: () => randomUUID(),
     bodyLimit: resolved.bodyLimit,
     frameworkErrors: gatewayFrameworkErrors(metrics),
-    clientErrorHandler: gatewayClientErrorHandler,
+    clientErrorHandler: gatewayClientErrors(metrics),
     // During a graceful shutdown (main.ts), requests already on a connection are forwarded and
     // answered normally (with `Connection: close`) instead of Fastify's bare 503.
     return503OnClosing: false,
@@ -90,32 +90,36 @@ export async function buildGateway(rawConfig: unknown, env: NodeJS.ProcessEnv = 
   // Readiness fails from the start of a close, so load balancers stop sending traffic.
   let shuttingDown = false;
   app.addHook('preClose', async () => { shuttingDown = true; });
-  app.get(config.health.livenessPath, async () => ({ status: 'ok' }));
-  app.get(config.health.readinessPath, async (request, reply) => {
-    if (shuttingDown) {
-      return reply.code(503).header('cache-control', 'no-store').send(errorBody('verify_unavailable', 'The gateway is shutting down.', { cause: 'shutting_down' }));
-    }
-    const readiness = await sidecarCheck.readiness(request.id);
-    sidecarCheck.report(readiness);
-    if (readiness.ready) return { status: 'ready' };
-    return reply.code(503).header('cache-control', 'no-store').send(errorBody('verify_unavailable', 'The sidecar is not ready.', { cause: 'sidecar_not_ready' }));
-  });
-  app.setNotFoundHandler((request, reply) => {
-    countRequest(metrics, String(ERRORS[mode.notFound].status), mode.notFound);
-    void reply.code(ERRORS[mode.notFound].status).header('x-request-id', request.id).send(errorBody(mode.notFound));
-  });
+  // Methods Fastify's router does not know (PROPFIND, ...) end here; every other request reaches the mode's plugin.
+  app.setNotFoundHandler(notFoundAnswer(mode.notFound, metrics));
   await mode.register(app);
 
   let metricsApp: FastifyInstance | undefined;
   if (config.metrics !== false) {
     collectGatewayDefaultMetrics(metrics.registry);
-    const m = Fastify({ logger: false });
+    const m = Fastify({ logger: false, requestIdHeader: false, genReqId: () => randomUUID() });
     const path = config.metrics.path;
     m.get(path, async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.exposition()));
     metricsApp = m;
-    // onClose hooks run after the main listener's connections are done: scrapes keep working
-    // during a graceful shutdown, and one app.close() (main.ts) stops both listeners.
+    // onClose hooks run after the main listener's connections are done: scrapes (and probes on
+    // the metrics listener) keep working during a graceful shutdown, and one app.close() (main.ts) stops both listeners.
     app.addHook('onClose', async () => m.close());
+  }
+  const healthApp = config.health.listener === 'metrics' ? metricsApp : app;
+  if (healthApp !== undefined && config.health.livenessPath !== undefined) {
+    healthApp.get(config.health.livenessPath, async (request, reply) => reply.header('x-request-id', request.id).send({ status: 'ok' }));
+  }
+  if (healthApp !== undefined && config.health.readinessPath !== undefined) {
+    healthApp.get(config.health.readinessPath, async (request, reply) => {
+      void reply.header('x-request-id', request.id);
+      if (shuttingDown) {
+        return reply.code(503).header('cache-control', 'no-store').send(errorBody('verify_unavailable', 'The gateway is shutting down.', { cause: 'shutting_down' }));
+      }
+      const readiness = await sidecarCheck.readiness(request.id);
+      sidecarCheck.report(readiness);
+      if (readiness.ready) return { status: 'ready' };
+      return reply.code(503).header('cache-control', 'no-store').send(errorBody('verify_unavailable', 'The sidecar is not ready.', { cause: 'sidecar_not_ready' }));
+    });
   }
 
   return {

@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import readline from 'node:readline';
 import type { AuditCheckpointRecord, AuditSource, ChainedAuditEvent } from '../store/types.js';
-import { AuditSourceError } from '../store/sqlite/audit-source.js';
+import { AuditSourceError } from '../store/errors.js';
 import { CHECKPOINT_LINE, EVENT_LINE, EXPORT_HEADER, EXPORT_TRAILER, EXPORT_VERSION, parseCheckpointLine, parseEventLine } from './format.js';
 
 /** Every parsed line of the file with its line number. */

@@ -1,20 +1,25 @@
 /**
  * `agent-authz-sidecar audit verify`: checks an audit trail offline, a
- * database file (opened read-only) or an account's export file, and reports
- * the first broken row of each account. Needs no master key and no running
- * sidecar.
+ * database (a SQLite file or a PostgreSQL database, both only read) or an
+ * account's export file, and reports the first broken row of each account.
+ * Needs no master key and no running sidecar.
  *
- *   agent-authz-sidecar audit verify [--db FILE | --export FILE] [--key-id ID]... [--json]
+ *   agent-authz-sidecar audit verify [--db FILE | --database-url URL | --export FILE] [--key-id ID]... [--json]
  *
- * Without `--db` or `--export` it reads `$SIDECAR_DATA_DIR/agent-authz.sqlite`
- * (default `./data`). `--key-id` pins the trusted checkpoint key (repeatable);
- * without it the keys stored in the trail itself are used, which proves the
- * trail consistent but not who signed it. Exit codes: 0 verified, 1 broken
- * (tampering or loss found), 2 usage, 3 the input cannot be read.
+ * Without a source flag it reads the database the sidecar itself would use:
+ * PostgreSQL when `SIDECAR_DATABASE_URL` is set (with its `SIDECAR_DATABASE_*`
+ * companions), else `$SIDECAR_DATA_DIR/agent-authz.sqlite` (default `./data`).
+ * A PostgreSQL database is read in one REPEATABLE READ, READ ONLY snapshot, so
+ * it can be checked while the replicas write. `--key-id` pins the trusted
+ * checkpoint key (repeatable); without it the keys stored in the trail itself
+ * are used, which proves the trail consistent but not who signed it. Exit
+ * codes: 0 verified, 1 broken (tampering or loss found), 2 usage, 3 the input
+ * cannot be read.
  */
 import path from 'node:path';
-import { DB_FILE_NAME } from '../store/index.js';
-import { AuditSourceError, openSqliteAuditSource } from '../store/sqlite/audit-source.js';
+import { ConfigError, databaseConfig } from '../config.js';
+import type { DatabaseConfig } from '../config.js';
+import { AuditSourceError, DB_FILE_NAME, openAuditSource, redactDatabaseUrl } from '../store/index.js';
 import type { AuditSource } from '../store/types.js';
 import { openExportSource } from './export-file.js';
 import { verifyTrail } from './verify.js';
@@ -24,13 +29,13 @@ import type { TrailReport } from './verify.js';
 export const VERIFY_EXIT = { verified: 0, broken: 1, usage: 2, unreadable: 3 } as const;
 
 /** Usage of the `audit` command. */
-export const AUDIT_USAGE = 'audit verify [--db FILE | --export FILE] [--key-id ID]... [--json]';
+export const AUDIT_USAGE = 'audit verify [--db FILE | --database-url URL | --export FILE] [--key-id ID]... [--json]';
 
 /** Where the command writes (tests capture it). */
 export interface Out { stdout(s: string): void; stderr(s: string): void }
 const processOut: Out = { stdout: (s) => process.stdout.write(s), stderr: (s) => process.stderr.write(s) };
 
-interface Args { db?: string; exportFile?: string; keyIds: string[]; json: boolean }
+interface Args { db?: string; databaseUrl?: string; exportFile?: string; keyIds: string[]; json: boolean }
 
 function parseArgs(argv: readonly string[]): Args | string {
   if (argv[0] !== 'verify') return `unknown audit subcommand ${JSON.stringify(argv[0] ?? '')}`;
@@ -39,17 +44,35 @@ function parseArgs(argv: readonly string[]): Args | string {
     const k = argv[i]!;
     const value = (): string | undefined => argv[++i];
     if (k === '--json') a.json = true;
-    else if (k === '--db' || k === '--export' || k === '--key-id') {
+    else if (k === '--db' || k === '--database-url' || k === '--export' || k === '--key-id') {
       const v = value();
       if (v === undefined || v === '') return `${k} needs a value`;
       if (k === '--db') a.db = v;
+      else if (k === '--database-url') a.databaseUrl = v;
       else if (k === '--export') a.exportFile = v;
       else if (/^[0-9a-f]{32}$/.test(v)) a.keyIds.push(v);
       else return `--key-id: expected 32 lowercase hex characters, got ${JSON.stringify(v)}`;
     } else return `unknown argument ${JSON.stringify(k)}`;
   }
-  if (a.db && a.exportFile) return '--db and --export exclude each other';
+  if ([a.db, a.databaseUrl, a.exportFile].filter((x) => x !== undefined).length > 1) return '--db, --database-url and --export exclude each other';
   return a;
+}
+
+/** What to read: a file (database or export), or a PostgreSQL database. */
+type Input = { kind: 'sqlite' | 'export'; file: string } | { kind: 'postgres'; database: DatabaseConfig };
+
+/** The input of `a`, with the environment's defaults (see the file header); a string is a usage error. */
+function inputOf(a: Args, env: NodeJS.ProcessEnv): Input | string {
+  if (a.exportFile !== undefined) return { kind: 'export', file: a.exportFile };
+  if (a.db !== undefined) return { kind: 'sqlite', file: a.db };
+  try {
+    const database = databaseConfig(a.databaseUrl !== undefined ? { ...env, SIDECAR_DATABASE_URL: a.databaseUrl } : env);
+    if (database) return { kind: 'postgres', database };
+  } catch (err) {
+    if (err instanceof ConfigError) return a.databaseUrl !== undefined ? `--database-url: ${err.message.replace(/^SIDECAR_DATABASE_URL: /, '')}` : err.message;
+    throw err;
+  }
+  return { kind: 'sqlite', file: path.join(path.resolve(env.SIDECAR_DATA_DIR || './data'), DB_FILE_NAME) };
 }
 
 function render(r: TrailReport, source: string): string {
@@ -71,19 +94,21 @@ function render(r: TrailReport, source: string): string {
   return out.join('\n') + '\n';
 }
 
-/** Runs `audit ...`; resolves to the exit code. */
-export async function runAuditCommand(argv: readonly string[], out: Out = processOut): Promise<number> {
+/** Runs `audit ...` (`env` supplies the defaults); resolves to the exit code. */
+export async function runAuditCommand(argv: readonly string[], out: Out = processOut, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const a = parseArgs(argv);
-  if (typeof a === 'string') {
-    out.stderr(`agent-authz sidecar: ${a}\nusage: agent-authz-sidecar ${AUDIT_USAGE}\n`);
+  const input = typeof a === 'string' ? a : inputOf(a, env);
+  if (typeof a === 'string' || typeof input === 'string') {
+    out.stderr(`agent-authz sidecar: ${String(input)}\nusage: agent-authz-sidecar ${AUDIT_USAGE}\n`);
     return VERIFY_EXIT.usage;
   }
-  const file = a.exportFile ?? a.db ?? path.join(path.resolve(process.env.SIDECAR_DATA_DIR || './data'), DB_FILE_NAME);
+  const name = input.kind === 'postgres' ? redactDatabaseUrl(input.database.url) : input.file;
   let source: AuditSource | undefined;
   try {
-    source = a.exportFile ? await openExportSource(file) : openSqliteAuditSource(file);
-    const report = await verifyTrail(source, { partial: a.exportFile !== undefined, ...(a.keyIds.length ? { pinnedKeyIds: a.keyIds } : {}) });
-    out.stdout(a.json ? JSON.stringify({ source: file, ...report }) + '\n' : render(report, file));
+    source = input.kind === 'export' ? await openExportSource(input.file)
+      : await openAuditSource(input.kind === 'postgres' ? { database: input.database } : { file: input.file });
+    const report = await verifyTrail(source, { partial: input.kind === 'export', ...(a.keyIds.length ? { pinnedKeyIds: a.keyIds } : {}) });
+    out.stdout(a.json ? JSON.stringify({ source: name, ...report }) + '\n' : render(report, name));
     return report.ok ? VERIFY_EXIT.verified : VERIFY_EXIT.broken;
   } catch (err) {
     if (!(err instanceof AuditSourceError)) throw err;

@@ -7,7 +7,8 @@
  * Other store errors (a broken constraint) propagate as they are.
  *
  * {@link SchemaTooNewError} stops startup: the database was migrated by a
- * newer sidecar than this one.
+ * newer sidecar than this one. {@link AuditSourceError} is the offline audit
+ * verifier's: its input cannot be read.
  */
 
 /** The database is unavailable; the request may succeed later. */
@@ -27,4 +28,9 @@ export class SchemaTooNewError extends Error {
     super(`the database schema is at version ${found}, newer than this sidecar knows (${known}): a newer sidecar migrated it. `
       + 'Run that version (or newer) of the sidecar, or restore a backup made before the upgrade; this one refuses to start.');
   }
+}
+
+/** Why an audit source cannot be verified (unreadable, not a sidecar database with the chain, not an export). */
+export class AuditSourceError extends Error {
+  override name = 'AuditSourceError';
 }

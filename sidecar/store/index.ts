@@ -2,20 +2,24 @@
  * The store factory: the embedded SQLite store in the data directory (the
  * default), or the PostgreSQL store shared by several replicas when a
  * database URL is configured (`SIDECAR_DATABASE_URL`). The rest of the
- * sidecar sees only the {@link Store} interface.
+ * sidecar sees only the {@link Store} interface, and the offline audit
+ * verifier only an {@link AuditSource} of either engine.
  */
 import path from 'node:path';
 import { DB_FILE_NAME, openSqliteStore } from './sqlite/store.js';
 import { openPostgresStore } from './postgres/store.js';
 import type { PostgresSettings } from './postgres/store.js';
-import type { Store, StoreMonitor } from './types.js';
+import { openSqliteAuditSource } from './sqlite/audit-source.js';
+import { openPostgresAuditSource } from './postgres/audit-source.js';
+import type { AuditSource, Store, StoreMonitor } from './types.js';
 
 export type * from './types.js';
 export { DB_FILE_NAME, SqliteStore, openSqliteStore } from './sqlite/store.js';
 export type { SqliteStoreOptions } from './sqlite/store.js';
 export { PostgresStore, openPostgresStore } from './postgres/store.js';
 export type { PostgresSettings, PostgresStoreOptions } from './postgres/store.js';
-export { SchemaTooNewError, StoreUnavailableError } from './errors.js';
+export { AuditSourceError, SchemaTooNewError, StoreUnavailableError } from './errors.js';
+export { redactDatabaseUrl } from './postgres/audit-source.js';
 
 /** What {@link openStore} needs from the configuration. */
 export interface OpenStoreOptions {
@@ -34,4 +38,12 @@ export async function openStore(o: OpenStoreOptions): Promise<Store> {
   const extra = { ...(o.monitor ? { monitor: o.monitor } : {}), ...(o.auditChain !== undefined ? { auditChain: o.auditChain } : {}) };
   if (o.database) return openPostgresStore({ ...o.database, ...extra });
   return openSqliteStore({ file: path.join(o.dataDir, DB_FILE_NAME), ...extra });
+}
+
+/**
+ * Opens a store's audit trail read-only for the offline verifier: a SQLite file, or a
+ * PostgreSQL database (one read-only snapshot). Throws `AuditSourceError` when it cannot be read.
+ */
+export async function openAuditSource(o: { file: string } | { database: PostgresSettings }): Promise<AuditSource> {
+  return 'file' in o ? openSqliteAuditSource(o.file) : openPostgresAuditSource(o.database);
 }

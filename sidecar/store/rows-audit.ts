@@ -48,3 +48,24 @@ export const serviceKeyFromRow = (r: ServiceKeyRow): ServiceKeyRecord => ({
 });
 /** A chained row as the store's record. */
 export const chainedFromRow = (r: ChainRow): ChainedAuditEvent => ({ ...auditFromRow(r), position: r.chain_position, prevHash: r.prev_hash, hash: r.hash });
+
+/**
+ * A checkpoint row as the offline verifier reads it (both engines' audit sources): a signature
+ * that is not JSON becomes an empty one, which the checker reports as forged, instead of
+ * stopping the read.
+ */
+export const sourceCheckpointFromRow = (r: CheckpointRow): AuditCheckpointRecord => {
+  let signature: AuditCheckpointRecord['signature'];
+  try { signature = JSON.parse(r.signature) as AuditCheckpointRecord['signature']; } catch { signature = { ed25519: '', ml_dsa_65: '' }; }
+  return { ...checkpointFromRow({ ...r, signature: '{}' }), signature };
+};
+
+/**
+ * A chained row as the offline verifier reads it: `details` that are not JSON are kept as text
+ * under `unreadable_details` (so the row's hash no longer matches and the checker names it).
+ */
+export const sourceRowFromRow = (r: ChainRow): ChainedAuditEvent => {
+  let details: Record<string, unknown>;
+  try { details = JSON.parse(r.details) as Record<string, unknown>; } catch { details = { unreadable_details: r.details }; }
+  return { ...chainedFromRow({ ...r, details: '{}' }), details };
+};

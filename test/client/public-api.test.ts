@@ -14,7 +14,10 @@ import * as mcp from '../../client/mcp.js';
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 t.test('runtime exports', async (t) => {
-  t.same(Object.keys(api).sort(), ['AgentAuthzError', 'DEFAULT_MAX_BODY_BYTES', 'DEFAULT_SIDECAR_TIMEOUT_MS', 'createAgentFetch', 'describeOperation']);
+  t.same(Object.keys(api).sort(), [
+    'AgentAuthzError', 'DEFAULT_APPROVAL_POLL_MS', 'DEFAULT_APPROVAL_TIMEOUT_MS', 'DEFAULT_MAX_BODY_BYTES', 'DEFAULT_SIDECAR_TIMEOUT_MS', 'boundOperation',
+    'createAgentFetch', 'describeOperation',
+  ]);
   t.same(Object.keys(mcp).sort(), ['createAgentMcpTransport']);
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, unknown>; peerDependenciesMeta: Record<string, unknown> };
   t.same(pkg.exports['./client'], { types: './dist/client/index.d.ts', default: './dist/client/index.js' });

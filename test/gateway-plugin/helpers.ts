@@ -294,7 +294,11 @@ export async function startGatewayWithKey(config: Record<string, unknown>, apiKe
  */
 export async function metricSum(metricsUrl: string, name: string, labels: Record<string, string> = {}): Promise<number> {
   const res = await undiciRequest(metricsUrl);
-  const text = await res.body.text();
+  return sumSamples(await res.body.text(), name, labels);
+}
+
+/** Sums the samples of metric `name` in a Prometheus text page whose labels include every pair of `labels` (0 when none). */
+export function sumSamples(text: string, name: string, labels: Record<string, string> = {}): number {
   let sum = 0;
   for (const line of text.split('\n')) {
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)/.exec(line);

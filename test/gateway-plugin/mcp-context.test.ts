@@ -1,7 +1,7 @@
 /**
  * MCP routes against a fake sidecar that records every verify call: the
  * exact constraint context derived from a tool call's arguments (amount,
- * currency, tenant, path-like resource, body_sha256), the scope sent for
+ * currency, tenant, path-like resource, the tool itself, body_sha256), the scope sent for
  * tools and for protocol messages, what the upstream receives, the JSON-RPC
  * message rules, and the path-named startup errors of the `mcp` config.
  */
@@ -43,7 +43,7 @@ t.test('a tool call: its scope, and the context from its arguments', async (t) =
   t.equal(res.status, 200);
   const v = sidecar.verifyCalls.at(-1);
   t.equal(v?.body.required_scope, 'payments:send');
-  t.same(v?.body.context, { method: 'POST', path: '/accounts/77', client_ip: '127.0.0.1', tenant: 'globex', amount: '12.5', currency: 'EUR', body_sha256: sha(body) });
+  t.same(v?.body.context, { method: 'POST', path: '/accounts/77', client_ip: '127.0.0.1', tenant: 'globex', amount: '12.5', currency: 'EUR', tool: 'transfer', body_sha256: sha(body) });
   const got = up.received.at(-1);
   t.equal(got?.body.toString('utf8'), body, 'the upstream gets the body byte for byte');
   t.equal(got?.headers['x-service-scope'], 'payments:send');
@@ -52,10 +52,10 @@ t.test('a tool call: its scope, and the context from its arguments', async (t) =
 
 t.test('pointers that resolve to nothing add nothing; a tool without pointers keeps the request facts', async (t) => {
   await send(gw.url, '/mcp', { method: 'POST', headers: headers({ host: 'acme.example.com' }), body: call('a', 'transfer', {}) });
-  t.same(sidecar.verifyCalls.at(-1)?.body.context, { method: 'POST', client_ip: '127.0.0.1', body_sha256: sha(call('a', 'transfer', {})) },
+  t.same(sidecar.verifyCalls.at(-1)?.body.context, { method: 'POST', client_ip: '127.0.0.1', tool: 'transfer', body_sha256: sha(call('a', 'transfer', {})) },
     'no path, tenant, amount or currency: constraints on them deny');
   await send(gw.url, '/mcp', { method: 'POST', headers: headers({ host: 'acme.example.com' }), body: call('b', 'lookup') });
-  t.same(sidecar.verifyCalls.at(-1)?.body.context, { method: 'POST', path: '/mcp', client_ip: '127.0.0.1', tenant: 'acme', body_sha256: sha(call('b', 'lookup')) });
+  t.same(sidecar.verifyCalls.at(-1)?.body.context, { method: 'POST', path: '/mcp', client_ip: '127.0.0.1', tenant: 'acme', tool: 'lookup', body_sha256: sha(call('b', 'lookup')) });
   t.equal(sidecar.verifyCalls.at(-1)?.body.required_scope, 'data:read');
   await send(gw.url, '/mcp', { method: 'POST', headers: headers({ host: 'acme.example.com' }), body: call('c', 'scoped_lookup', {}) });
   t.equal(sidecar.verifyCalls.at(-1)?.body.context.tenant, undefined, 'a tenant pointer replaces the host rule even when the argument is absent');
@@ -67,6 +67,7 @@ t.test('protocol messages need the route scope; notifications/* are public', asy
   t.equal(res.status, 200);
   t.equal(sidecar.verifyCalls.at(-1)?.body.required_scope, 'execute:tool');
   t.equal(sidecar.verifyCalls.at(-1)?.body.context.path, '/mcp');
+  t.equal(sidecar.verifyCalls.at(-1)?.body.context.tool, undefined, 'only tools/call sends a tool');
   const calls = sidecar.verifyCalls.length;
   const note = await send(gw.url, '/mcp', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: {} }) });
   t.equal(note.status, 200, 'public without a proof');

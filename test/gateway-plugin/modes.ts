@@ -20,9 +20,9 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import Fastify from 'fastify';
 import { Client, request as undiciRequest } from 'undici';
-import { agentAuthzGateway, createGatewayMetrics, GATEWAY_MAX_HEADER_SIZE, gatewayClientErrorHandler, gatewayFrameworkErrors } from '../../gateway-plugin/index.js';
+import { agentAuthzGateway, createGatewayMetrics, GATEWAY_MAX_HEADER_SIZE, gatewayClientErrors, gatewayFrameworkErrors, gatewayNotFound } from '../../gateway-plugin/index.js';
 import type { RouteEntry } from '../../gateway-plugin/index.js';
-import { TEST_API_KEY, gatewayConfig, startGateway } from './helpers.js';
+import { TEST_API_KEY, gatewayConfig, startGatewayWithKey } from './helpers.js';
 import { startCaddy, startNginx } from './proxies.js';
 
 /** The enforcement modes. */
@@ -37,6 +37,8 @@ export interface ModeServer {
   port: number;
   /** Counts the decisions' fail-open tripwire (`agent_authz_gateway_fail_open_total`). */
   failOpen(): Promise<number>;
+  /** The Prometheus text of the process making the decisions. */
+  exposition(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -85,10 +87,11 @@ async function startShapeFront(kind: 'envoy' | 'traefik', authzUrl: string, upst
       const checkBody = Buffer.from(await check.body.arrayBuffer());
       const allowed = kind === 'envoy' ? check.statusCode === 200 : check.statusCode >= 200 && check.statusCode < 300;
       if (!allowed) {
+        // Both pass the denied check response's headers to the client (Envoy: all but Host unless
+        // allowed_client_headers is set; Traefik: the auth server's response as it is).
         const headers: Record<string, string> = {};
-        for (const name of ['content-type', 'www-authenticate', 'x-request-id', 'cache-control']) {
-          const v = check.headers[name];
-          if (typeof v === 'string') headers[name] = v;
+        for (const [name, v] of Object.entries(check.headers)) {
+          if (typeof v === 'string' && !HOP.includes(name)) headers[name] = v;
         }
         res.writeHead(check.statusCode, headers);
         res.end(checkBody);
@@ -128,42 +131,54 @@ async function startShapeFront(kind: 'envoy' | 'traefik', authzUrl: string, upst
   };
 }
 
-async function failOpenOf(metricsUrl: string | undefined): Promise<number> {
-  const res = await undiciRequest(metricsUrl ?? '');
-  const line = (await res.body.text()).split('\n').find((l) => l.startsWith('agent_authz_gateway_fail_open_total '));
+async function expositionOf(metricsUrl: string | undefined): Promise<string> {
+  return (await undiciRequest(metricsUrl ?? '')).body.text();
+}
+
+function failOpenIn(text: string): number {
+  const line = text.split('\n').find((l) => l.startsWith('agent_authz_gateway_fail_open_total '));
   return Number(line?.split(' ')[1] ?? NaN);
 }
 
-/** Starts `mode` in front of `upstreamUrl`, deciding with the sidecar at `sidecarUrl`; `extra` is merged into the standalone config. */
-export async function startMode(mode: Mode, upstreamUrl: string, sidecarUrl: string, extra: Record<string, unknown> = {}): Promise<ModeServer> {
+/**
+ * Starts `mode` in front of `upstreamUrl`, deciding with the sidecar at `sidecarUrl`; `extra` is
+ * merged into the standalone config; `apiKey` is the gateway's sidecar key (a real one for the
+ * real sidecar).
+ */
+export async function startMode(mode: Mode, upstreamUrl: string, sidecarUrl: string, extra: Record<string, unknown> = {}, apiKey = TEST_API_KEY): Promise<ModeServer> {
   const config = gatewayConfig(upstreamUrl, sidecarUrl, extra);
   if (mode === 'proxy') {
-    const gw = await startGateway(config);
-    return { mode, url: gw.url, port: gw.port, failOpen: () => failOpenOf(gw.metricsUrl), close: () => gw.close() };
+    const gw = await startGatewayWithKey(config, apiKey);
+    return {
+      mode, url: gw.url, port: gw.port, failOpen: async () => failOpenIn(await expositionOf(gw.metricsUrl)), exposition: () => expositionOf(gw.metricsUrl), close: () => gw.close(),
+    };
   }
   if (mode === 'plugin') {
     const metrics = createGatewayMetrics();
-    const app = Fastify({ http: { maxHeaderSize: GATEWAY_MAX_HEADER_SIZE }, frameworkErrors: gatewayFrameworkErrors(metrics), clientErrorHandler: gatewayClientErrorHandler });
+    const app = Fastify({ http: { maxHeaderSize: GATEWAY_MAX_HEADER_SIZE }, frameworkErrors: gatewayFrameworkErrors(metrics), clientErrorHandler: gatewayClientErrors(metrics) });
+    app.setNotFoundHandler(gatewayNotFound(metrics));
     await app.register(agentAuthzGateway, {
-      upstream: upstreamUrl, sidecarUrl, apiKey: TEST_API_KEY, metrics, routes: config.routes as RouteEntry[],
+      upstream: upstreamUrl, sidecarUrl, apiKey, metrics, routes: config.routes as RouteEntry[],
       verifyTimeoutMs: config.verify_timeout_ms as number, challengeTimeoutMs: config.challenge_timeout_ms as number, bodyLimit: config.body_limit_bytes as number,
+      ...(config.override_headers === undefined ? {} : { overrideHeaders: config.override_headers as 'refuse' | 'strip' }),
     });
     await app.listen({ host: '127.0.0.1', port: 0 });
     const port = (app.server.address() as AddressInfo).port;
     return {
       mode, url: `http://127.0.0.1:${port}`, port,
-      failOpen: async () => Number((await metrics.exposition()).split('\n').find((l) => l.startsWith('agent_authz_gateway_fail_open_total '))?.split(' ')[1]),
+      failOpen: async () => failOpenIn(await metrics.exposition()),
+      exposition: () => metrics.exposition(),
       close: () => app.close(),
     };
   }
   const { upstream_url: _unused, ...rest } = config;
-  const authz = await startGateway({ ...rest, mode: 'forward_auth', trusted_proxies: ['127.0.0.1'] });
+  const authz = await startGatewayWithKey({ ...rest, mode: 'forward_auth', trusted_proxies: ['127.0.0.1'] }, apiKey);
   try {
     const front = mode === 'nginx' ? await startNginx(hostPort(authz.url), hostPort(upstreamUrl))
       : mode === 'caddy' ? await startCaddy(hostPort(authz.url), hostPort(upstreamUrl))
         : await startShapeFront(mode, authz.url, upstreamUrl);
     return {
-      mode, url: front.url, port: front.port, failOpen: () => failOpenOf(authz.metricsUrl),
+      mode, url: front.url, port: front.port, failOpen: async () => failOpenIn(await expositionOf(authz.metricsUrl)), exposition: () => expositionOf(authz.metricsUrl),
       close: async () => {
         await front.close();
         await authz.close();

@@ -35,6 +35,7 @@ t.test('valid options get the documented defaults', async (t) => {
   t.equal(o.bodyLimit, DEFAULT_BODY_LIMIT_BYTES);
   t.equal(o.trustedProxies.size, 0);
   t.equal(o.routes.size, 1);
+  t.equal(o.overrideHeaders, 'refuse');
 });
 
 t.test('bad options throw path-named TypeErrors', async (t) => {
@@ -92,6 +93,10 @@ t.test('bad options throw path-named TypeErrors', async (t) => {
       /^gateway options: routes\[1\]: has the same method and path shape as routes\[0\]$/],
     [withRoutes({ method: '*', path: '/f/*', scope: 'data:read' }, { method: '*', path: '/f/*', public: true }),
       /^gateway options: routes\[1\]: has the same method and path shape as routes\[0\]$/],
+    [withRoutes({ method: 'GET', path: '/admin', scope: 'data:read' }, { method: 'GET', path: '/%EF%BD%81dmin', public: true }),
+      /^gateway options: routes\[1\]: differs only in a folded spelling \(docs\/gateway\.md\) from routes\[0\] but is authorized differently$/],
+    [withRoutes({ method: 'GET', path: '/a/%20/b', scope: 'data:read' }), /^gateway options: routes\[0\]\.path: has a segment of only white space or dots/],
+    [{ ...base(), overrideHeaders: 'drop' }, /^gateway options: overrideHeaders: must be "refuse" or "strip"$/],
   ];
   for (const [options, message] of cases) {
     t.throws(() => resolveGatewayOptions(options), { name: 'TypeError', message }, String(message));
@@ -144,7 +149,7 @@ t.test('config validation: path-named one-line errors', async (t) => {
   const ok = resolveConfig(cfg(), env);
   t.equal(ok.listen.port, 8080);
   t.equal(ok.listen.host, '127.0.0.1');
-  t.same(ok.health, { livenessPath: '/healthz', readinessPath: '/readyz' });
+  t.same(ok.health, { livenessPath: '/healthz', readinessPath: '/readyz', listener: 'main' });
   t.same(ok.metrics, { host: '127.0.0.1', port: 9464, path: '/metrics' });
   t.equal(resolveConfig(cfg({ metrics: false }), env).metrics, false);
   const cases: Array<[unknown, Record<string, string>, RegExp]> = [
@@ -161,12 +166,31 @@ t.test('config validation: path-named one-line errors', async (t) => {
     [cfg({ listen: { port: 9000 }, metrics: { port: 9000 } }), env, /^config: metrics\.port: must differ from listen\.port$/],
     [cfg({ metrics: { path: 'metrics' } }), env, /^config: metrics\.path: must be a plain absolute path/],
     [cfg({ health: { liveness_path: '/a', readiness_path: '/a' } }), env, /^config: health\.readiness_path: must differ/],
+    [cfg({ health: { listener: 'side' } }), env, /^config: health\.listener: must be main or metrics$/],
+    [cfg({ health: { listener: 'metrics' }, metrics: false }), env, /^config: health\.listener: is "metrics" but the metrics listener is disabled/],
+    [cfg({ health: { listener: 'metrics', readiness_path: '/metrics' } }), env, /^config: health\.readiness_path: \/metrics collides with metrics\.path$/],
+    [cfg({ health: { liveness_path: true } }), env, /^config: health\.liveness_path: must be a path such as \/healthz, or false to turn it off$/],
+    [cfg({ health: true }), env, /^config: health: must be an object/],
+    [cfg({ override_headers: 'drop' }), env, /^config: override_headers: must be "refuse" or "strip"$/],
+    [{ ...cfg({ mode: 'forward_auth', override_headers: 'strip' }), upstream_url: undefined }, env, /^config: override_headers: is not used with mode: forward_auth/],
     [cfg({ log_level: 'loud' }), env, /^config: log_level: must be one of/],
     [cfg({ verify_timeout_ms: -1 }), env, /^config: verify_timeout_ms: must be an integer/],
   ];
   for (const [raw, e, message] of cases) t.throws(() => resolveConfig(raw, e), { name: 'TypeError', message }, String(message));
   await t.rejects(buildGateway(cfg({ routes: [{ method: 'GET', path: '/healthz', scope: 'data:read' }] }), env),
     { name: 'TypeError', message: /^config: health\.liveness_path: \/healthz collides with routes\[0\]$/ });
+  // A catch-all route needs the health endpoints off the main listener: turned off, or on the metrics listener.
+  const catchAll = { routes: [{ method: 'GET', path: '/*', scope: 'data:read' }] };
+  await t.rejects(buildGateway(cfg(catchAll), env), { name: 'TypeError', message: /^config: health\.liveness_path: \/healthz collides with routes\[0\]$/ });
+  t.same(resolveConfig(cfg({ ...catchAll, health: false }), env).health, { livenessPath: undefined, readinessPath: undefined, listener: 'main' });
+  t.same(resolveConfig(cfg({ health: { liveness_path: false, readiness_path: '/ready' } }), env).health, { livenessPath: undefined, readinessPath: '/ready', listener: 'main' });
+  for (const health of [false, { listener: 'metrics' }, { liveness_path: '/up', readiness_path: false, listener: 'main' }]) {
+    const config = health === false || (health as { listener?: string }).listener === 'metrics' ? cfg({ ...catchAll, health })
+      : cfg({ routes: [{ method: 'GET', path: '/v1/*', scope: 'data:read' }], health });
+    await (await buildGateway(config, env)).close();
+  }
+  t.equal(resolveConfig(cfg(), env).plugin.overrideHeaders, 'refuse', 'override headers are refused by default');
+  t.equal(resolveConfig(cfg({ override_headers: 'strip' }), env).plugin.overrideHeaders, 'strip');
 });
 
 t.test('config files: YAML or JSON, duplicate keys refused', async (t) => {

@@ -48,6 +48,7 @@ server {
     auth_request_set $authz_request_id $upstream_http_x_request_id;
     auth_request_set $authz_status $upstream_http_x_authz_status;
     auth_request_set $authz_body $upstream_http_x_authz_body;
+    auth_request_set $authz_approval $upstream_http_x_service_approval_id;
     error_page 401 403 = @agent_authz_refused;
     proxy_set_header X-Service-Proof "";
     proxy_set_header X-Service-Api-Key "";
@@ -78,6 +79,7 @@ server {
     default_type "application/json; charset=utf-8";
     add_header Cache-Control no-store always;
     add_header X-Request-Id $authz_request_id always;
+    add_header X-Service-Approval-Id $authz_approval always;   # sent only when set (an approval deny)
     if ($authz_status = 400) { return 400 $authz_body; }
     if ($authz_status = 401) { return 401 $authz_body; }
     if ($authz_status = 413) { return 413 $authz_body; }

@@ -18,7 +18,7 @@ const INDEX = join(ROOT, 'gateway-plugin', 'index.ts');
 const RUNTIME = [
   'DECISION_HEADERS', 'DEFAULT_BODY_LIMIT_BYTES', 'DEFAULT_CHALLENGE_TIMEOUT_MS', 'DEFAULT_SIDECAR_CONNECTIONS',
   'DEFAULT_UPSTREAM_TIMEOUT_MS', 'DEFAULT_VERIFY_TIMEOUT_MS', 'DEFAULT_FORWARD_AUTH_PREFIX', 'GATEWAY_MAX_HEADER_SIZE', 'agentAuthzForwardAuth', 'agentAuthzGateway',
-  'createGatewayMetrics', 'default', 'gatewayClientErrorHandler', 'gatewayFrameworkErrors',
+  'createGatewayMetrics', 'default', 'gatewayClientErrors', 'gatewayFrameworkErrors', 'gatewayNotFound', 'OVERRIDE_HEADERS',
 ];
 
 t.test('runtime exports are exactly the public ones', async (t) => {

@@ -5,19 +5,18 @@
  */
 import Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
-import type { AuditCheckpointRecord, AuditSource, ChainedAuditEvent } from '../types.js';
-import { chainedFromRow } from './audit.js';
+import type { AuditSource, ChainedAuditEvent } from '../types.js';
+import { AuditSourceError } from '../errors.js';
+import { sourceCheckpointFromRow, sourceRowFromRow } from '../rows-audit.js';
+import type { ChainRow, CheckpointRow } from '../rows-audit.js';
+
+export { AuditSourceError } from '../errors.js';
 
 /**
  * Statements stay referenced for the life of the process (see `Db.stmt`: a collected
  * better-sqlite3 Statement can abort Node >= 24.19).
  */
 const KEEP: Statement[] = [];
-
-/** Why a file cannot be verified (not a database, or one without the audit chain). */
-export class AuditSourceError extends Error {
-  override name = 'AuditSourceError';
-}
 
 /** Opens `file` read-only. Throws {@link AuditSourceError} when it is not a sidecar database with the chain. */
 export function openSqliteAuditSource(file: string): AuditSource {
@@ -62,20 +61,10 @@ export function openSqliteAuditSource(file: string): AuditSource {
       return (head.get(accountId) as { position: number; hash: string } | undefined) ?? null;
     },
     async checkpoints(accountId) {
-      return (cps.all(accountId) as { id: string; account_id: string; position: number; head: string; kind: string; key_id: string; signature: string; created_at: number }[])
-        .map((r): AuditCheckpointRecord => {
-          let signature: AuditCheckpointRecord['signature'];
-          try { signature = JSON.parse(r.signature) as AuditCheckpointRecord['signature']; } catch { signature = { ed25519: '', ml_dsa_65: '' }; }
-          return { id: r.id, accountId: r.account_id, position: r.position, head: r.head, kind: r.kind as AuditCheckpointRecord['kind'], keyId: r.key_id, createdAt: r.created_at, signature };
-        });
+      return (cps.all(accountId) as CheckpointRow[]).map(sourceCheckpointFromRow);
     },
     async *rows(accountId): AsyncIterable<ChainedAuditEvent> {
-      for (const r of rows.iterate(accountId)) {
-        const row = r as Parameters<typeof chainedFromRow>[0];
-        let details: Record<string, unknown>;
-        try { details = JSON.parse(row.details) as Record<string, unknown>; } catch { details = { unreadable_details: row.details }; }
-        yield { ...chainedFromRow({ ...row, details: '{}' }), details };
-      }
+      for (const r of rows.iterate(accountId)) yield sourceRowFromRow(r as ChainRow);
     },
     async unchained(accountId) {
       const r = unchained.get(accountId) as { n: number; first: string | null };

@@ -5,8 +5,8 @@
  * request it received, so a proof bound by the agent to its request passes
  * and the same proof cannot pass for another route or body; an action above
  * the threshold is refused (403, reason `approval_required`) until the
- * account holder approves it, then exactly one retry reaches the upstream.
- * (Passing `approval_id` on to the agent is the gateway's to do, docs/gateway.md.)
+ * account holder approves it, then exactly one retry reaches the upstream;
+ * the gateway passes the `approval_id` on (body and `X-Service-Approval-Id`).
  */
 import t from 'tap';
 import { specFlow, startSidecar } from '../../helpers/sidecar.js';
@@ -73,7 +73,8 @@ t.test('above the threshold: refused until approved, then exactly one retry pass
   const pending = (await f.user.get('/v1/service/approvals?state=pending')).body.approvals as { approval_id: string; summary: string }[];
   t.equal(pending.length, 1);
   t.equal(pending[0]!.summary, 'payments:send 150 USD: POST /v1/payments', 'the amount as the gateway read it from the body');
-  if (first.json?.error?.approval_id !== undefined) t.equal(first.json.error.approval_id, pending[0]!.approval_id, 'the gateway passes the approval id');
+  t.equal(first.json?.error?.approval_id, pending[0]!.approval_id, 'the gateway passes the approval id');
+  t.equal(first.headers['x-service-approval-id'], pending[0]!.approval_id, 'also in X-Service-Approval-Id');
   t.equal((await f.user.post(`/v1/service/approvals/${pending[0]!.approval_id}/approve`)).status, 200);
   t.equal((await pay(150, { to: 'acct_9' })).json?.error?.reason, 'approval_required', 'another payee is another action');
   t.equal((await pay(150)).status, 200, 'the approved action passes');

@@ -1,7 +1,8 @@
 /**
  * Helpers of the audit tests: a real audit trail in a real SQLite file (two
  * accounts' chains written by the store's decision commits, checkpoints signed
- * with the real service key by the real checkpoint job), copies of it to tamper
+ * with the real service key by the real checkpoint job; {@link writeTrail}
+ * writes the same into any store, PostgreSQL too), copies of it to tamper
  * with directly, and the verify command run in-process with its output kept.
  */
 import fs from 'node:fs';
@@ -13,6 +14,7 @@ import { DB_FILE_NAME, openSqliteStore } from '../../../sidecar/store/index.js';
 import { createSecretBox } from '../../../sidecar/secrets.js';
 import { loadCheckpointSigner } from '../../../sidecar/audit/signer.js';
 import type { CheckpointSigner } from '../../../sidecar/audit/signer.js';
+import type { Store } from '../../../sidecar/store/types.js';
 import { CheckpointJob } from '../../../sidecar/audit/checkpoints.js';
 import { runAuditCommand } from '../../../sidecar/audit/verify-command.js';
 import { NOW, seed } from '../store/contract-fixtures.js';
@@ -32,6 +34,19 @@ export async function makeTrail(t: { teardown(fn: () => unknown): void }, rows =
   const file = path.join(dir, DB_FILE_NAME);
   const store = openSqliteStore({ file });
   const masterKey = new Uint8Array(crypto.randomBytes(32));
+  try {
+    return { dir, file, masterKey, ...(await writeTrail(store, masterKey, rows, every)) };
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * Writes `rows` decisions for each of two new accounts into `store` (left open), with the
+ * checkpoint job run after each round (`every` rows per checkpoint) and the service key
+ * sealed under `masterKey`.
+ */
+export async function writeTrail(store: Store, masterKey: Uint8Array, rows = 12, every = 5): Promise<{ accounts: Seeded[]; keyId: string }> {
   const signer = await loadCheckpointSigner(store.audit, createSecretBox(masterKey), NOW);
   let now = NOW;
   const job = new CheckpointJob({ store: store.audit, signer, clock: () => now, rows: every, seconds: 86_400, log: { error: () => undefined } });
@@ -41,8 +56,7 @@ export async function makeTrail(t: { teardown(fn: () => unknown): void }, rows =
     now += 1000;
     await job.runOnce();
   }
-  await store.close();
-  return { dir, file, accounts, keyId: signer.keyId, masterKey };
+  return { accounts, keyId: signer.keyId };
 }
 
 /** A copy of the trail's database to tamper with (the WAL was checkpointed by close()). */
@@ -58,11 +72,11 @@ export function tamper(file: string, fn: (db: Database.Database) => void): void 
   try { fn(db); } finally { db.close(); }
 }
 
-/** `audit verify` in-process: exit code and output. */
-export async function verifyCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+/** `audit verify` in-process (with `env` for its defaults, else the process's): exit code and output. */
+export async function verifyCli(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
-  const code = await runAuditCommand(['verify', ...args], { stdout: (s) => { stdout += s; }, stderr: (s) => { stderr += s; } });
+  const code = await runAuditCommand(['verify', ...args], { stdout: (s) => { stdout += s; }, stderr: (s) => { stderr += s; } }, env);
   return { code, stdout, stderr };
 }
 

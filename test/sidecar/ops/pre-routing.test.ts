@@ -5,7 +5,8 @@
  * HTTP parser rejects (a NUL in a header value, a bare LF, folded headers, a
  * duplicate or negative Content-Length, Content-Length with chunked encoding,
  * a bad chunk size, an unknown method), a header block or URL over 16 KiB,
- * and an Expect header other than 100-continue (Node's bare 417).
+ * an Expect header other than 100-continue (Node's bare 417), and CONNECT
+ * (which Node would close without an answer).
  * Each answer is `{error:{code,message,status}}` with a code from the table,
  * `Content-Type: application/json`, `Cache-Control: no-store` and an
  * `X-Request-Id`; and the sidecar keeps serving afterwards.
@@ -67,6 +68,8 @@ t.test('refusals before routing are in the error shape', async (t) => {
   expectShape(t, await rawRequest(port, `GET /healthz?${'a'.repeat(17 * 1024)} HTTP/1.1\r\n${H}\r\n`), 431, 'headers_too_large', 'a URL over 16 KiB');
 
   expectShape(t, await rawRequest(port, `GET /healthz HTTP/1.1\r\n${H}Expect: something-else\r\n\r\n`), 417, 'expectation_failed', 'an unsupported Expect header');
+
+  expectShape(t, await rawRequest(port, `CONNECT 127.0.0.1:443 HTTP/1.1\r\n${H}\r\n`), 405, 'method_not_allowed', 'CONNECT');
 
   const ok = await fetch(`${sc.url}/healthz`);
   t.equal(ok.status, 200, 'still serving');

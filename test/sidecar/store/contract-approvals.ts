@@ -2,7 +2,8 @@
  * Store contract, approvals and usage part (issue 23): a pending approval
  * recorded with a decision (one per certificate and fingerprint, also under
  * concurrency; a second writes nothing), grant and deny (once, not after
- * expiry), expiry with audit rows and outbox events, the lookup by
+ * expiry), expiry with audit rows and outbox events (once each, also when
+ * several run it at once and a grant races it), the lookup by
  * operation, listing; spending a granted approval exactly once under
  * concurrency; usage counters debited exactly, never past their limit, and
  * nothing written when any part of a decision fails.
@@ -139,6 +140,27 @@ export async function approvalsContract(t: Test, open: OpenStore): Promise<void>
     t.match(await fresh.approvals.getApproval(live!.id), { state: 'pending' }, 'not due yet');
     for (const id of events) t.ok(await fresh.outbox.getDelivery(id), 'an event per expiry');
     t.equal((await fresh.proofs.listAudit({ accountId: x.accountId, limit: 50, eventType: 'approval.expired' })).length, 3);
+  });
+
+  await t.test('expireDue run by several at once (replicas): each approval expires once; a grant racing it wins or loses whole', async (t) => {
+    const fresh = await storeFor(t, open);
+    const x = await seed(fresh);
+    const c = await approved(fresh, x);
+    const due = Array.from({ length: 6 }, (_, i) => pending(x, c.id, { fingerprint: i.toString(16).repeat(64), expiresAt: NOW + 100 }));
+    for (const a of due) {
+      await decide(fresh, x, { decision: 'deny', audit: audit(x, 'proof.rejected'), effects: { requestApproval: { approval: a, ...change(x, a, 'approval.requested') } } });
+    }
+    const build = (a: ApprovalRecord): ApprovalChange => change(x, a, 'approval.expired');
+    const [grant, ...expiries] = await Promise.all([
+      fresh.approvals.decideApproval(due[0]!.id, { state: 'granted', now: NOW + 99, grantExpiresAt: NOW + 500, note: null }, change(x, due[0]!, 'approval.granted')),
+      ...Array.from({ length: 4 }, () => fresh.approvals.expireDue(NOW + 200, 3, build)),
+    ]) as [boolean, ...ApprovalRecord[][]];
+    const expired = expiries.flat().map((a) => a.id);
+    t.equal(new Set(expired).size, expired.length, 'no approval expired twice');
+    t.same(expired.sort(), due.slice(grant ? 1 : 0).map((a) => a.id).sort(), `every due one expired once (the grant ${grant ? 'won' : 'lost'})`);
+    t.same(await fresh.approvals.expireDue(NOW + 200, 10, build), [], 'nothing left due');
+    t.match(await fresh.approvals.getApproval(due[0]!.id), { state: grant ? 'granted' : 'expired' });
+    t.equal((await fresh.proofs.listAudit({ accountId: x.accountId, limit: 50, eventType: 'approval.expired' })).length, expired.length, 'one audit row per expiry');
   });
 
   await t.test('usage counters: exact debits, never past the limit, nothing written on failure', async (t) => {
