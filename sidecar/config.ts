@@ -38,6 +38,8 @@ export interface SidecarConfig {
   proofFreshnessSeconds: number;
   apiKeyGraceSeconds: number;
   sendCodePerMinute: number;
+  /** Login codes sent per minute over all e-mail addresses (`SIDECAR_SEND_CODE_GLOBAL_PER_MINUTE`); more are refused. */
+  sendCodeGlobalPerMinute: number;
   logLevel: string;
   bodyLimitBytes: number;
   trustProxy: string[];
@@ -83,6 +85,7 @@ export const DEFAULTS = {
   proofFreshnessSeconds: 120,
   apiKeyGraceSeconds: 0,
   sendCodePerMinute: 5,
+  sendCodeGlobalPerMinute: 600,
   logLevel: 'info',
   bodyLimitBytes: 64 * 1024,
   auditRetentionDays: 0,
@@ -112,7 +115,7 @@ export const ENV_VARS = [
   'SIDECAR_HOST', 'SIDECAR_PORT', 'SIDECAR_DATA_DIR', 'SIDECAR_SMTP_URL', 'SIDECAR_MAIL_FROM',
   'SIDECAR_MASTER_KEY', 'SIDECAR_INSECURE_COOKIES', 'SIDECAR_WEBHOOK_ALLOW_INSECURE', 'SIDECAR_ALPHA_CREDITS',
   'SIDECAR_CHALLENGE_TTL_SECONDS', 'SIDECAR_PROOF_FRESHNESS_SECONDS', 'SIDECAR_API_KEY_GRACE_SECONDS',
-  'SIDECAR_SEND_CODE_PER_MINUTE', 'SIDECAR_LOG_LEVEL', 'SIDECAR_BODY_LIMIT_BYTES', 'SIDECAR_TRUST_PROXY',
+  'SIDECAR_SEND_CODE_PER_MINUTE', 'SIDECAR_SEND_CODE_GLOBAL_PER_MINUTE', 'SIDECAR_LOG_LEVEL', 'SIDECAR_BODY_LIMIT_BYTES', 'SIDECAR_TRUST_PROXY',
   'SIDECAR_AUDIT_RETENTION_DAYS', 'SIDECAR_CHALLENGE_RETENTION_HOURS', 'SIDECAR_SHUTDOWN_TIMEOUT_MS',
   'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_METRICS_LISTEN', 'SIDECAR_CONSOLE', 'SIDECAR_APPROVAL_TTL_SECONDS',
   'SIDECAR_REQUIRE_BOUND_OPERATION',
@@ -270,6 +273,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     proofFreshnessSeconds: int(env, 'SIDECAR_PROOF_FRESHNESS_SECONDS', DEFAULTS.proofFreshnessSeconds, 5, 3600),
     apiKeyGraceSeconds: int(env, 'SIDECAR_API_KEY_GRACE_SECONDS', DEFAULTS.apiKeyGraceSeconds, 0, 86400),
     sendCodePerMinute: int(env, 'SIDECAR_SEND_CODE_PER_MINUTE', DEFAULTS.sendCodePerMinute, 1, 10000),
+    sendCodeGlobalPerMinute: int(env, 'SIDECAR_SEND_CODE_GLOBAL_PER_MINUTE', DEFAULTS.sendCodeGlobalPerMinute, 1, 1_000_000),
     logLevel,
     bodyLimitBytes: int(env, 'SIDECAR_BODY_LIMIT_BYTES', DEFAULTS.bodyLimitBytes, 1024, 16 * 1024 * 1024),
     trustProxy,

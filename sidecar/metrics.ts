@@ -27,6 +27,16 @@ export const DROPPED_DEFAULT_METRICS = ['nodejs_active_handles_total', 'nodejs_a
 /** Series cap of the per-account credits gauge (the lowest balances). */
 export const CREDITS_GAUGE_MAX_SERIES = 20;
 
+/**
+ * Results of a send-code request (`agent_authz_login_codes_total`): the code was e-mailed; refused
+ * by the client IP's, the e-mail address's or the global limit (`SIDECAR_SEND_CODE_GLOBAL_PER_MINUTE`);
+ * the mailer failed.
+ */
+export const LOGIN_CODE_RESULTS = ['sent', 'ip_limited', 'address_limited', 'global_limited', 'mail_failed'] as const;
+
+/** One of {@link LOGIN_CODE_RESULTS}. */
+export type LoginCodeResult = typeof LOGIN_CODE_RESULTS[number];
+
 /** Async sources the gauges read at scrape time. */
 export interface MetricSources {
   outboxStats(): Promise<{ pending: number; oldestPendingAt: number | null }>;
@@ -46,6 +56,8 @@ export interface SidecarMetrics {
   readonly challenges: client.Counter<'event'>;
   readonly cache: client.Counter<'cache' | 'result'>;
   readonly webhookDeliveries: client.Counter<'result'>;
+  /** Send-code requests by {@link LoginCodeResult}. */
+  readonly loginCodes: client.Counter<'result'>;
   readonly sqliteTx: client.Histogram<'result'>;
   /** Connects the scrape-time gauges to their sources. */
   bindSources(src: MetricSources): void;
@@ -70,6 +82,7 @@ export function createMetrics(): SidecarMetrics {
     challenges: new client.Counter({ name: 'agent_authz_challenges_total', help: 'Challenges by lifecycle event: issued, consumed (by verify), expired (used after its expiry).', labelNames: ['event'], registers: reg }),
     cache: new client.Counter({ name: 'agent_authz_cache_requests_total', help: 'Decision-cache lookups by cache (revocation, certificate) and result (hit, miss).', labelNames: ['cache', 'result'], registers: reg }),
     webhookDeliveries: new client.Counter({ name: 'agent_authz_webhook_deliveries_total', help: 'Webhook delivery attempts by result (delivered, failed, dead, disabled).', labelNames: ['result'], registers: reg }),
+    loginCodes: new client.Counter({ name: 'agent_authz_login_codes_total', help: `Send-code requests by result: ${LOGIN_CODE_RESULTS.join(', ')}.`, labelNames: ['result'], registers: reg }),
     sqliteTx: new client.Histogram({ name: 'agent_authz_sqlite_transaction_duration_seconds', help: 'SQLite write-transaction latency, by result (commit, rollback).', labelNames: ['result'], buckets: LATENCY_BUCKETS, registers: reg }),
     bindSources(src) { sources = src; },
   };
@@ -103,6 +116,7 @@ export function createMetrics(): SidecarMetrics {
     },
   });
   for (const event of ['issued', 'consumed', 'expired']) m.challenges.inc({ event }, 0);
+  for (const result of LOGIN_CODE_RESULTS) m.loginCodes.inc({ result }, 0);
   for (const cache of ['revocation', 'certificate']) for (const result of ['hit', 'miss']) m.cache.inc({ cache, result }, 0);
   return m;
 }

@@ -3,11 +3,13 @@
  * logout and a session read, which the spec leaves out).
  */
 import crypto from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { ServiceError } from '../../src/errors.js';
 import { sha256Hex, timingSafeEqualStr } from '../../src/crypto/encoding.js';
 import type { ServiceContext } from '../context.js';
+import type { LoginCodeResult } from '../metrics.js';
+import type { RateLimitHit } from '../store/types.js';
 import { NoBody } from '../http/resources.js';
 import {
   SESSION_ABSOLUTE_TTL_MS, SESSION_TTL_MS, clearSessionCookies, newCsrfToken, newSessionToken, setSessionCookies,
@@ -50,9 +52,10 @@ async function startSession(ctx: ServiceContext, reply: import('fastify').Fastif
 /**
  * Rate limits derived from `SIDECAR_SEND_CODE_PER_MINUTE` (N, default 5): send-code N per minute
  * per client IP (IPv6 counted per /64) and 2N per hour per e-mail address; verify-code 6N per
- * minute per client IP. With a code's 5 tries, that bounds guesses to 10N codes × 5 per hour
- * per address, however many addresses the caller has. The counters live in the store
- * (`hitRateLimit`), so no flood of other keys, restart or other replica resets them.
+ * minute per client IP. Codes sent over all addresses are capped by
+ * `SIDECAR_SEND_CODE_GLOBAL_PER_MINUTE`. With a code's 5 tries, one address meets at most 2N × 5
+ * guesses per hour window, however many client addresses the caller has. The counters live in
+ * the store (`hitRateLimit`), so no flood of other keys, restart or other replica resets them.
  */
 export const RATE_POLICY = { sendsPerEmailPerHourFactor: 2, verifiesPerIpFactor: 6 } as const;
 
@@ -68,23 +71,80 @@ export function clientKey(ip: string): string {
   return groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':') + '::/64';
 }
 
+/** A 429 `rate_limited` answer with `Retry-After` (whole seconds, at least 1). */
+function rateLimited(message: string, retryAfterMs: number): ServiceError {
+  const retryAfter = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return new ServiceError('rate_limited', `${message}; retry in ${retryAfter} s.`, { retry_after: retryAfter }, { 'retry-after': String(retryAfter) });
+}
+
 /** Counts a hit on `key` (at most `max` per `windowMs`) in the store; refuses with 429 `rate_limited` over it. */
-async function limit(ctx: ServiceContext, key: string, max: number, windowMs: number, what: string): Promise<void> {
+async function limit(ctx: ServiceContext, key: string, max: number, windowMs: number, what: string, result?: LoginCodeResult): Promise<RateLimitHit> {
   const rate = await ctx.store.accounts.hitRateLimit(key, max, windowMs, ctx.clock());
   if (!rate.allowed) {
-    const retryAfter = Math.max(1, Math.ceil(rate.retryAfterMs / 1000));
-    throw new ServiceError('rate_limited', `${what}; retry in ${retryAfter} s.`, { retry_after: retryAfter }, { 'retry-after': String(retryAfter) });
+    if (result) ctx.metrics.loginCodes.inc({ result });
+    throw rateLimited(what, rate.retryAfterMs);
+  }
+  return rate;
+}
+
+/** The store key of the global send-code counter. */
+export const GLOBAL_SEND_KEY = 'send-code:global';
+
+const GLOBAL_MESSAGE = 'Too many sign-in codes are being sent right now';
+
+/**
+ * The cap on codes sent per minute over all addresses (`SIDECAR_SEND_CODE_GLOBAL_PER_MINUTE`),
+ * counted in the store (`GLOBAL_SEND_KEY`, shared by every replica). Once a hit was refused, the
+ * window's end is remembered here and later requests are refused before any store work until
+ * then: the window cannot send more codes anyway, and a flood costs no writes.
+ */
+class GlobalSendCap {
+  private readonly ctx: ServiceContext;
+  /** End of a window known to be over the cap (Unix ms). */
+  private closedUntil = 0;
+  constructor(ctx: ServiceContext) {
+    this.ctx = ctx;
+  }
+
+  /** Refuses (429) while a window known to be full lasts. */
+  refuseIfClosed(now: number): void {
+    if (now >= this.closedUntil) return;
+    this.ctx.metrics.loginCodes.inc({ result: 'global_limited' });
+    throw rateLimited(GLOBAL_MESSAGE, this.closedUntil - now);
+  }
+
+  /**
+   * Counts one code. Over the cap the address's hit (`emailKey`, `emailHit`) is given back, since
+   * no code was sent; the first refusal of a window (over every replica: the one that counted
+   * cap + 1) is logged at `warn`.
+   */
+  async hit(request: FastifyRequest, emailKey: string, emailHit: RateLimitHit, now: number): Promise<void> {
+    const cap = this.ctx.config.sendCodeGlobalPerMinute;
+    const rate = await this.ctx.store.accounts.hitRateLimit(GLOBAL_SEND_KEY, cap, 60_000, now);
+    if (rate.allowed) return;
+    this.closedUntil = Math.max(this.closedUntil, now + rate.retryAfterMs);
+    this.ctx.metrics.loginCodes.inc({ result: 'global_limited' });
+    if (rate.count === cap + 1) {
+      request.log.warn({ cap, window_ends_at: new Date(now + rate.retryAfterMs).toISOString() },
+        'login-code global cap reached (SIDECAR_SEND_CODE_GLOBAL_PER_MINUTE): send-code is refused for every address until the window ends');
+    }
+    await this.ctx.store.accounts.releaseRateLimit(emailKey, now + emailHit.retryAfterMs);
+    throw rateLimited(GLOBAL_MESSAGE, rate.retryAfterMs);
   }
 }
 
 /** Registers the login and session routes. */
 export async function registerAuthRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
   const perMinute = ctx.config.sendCodePerMinute;
+  const globalCap = new GlobalSendCap(ctx);
 
   app.post('/v1/auth/email/send-code', { schema: { body: EmailBody, tags: ['auth'] }, config: { auth: 'none' } }, async (request) => {
-    await limit(ctx, `send-code:ip:${clientKey(request.ip)}`, perMinute, 60_000, 'Too many codes requested');
+    globalCap.refuseIfClosed(ctx.clock());
+    await limit(ctx, `send-code:ip:${clientKey(request.ip)}`, perMinute, 60_000, 'Too many codes requested', 'ip_limited');
     const email = normalizeEmail((request.body as { email: string }).email);
-    await limit(ctx, `send-code:email:${email}`, perMinute * RATE_POLICY.sendsPerEmailPerHourFactor, 3600_000, 'Too many codes requested for this address');
+    const emailKey = `send-code:email:${email}`;
+    const emailHit = await limit(ctx, emailKey, perMinute * RATE_POLICY.sendsPerEmailPerHourFactor, 3600_000, 'Too many codes requested for this address', 'address_limited');
+    await globalCap.hit(request, emailKey, emailHit, ctx.clock());
     const now = ctx.clock();
     const prev = await ctx.store.accounts.latestLoginCode(email);
     const resent = !!prev && prev.usedAt === null && prev.expiresAt > now;
@@ -96,9 +156,11 @@ export async function registerAuthRoutes(app: FastifyInstance, ctx: ServiceConte
     try {
       await ctx.mailer.sendLoginCode(email, code, CODE_POLICY.ttlMs / 60_000);
     } catch (err) {
+      ctx.metrics.loginCodes.inc({ result: 'mail_failed' });
       request.log.error({ err: { message: (err as Error).message } }, 'login code e-mail could not be sent');
       throw new ServiceError('service_unavailable', 'The code could not be e-mailed; try again later.');
     }
+    ctx.metrics.loginCodes.inc({ result: 'sent' });
     return { resent, status: 'code_sent' };
   });
 

@@ -1,6 +1,7 @@
 /**
  * Challenge and present (spec endpoints 11 and 12). Present builds a proof
- * bundle; it authorizes nothing (only verify decides). With `operation` the
+ * bundle; it authorizes nothing (only verify decides). It claims the challenge
+ * before signing, so one challenge costs at most one signature. With `operation` the
  * bundle is bound to that one operation (src/operation.ts, docs/proofs.md).
  */
 import crypto from 'node:crypto';
@@ -34,7 +35,8 @@ const PresentParams = Type.Object({ connection_id: Type.String({ maxLength: 100 
 /**
  * Signs a proof payload with the agent's custodial key, in a crypto worker (or inline). The
  * agent's seed is opened only when the worker does not hold its signer yet. A worker failure
- * is 503 `service_unavailable` (the challenge stays unpresented).
+ * is 503 `service_unavailable`; the challenge, claimed before signing, stays presented (fail
+ * closed: the agent asks for a new one).
  */
 async function signAsAgent(ctx: ServiceContext, agent: AgentRecord, payload: ProofPayload): Promise<HybridSignatureJson> {
   try {
@@ -74,12 +76,12 @@ export async function registerProofRoutes(app: FastifyInstance, ctx: ServiceCont
     const body = request.body as { challenge: string; operation?: unknown };
     const operation = boundOperation(body.operation);
     const challenge = body.challenge;
-    const ch = isChallengeShape(challenge) ? await ctx.store.proofs.getChallenge(challengeId(challenge)) : undefined;
-    // The challenge must have been issued to the agent's own connection: that connection is the
-    // only audience whose verify can accept a proof from this agent's certificate.
-    if (!ch || ch.presentedAt !== null || ch.consumedAt !== null || ch.expiresAt <= now || ch.audienceConnectionId !== agent.connectionId) {
-      throw new ServiceError('invalid_challenge');
-    }
+    // Claimed before any signature work, in one conditional write: of concurrent presents of one
+    // challenge (on any replica) one signs, the others are refused here. The challenge must have
+    // been issued to the agent's own connection: that connection is the only audience whose
+    // verify can accept a proof from this agent's certificate.
+    const ch = isChallengeShape(challenge) ? await ctx.store.proofs.claimChallenge(challengeId(challenge), agent.connectionId, now) : undefined;
+    if (!ch) throw new ServiceError('invalid_challenge');
 
     const t0 = process.hrtime.bigint();
     const payload: ProofPayload = {
@@ -89,12 +91,12 @@ export async function registerProofRoutes(app: FastifyInstance, ctx: ServiceCont
     if (operation !== undefined) payload.operation = operation;
     const bundle: ProofBundle = { ...payload, sig: await signAsAgent(ctx, agent, payload) };
     ctx.metrics.signDuration.observe({ kind: 'proof' }, Number(process.hrtime.bigint() - t0) / 1e9);
-    const ok = await ctx.store.proofs.presentChallenge(ch.id, now, {
+    // Recorded only for a bundle that is returned: after signing, before answering.
+    await ctx.store.proofs.recordPresentation({
       id: crypto.randomUUID(), accountId: agent.accountId, eventType: 'proof.presented', connectionId: agent.connectionId,
       agentId: agent.id, certId: cert.id, requiredScope: operation?.scope ?? null,
       details: { audience_connection_id: ch.audienceConnectionId, ...(operation === undefined ? {} : { operation }) }, createdAt: now,
     });
-    if (!ok) throw new ServiceError('invalid_challenge');
     ctx.metrics.presentDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
     // The bundle's JSON is serialized once and used twice: as `proof_bundle` and, base64, as
     // `proof_header` (what encodeProofHeader() returns).

@@ -5,7 +5,7 @@
  * re-exports this file. Like the rest, it names no engine type.
  *
  * The chain links themselves are written by the engine's audit append, inside
- * the transaction that writes the row (`presentChallenge`, `commitDecision`);
+ * the transaction that writes the row (`recordPresentation`, `commitDecision`);
  * the link rule is `src/audit-chain.ts`.
  */
 import type { AuditEventRecord } from './ledger-types.js';

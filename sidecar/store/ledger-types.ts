@@ -167,8 +167,19 @@ export interface DecisionEffects {
 export interface ProofStore {
   insertChallenge(c: ChallengeRecord): Promise<void>;
   getChallenge(id: string): Promise<ChallengeRecord | undefined>;
-  /** Marks a live challenge presented and records `proof.presented` (chained); false if it is unknown, presented, consumed or expired. */
-  presentChallenge(id: string, now: number, audit: AuditEventRecord): Promise<boolean>;
+  /**
+   * Claims a challenge for present, before any signature work: marks it presented at `now` in
+   * one conditional write and returns it, or undefined when it is unknown, already presented
+   * (claimed), consumed, expired, or issued to another audience than `audienceConnectionId`
+   * (then nothing changes). Of concurrent claims, on any replica, exactly one gets it. A claim
+   * is final: a present that fails after it leaves the challenge presented.
+   */
+  claimChallenge(id: string, audienceConnectionId: string, now: number): Promise<ChallengeRecord | undefined>;
+  /**
+   * Appends a `proof.presented` row (linked into its account's chain) in its own transaction,
+   * for a bundle about to be returned; durable when this resolves.
+   */
+  recordPresentation(audit: AuditEventRecord): Promise<void>;
   /** Balance check without debit (fast pre-check). */
   creditsOf(accountId: string): Promise<number>;
   /**

@@ -81,6 +81,12 @@ export interface AccountStore {
    * from any process sharing the database, are counted exactly. Refused hits count too.
    */
   hitRateLimit(key: string, limit: number, windowMs: number, now: number): Promise<RateLimitHit>;
+  /**
+   * Gives back one allowed hit on `key` that was not spent after all (a later check refused the
+   * request), in the window ending at `windowEnd` (the hit's `now + retryAfterMs`) only: once
+   * that window has been replaced, nothing changes. Never below zero.
+   */
+  releaseRateLimit(key: string, windowEnd: number): Promise<void>;
   /** Deletes rate-limit windows that ended before `olderThan`; returns the count. */
   purgeRateLimits(olderThan: number): Promise<number>;
   /** The account for an e-mail address, created (with `newId`) if none exists. */

@@ -44,6 +44,7 @@ t.test('defaults', async (t) => {
   t.equal(c.webhookAllowInsecure, false);
   t.equal(c.alphaCreditsMicros, 10_000_000);
   t.equal(c.sendCodePerMinute, DEFAULTS.sendCodePerMinute);
+  t.equal(c.sendCodeGlobalPerMinute, 600, 'login codes per minute over all addresses');
   t.equal(c.apiKeyGraceSeconds, 0);
   t.same(c.trustProxy, []);
   t.equal(c.metricsListen, null, '/metrics on the main port');
@@ -68,7 +69,7 @@ t.test('valid values are parsed', async (t) => {
     SIDECAR_MAIL_FROM: 'a <a@example.com>', SIDECAR_MASTER_KEY: KEY32, SIDECAR_INSECURE_COOKIES: 'true',
     SIDECAR_WEBHOOK_ALLOW_INSECURE: '1', SIDECAR_ALPHA_CREDITS: '0.5', SIDECAR_CHALLENGE_TTL_SECONDS: '60',
     SIDECAR_PROOF_FRESHNESS_SECONDS: '30', SIDECAR_API_KEY_GRACE_SECONDS: '600', SIDECAR_SEND_CODE_PER_MINUTE: '3',
-    SIDECAR_LOG_LEVEL: 'warn', SIDECAR_BODY_LIMIT_BYTES: '2048', SIDECAR_TRUST_PROXY: '10.0.0.0/8, ::1',
+    SIDECAR_SEND_CODE_GLOBAL_PER_MINUTE: '1000000', SIDECAR_LOG_LEVEL: 'warn', SIDECAR_BODY_LIMIT_BYTES: '2048', SIDECAR_TRUST_PROXY: '10.0.0.0/8, ::1',
     SIDECAR_AUDIT_RETENTION_DAYS: '30', SIDECAR_CHALLENGE_RETENTION_HOURS: '2', SIDECAR_SHUTDOWN_TIMEOUT_MS: '500',
     UNRELATED_VAR: 'ignored',
   });
@@ -83,6 +84,7 @@ t.test('valid values are parsed', async (t) => {
   t.equal(c.challengeTtlSeconds, 60);
   t.equal(c.apiKeyGraceSeconds, 600);
   t.equal(c.sendCodePerMinute, 3);
+  t.equal(c.sendCodeGlobalPerMinute, 1_000_000);
   t.equal(c.logLevel, 'warn');
   t.equal(c.bodyLimitBytes, 2048);
   t.same(c.trustProxy, ['10.0.0.0/8', '::1']);
@@ -127,6 +129,9 @@ t.test('a bad value is a one-line ConfigError naming the variable', async (t) =>
     [{ SIDECAR_PROOF_FRESHNESS_SECONDS: 'x' }, 'SIDECAR_PROOF_FRESHNESS_SECONDS'],
     [{ SIDECAR_API_KEY_GRACE_SECONDS: '86401' }, 'SIDECAR_API_KEY_GRACE_SECONDS'],
     [{ SIDECAR_SEND_CODE_PER_MINUTE: '0' }, 'SIDECAR_SEND_CODE_PER_MINUTE'],
+    [{ SIDECAR_SEND_CODE_GLOBAL_PER_MINUTE: '0' }, 'SIDECAR_SEND_CODE_GLOBAL_PER_MINUTE'],
+    [{ SIDECAR_SEND_CODE_GLOBAL_PER_MINUTE: '1000001' }, 'SIDECAR_SEND_CODE_GLOBAL_PER_MINUTE'],
+    [{ SIDECAR_SEND_CODE_GLOBAL_PER_MINUTE: '1e3' }, 'SIDECAR_SEND_CODE_GLOBAL_PER_MINUTE'],
     [{ SIDECAR_LOG_LEVEL: 'verbose' }, 'SIDECAR_LOG_LEVEL'],
     [{ SIDECAR_BODY_LIMIT_BYTES: '10' }, 'SIDECAR_BODY_LIMIT_BYTES'],
     [{ SIDECAR_TRUST_PROXY: 'proxy.example.com' }, 'SIDECAR_TRUST_PROXY'],

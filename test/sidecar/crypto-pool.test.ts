@@ -8,8 +8,9 @@
  * no inline path beside them.
  * Through the sidecar: the decision flow with SIDECAR_CRYPTO_WORKERS 0 and 2,
  * counted by thread in /metrics; a worker
- * killed under a verify gives `indeterminate` (never allow) and under a
- * present 503, and the challenge stays usable.
+ * killed under a verify gives `indeterminate` (never allow), the challenge
+ * still usable, and under a present 503, the challenge spent (claimed before
+ * signing) and no `proof.presented` row.
  */
 import t, { type Test } from 'tap';
 import path from 'node:path';
@@ -222,7 +223,7 @@ for (const workers of [0, 2]) {
   });
 }
 
-t.test('a worker killed under verify: indeterminate, nothing committed; under present: 503; then replaced', async (t) => {
+t.test('a worker killed under verify: indeterminate, nothing committed; under present: 503, the challenge spent; then replaced', async (t) => {
   const sc = await startSidecar({ cryptoWorkers: 1 });
   t.teardown(() => sc.close());
   const f = await specFlow(sc, 'poolkill@example.com', { approve: ['data:read'] });
@@ -237,10 +238,16 @@ t.test('a worker killed under verify: indeterminate, nothing committed; under pr
   expectDecision(t, await verify(f.platform, b, 'data:read'), 'allow', 'authorized', undefined, 'the same bundle after the replacement');
 
   const c = await challenge(f.platform);
+  const presented = async (): Promise<number> => (await auditAll(f.user)).filter((e) => e.event_type === 'proof.presented').length;
+  const presentedBefore = await presented();
   pool.beforePost = (w, op) => { if (op === 'sign') { pool.beforePost = undefined; void w.terminate(); } };
   expectError(t, await presentRaw(f, c), 503, 'service_unavailable');
-  const again = await presentRaw(f, c);
-  t.equal(again.status, 200, 'the challenge was not spent: present works through the replacement');
+  t.equal(await presented(), presentedBefore, 'no proof.presented row: no bundle was returned');
+  // Fail closed: the challenge was claimed before signing and stays claimed; a new one works.
+  expectError(t, await presentRaw(f, c), 400, 'invalid_challenge', 'the claimed challenge cannot be presented again');
+  const again = await presentRaw(f, await challenge(f.platform));
+  t.equal(again.status, 200, 'a new challenge: present works through the replacement');
+  t.equal(await presented(), presentedBefore + 1, 'its presentation recorded');
   t.same(JSON.parse(Buffer.from(again.body.proof_header, 'base64').toString('utf8')), again.body.proof_bundle, 'proof_header is the bundle');
   t.match(again.headers.get('content-type'), /^application\/json/);
   expectDecision(t, await verify(f.platform, again.body.proof_bundle, 'data:read'), 'allow', 'authorized');

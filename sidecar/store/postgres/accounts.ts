@@ -55,6 +55,10 @@ export class PgAccountStore implements AccountStore {
     return { allowed: r.count <= limit, count: r.count, retryAfterMs: Math.max(0, r.window_end - now) };
   }
 
+  async releaseRateLimit(key: string, windowEnd: number): Promise<void> {
+    await this.db.run('UPDATE rate_limits SET count = count - 1 WHERE key = $1 AND window_end = $2 AND count > 0', [key, windowEnd]);
+  }
+
   async purgeRateLimits(olderThan: number): Promise<number> {
     return this.db.run('DELETE FROM rate_limits WHERE window_end < $1', [olderThan]);
   }

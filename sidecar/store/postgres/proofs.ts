@@ -1,6 +1,7 @@
 /**
- * PostgreSQL implementation of {@link ProofStore}: challenges, presentation,
- * the verify commit, audit reads and the challenge purge.
+ * PostgreSQL implementation of {@link ProofStore}: challenges, presentation
+ * (the claim, then the audit row), the verify commit, audit reads and the
+ * challenge purge.
  *
  * A verify commit is one transaction: `authz_decide` (migrations.ts: the
  * certificate re-read, consume + debit, approval and usage-counter effects)
@@ -58,15 +59,23 @@ export class PgProofStore implements ProofStore {
     return r && challengeFromRow(r);
   }
 
-  async presentChallenge(id: string, now: number, a: AuditEventRecord): Promise<boolean> {
-    const ok = await this.db.tx(async (q) => {
+  async claimChallenge(id: string, audience: string, now: number): Promise<ChallengeRecord | undefined> {
+    // Committed without waiting for its WAL flush: the barrier of recordPresentation flushes
+    // it before a bundle is returned; a claim lost in a crash had returned nothing.
+    const r = await this.db.tx(async (q) => {
       if ((await q.run("SELECT set_config('synchronous_commit', 'off', true)")) !== 1) throw new Error('set_config failed');
-      if ((await q.run('UPDATE challenges SET presented_at = $2 WHERE id = $1 AND presented_at IS NULL AND consumed_at IS NULL AND expires_at > $2', [id, now])) !== 1) return false;
-      await appendAudits(q, [a], this.chain);
-      return true;
+      return q.get<ChallengeRow>('UPDATE challenges SET presented_at = $3 WHERE id = $1 AND audience_connection_id = $2 AND presented_at IS NULL AND consumed_at IS NULL AND expires_at > $3 RETURNING *',
+        [id, audience, now]);
     });
-    if (ok) await this.barrier();
-    return ok;
+    return r && challengeFromRow(r);
+  }
+
+  async recordPresentation(a: AuditEventRecord): Promise<void> {
+    await this.db.tx(async (q) => {
+      if ((await q.run("SELECT set_config('synchronous_commit', 'off', true)")) !== 1) throw new Error('set_config failed');
+      await appendAudits(q, [a], this.chain);
+    });
+    await this.barrier();
   }
 
   async creditsOf(accountId: string): Promise<number> {

@@ -21,7 +21,7 @@ export class SqliteAccountStore implements AccountStore {
   }
 
   async insertLoginCode(c: LoginCodeRecord): Promise<void> {
-    this.db.tx(() => {
+    await this.db.groupTx(() => {
       this.db.run('DELETE FROM login_codes WHERE email = ? AND used_at IS NULL', c.email);
       this.db.run('INSERT INTO login_codes (id, email, code_hash, attempts, expires_at, used_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
         c.id, c.email, c.codeHash, c.attempts, c.expiresAt, c.usedAt, c.createdAt);
@@ -41,13 +41,17 @@ export class SqliteAccountStore implements AccountStore {
   }
 
   async hitRateLimit(key: string, limit: number, windowMs: number, now: number): Promise<RateLimitHit> {
-    const r = this.db.tx(() => this.db.get<{ count: number; window_end: number }>(
+    const r = (await this.db.groupTx(() => this.db.get<{ count: number; window_end: number }>(
       `INSERT INTO rate_limits (key, window_end, count) VALUES (?, ? + ?, 1)
        ON CONFLICT (key) DO UPDATE SET
          count = CASE WHEN rate_limits.window_end <= excluded.window_end - ? THEN 1 ELSE rate_limits.count + 1 END,
          window_end = CASE WHEN rate_limits.window_end <= excluded.window_end - ? THEN excluded.window_end ELSE rate_limits.window_end END
-       RETURNING count, window_end`, key, now, windowMs, windowMs, windowMs))!;
+       RETURNING count, window_end`, key, now, windowMs, windowMs, windowMs)))!;
     return { allowed: r.count <= limit, count: r.count, retryAfterMs: Math.max(0, r.window_end - now) };
+  }
+
+  async releaseRateLimit(key: string, windowEnd: number): Promise<void> {
+    await this.db.groupTx(() => { this.db.run('UPDATE rate_limits SET count = count - 1 WHERE key = ? AND window_end = ? AND count > 0', key, windowEnd); });
   }
 
   async purgeRateLimits(olderThan: number): Promise<number> {

@@ -60,12 +60,15 @@ export class SqliteProofStore implements ProofStore {
     return r && challengeFromRow(r);
   }
 
-  async presentChallenge(id: string, now: number, audit: AuditEventRecord): Promise<boolean> {
-    return this.db.groupTx(() => {
-      if (this.db.run('UPDATE challenges SET presented_at = ? WHERE id = ? AND presented_at IS NULL AND consumed_at IS NULL AND expires_at > ?', now, id, now) !== 1) return false;
-      this.insertAudit(audit);
-      return true;
-    });
+  async claimChallenge(id: string, audience: string, now: number): Promise<ChallengeRecord | undefined> {
+    const r = await this.db.groupTx(() => this.db.get<ChallengeRow>(
+      'UPDATE challenges SET presented_at = ? WHERE id = ? AND audience_connection_id = ? AND presented_at IS NULL AND consumed_at IS NULL AND expires_at > ? RETURNING *',
+      now, id, audience, now));
+    return r && challengeFromRow(r);
+  }
+
+  async recordPresentation(audit: AuditEventRecord): Promise<void> {
+    await this.db.groupTx(() => this.insertAudit(audit));
   }
 
   async creditsOf(accountId: string): Promise<number> {

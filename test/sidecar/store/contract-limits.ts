@@ -1,7 +1,7 @@
 /**
  * Store contract, limits and key-check part: fixed-window rate-limit counters
- * (exact under concurrency, a new window after the old one ends, purged once
- * ended), the master-key check value (stored once, never replaced), and the
+ * (exact under concurrency, a new window after the old one ends, a hit given
+ * back in its own window only, purged once ended), the master-key check value (stored once, never replaced), and the
  * pool statistics.
  */
 import { randomUUID } from 'node:crypto';
@@ -29,6 +29,44 @@ export async function limitsContract(t: Test, open: OpenStore): Promise<void> {
     const rs = values(t, await together(40, () => s.accounts.hitRateLimit(key, 10, 60_000, NOW)));
     t.equal(count(rs.map((r) => r.allowed), true), 10, '40 concurrent hits with a limit of 10: 10 allowed');
     t.same(rs.map((r) => r.count).sort((a, b) => a - b), Array.from({ length: 40 }, (_, i) => i + 1), 'each hit counted once');
+  });
+
+  await t.test('rate limits: a hit given back frees its place, in its own window only', async (t) => {
+    const key = `give:${randomUUID()}`;
+    const hits = [];
+    for (let i = 0; i < 3; i++) hits.push(await s.accounts.hitRateLimit(key, 3, 60_000, NOW + i));
+    const end = NOW + hits[0]!.retryAfterMs;
+    t.equal(NOW + 2 + hits[2]!.retryAfterMs, end, 'every hit of a window names the same end');
+    await s.accounts.releaseRateLimit(key, end);
+    t.same(await s.accounts.hitRateLimit(key, 3, 60_000, NOW + 10), { allowed: true, count: 3, retryAfterMs: 60_000 - 10 }, 'the place is free again');
+    await s.accounts.releaseRateLimit(key, end + 1);
+    t.equal((await s.accounts.hitRateLimit(key, 3, 60_000, NOW + 11)).count, 4, 'another window end changes nothing');
+    const next = await s.accounts.hitRateLimit(key, 3, 60_000, NOW + 60_000);
+    t.equal(next.count, 1, 'a new window');
+    await s.accounts.releaseRateLimit(key, end);
+    t.equal((await s.accounts.hitRateLimit(key, 3, 60_000, NOW + 60_001)).count, 2, 'a give-back for the ended window does not touch the new one');
+    const once = `once:${randomUUID()}`;
+    const h = await s.accounts.hitRateLimit(once, 3, 60_000, NOW);
+    for (let i = 0; i < 3; i++) await s.accounts.releaseRateLimit(once, NOW + h.retryAfterMs);
+    t.equal((await s.accounts.hitRateLimit(once, 3, 60_000, NOW + 1)).count, 1, 'never below zero');
+    await s.accounts.releaseRateLimit(`unknown:${randomUUID()}`, NOW);
+    t.pass('an unknown key is no error');
+  });
+
+  await t.test('rate limits: give-backs under concurrency keep the bound', async (t) => {
+    // 40 callers each hit, and give back when a second check (every other caller) fails: the
+    // callers that keep their hit are never more than the limit.
+    const key = `race:${randomUUID()}`;
+    const outcomes = values(t, await together(40, async (i) => {
+      const h = await s.accounts.hitRateLimit(key, 10, 60_000, NOW);
+      if (!h.allowed) return 'refused';
+      if (i % 2 === 0) { await s.accounts.releaseRateLimit(key, NOW + h.retryAfterMs); return 'given back'; }
+      return 'kept';
+    }));
+    const kept = count(outcomes, 'kept');
+    t.ok(kept >= 1 && kept <= 10, `at most the limit kept (${kept})`);
+    const after = await s.accounts.hitRateLimit(key, 10, 60_000, NOW);
+    t.equal(after.count, 40 - count(outcomes, 'given back') + 1, 'every hit counted once, every give-back once');
   });
 
   await t.test('rate limits: windows are purged once ended', async (t) => {

@@ -1,6 +1,6 @@
 /**
- * Store contract, proofs part: challenges and presentation (once, with its
- * audit row), the verify commit (consume + debit + count + audit in one
+ * Store contract, proofs part: challenges and presentation (claimed once,
+ * before signing; then its audit row), the verify commit (consume + debit + count + audit in one
  * transaction, or nothing; the certificate re-read for an allow), metering of
  * refused calls, exact single use and exact credits under concurrency, a
  * revocation racing allows, audit reads, and the challenge purge.
@@ -36,26 +36,36 @@ export async function proofsContract(t: Test, open: OpenStore): Promise<void> {
     t.same(await s.proofs.getChallenge(ch.id), ch);
     t.equal(await s.proofs.getChallenge('f'.repeat(64)), undefined);
     await t.rejects(s.proofs.insertChallenge(ch), 'a duplicate challenge is refused');
-    const rows = Array.from({ length: 10 }, () => audit(x, 'proof.presented'));
-    const present = values(t, await together(10, (i) => s.proofs.presentChallenge(ch.id, NOW + 5, rows[i]!)));
-    t.equal(count(present, true), 1, '10 concurrent presents: one');
+    const claims = values(t, await together(10, () => s.proofs.claimChallenge(ch.id, x.c.id, NOW + 5)));
+    t.equal(claims.filter((c) => c !== undefined).length, 1, '10 concurrent claims: one');
+    t.same(claims.find((c) => c !== undefined), { ...ch, presentedAt: NOW + 5 }, 'the winner gets the challenge, marked presented');
     t.equal((await s.proofs.getChallenge(ch.id))?.presentedAt, NOW + 5);
+    t.equal(await s.proofs.claimChallenge(ch.id, x.c.id, NOW + 6), undefined, 'a claimed challenge cannot be claimed again');
+    t.same(await s.proofs.listAudit({ accountId: x.accountId, limit: 50, eventType: 'proof.presented' }), [], 'a claim writes no audit row');
+    const a = audit(x, 'proof.presented');
+    await s.proofs.recordPresentation(a);
     const written = await s.proofs.listAudit({ accountId: x.accountId, limit: 50, eventType: 'proof.presented' });
-    t.same(written.map((r) => r.id), [rows[present.indexOf(true)]!.id], 'one audit row: the winner\'s');
-    const a = rows[present.indexOf(true)]!;
+    t.same(written.map(({ seq: _s, ...r }) => r), [a], 'the presentation row as written');
+    await t.rejects(s.proofs.recordPresentation({ ...a }), 'a row that cannot be written rejects');
+    t.equal((await s.proofs.listAudit({ accountId: x.accountId, limit: 50, eventType: 'proof.presented' })).length, 1, 'and writes nothing');
+
+    const other = challenge(x);
+    await s.proofs.insertChallenge(other);
+    t.equal(await s.proofs.claimChallenge(other.id, randomUUID(), NOW + 5), undefined, 'another audience');
+    t.equal((await s.proofs.getChallenge(other.id))?.presentedAt, null, 'is refused without claiming it');
     const expired = challenge(x, { expiresAt: NOW + 5 });
     await s.proofs.insertChallenge(expired);
-    t.equal(await s.proofs.presentChallenge(expired.id, NOW + 5, audit(x, 'proof.presented')), false, 'expired');
-    t.equal(await s.proofs.presentChallenge(randomUUID(), NOW, audit(x, 'proof.presented')), false, 'unknown');
+    t.equal(await s.proofs.claimChallenge(expired.id, x.c.id, NOW + 5), undefined, 'expired');
+    t.equal(await s.proofs.claimChallenge(randomUUID(), x.c.id, NOW), undefined, 'unknown');
     const spent = challenge(x);
     await s.proofs.insertChallenge(spent);
     t.equal(await s.proofs.commitDecision(commit(x, spent.id)), 'committed');
-    t.equal(await s.proofs.presentChallenge(spent.id, NOW + 30, audit(x, 'proof.presented')), false, 'consumed');
-    // A present whose audit row cannot be written does not mark the challenge presented.
-    const fresh = challenge(x);
-    await s.proofs.insertChallenge(fresh);
-    await t.rejects(s.proofs.presentChallenge(fresh.id, NOW + 5, { ...a }));
-    t.equal((await s.proofs.getChallenge(fresh.id))?.presentedAt, null, 'not presented');
+    t.equal(await s.proofs.claimChallenge(spent.id, x.c.id, NOW + 30), undefined, 'consumed');
+    // A claimed challenge is still the verify's to consume (present, then verify).
+    const claimed = challenge(x);
+    await s.proofs.insertChallenge(claimed);
+    t.ok(await s.proofs.claimChallenge(claimed.id, x.c.id, NOW + 5));
+    t.equal(await s.proofs.commitDecision(commit(x, claimed.id)), 'committed', 'a claimed challenge is consumed by verify');
   });
 
   await t.test('commitDecision: one transaction; every refusal writes nothing', async (t) => {
@@ -173,7 +183,10 @@ export async function proofsContract(t: Test, open: OpenStore): Promise<void> {
     for (const [i, r] of rows.entries()) {
       const ch = challenge(x);
       await s.proofs.insertChallenge(ch);
-      if (i === 0) await s.proofs.presentChallenge(ch.id, NOW + 1, r);
+      if (i === 0) {
+        await s.proofs.claimChallenge(ch.id, x.c.id, NOW + 1);
+        await s.proofs.recordPresentation(r);
+      }
       else await s.proofs.commitDecision(commit(x, ch.id, { audit: r, decision: r.eventType === 'proof.rejected' ? 'deny' : 'allow' }));
     }
     const yc = challenge(y);
