@@ -83,8 +83,6 @@ export interface Results {
 /** One target of the issue, evaluated. */
 export interface Target {
   id: string; label: string; backend: Backend; value: string; limit: string; met: boolean | undefined;
-  /** For a missed gateway ratio: the highest ratio the machine allows in this run (bounds.ts), when it is below the limit. */
-  outOfReach?: string;
 }
 
 const int = (n: number | undefined): string => (n === undefined || !Number.isFinite(n) ? '—' : Math.round(n).toLocaleString('en-US'));
@@ -135,19 +133,12 @@ export function evaluateTargets(res: Results, backend: Backend): Target[] {
   add('audit-ratio', 'Verify c=64 with audit chain + export on ÷ both off', b.audit?.ratio, fix(b.audit?.ratio), '≥ 0.90', (v) => v >= 0.9);
   add('present', 'Present throughput (best level)', bestRps(b.present), `${int(bestRps(b.present))}/s`, '≥ 800/s', (v) => v >= 800);
   const g = b.gateway;
-  const gp = g?.gateway && g.plain ? g.gateway.c50.rps / g.plain.c50.rps : undefined;
-  const gj = g?.gateway && g.jose ? g.gateway.c50.rps / g.jose.c50.rps : undefined;
-  add('gw-plain', 'Gateway ÷ plain proxy (c=50 req/s)', gp, fix(gp), '≥ 0.35', (v) => v >= 0.35);
-  add('gw-jose', 'Gateway ÷ jose JWT proxy (c=50 req/s)', gj, fix(gj), '≥ 0.60', (v) => v >= 0.6);
-  const bound = boundsOf(res, b);
-  for (const [id, ratio, hop, limit] of [['gw-plain', bound?.plainRatio, bound?.hop?.plainRatio, 0.35], ['gw-jose', bound?.joseRatio, bound?.hop?.joseRatio, 0.6]] as const) {
-    const t = out.find((x) => x.id === id)!;
-    if (t.met !== false) continue;
-    if (ratio !== undefined && ratio < limit) t.outOfReach = `bound ${down(ratio)}`;
-    else if (hop !== undefined && hop < limit) t.outOfReach = `bound with a verify call ${down(hop)}`;
-  }
-  const p99 = g?.gateway ? g.gateway.c50.p99 / 1000 : undefined;
-  add('gw-p99', 'Gateway p99 at c=50', p99, `${fix(p99)} ms`, '≤ 40 ms', (v) => v <= 40);
+  // The gateway targets as issue 19 restated them: throughput against what the machine allows any
+  // gateway that calls a verify service per request (bounds.ts), and c=1 latency against the verify
+  // server time. The ratios to the plain and jose proxies and p99 at c=50 are reported, not targets.
+  const hop = boundsOf(res, b)?.hop;
+  const gb = g?.gateway && hop ? g.gateway.c50.rps / hop.rps : undefined;
+  add('gw-bound', 'Gateway c=50 req/s ÷ bound with a verify call', gb, fix(gb), '≥ 0.50', (v) => v >= 0.5);
   const added = g?.gateway && g.plain ? (g.gateway.c1.p50 - g.plain.c1.p50) : undefined;
   const server = verifyServerUs(b);
   const budget = server === undefined ? undefined : server + 500;
@@ -166,7 +157,7 @@ export function evaluateTargets(res: Results, backend: Backend): Target[] {
 const status = (t: Target | undefined): string => {
   if (t === undefined || t.met === undefined) return 'n/a';
   if (t.met) return 'met';
-  return t.outOfReach ? `**NOT MET** (out of reach here: ${t.outOfReach})` : '**NOT MET**';
+  return '**NOT MET**';
 };
 
 /** The one table (Markdown), with every figure and each target. */
@@ -244,9 +235,13 @@ export function renderTable(res: Results): string {
     per('Bound: cores ÷ (plain path CPU + hybrid verify CPU)', (b) => ratios(boundsOf(res, b)));
     per('Bound with a verify call: cores ÷ (hop path CPU + hybrid verify CPU)', (b) => ratios(boundsOf(res, b)?.hop));
     per('Reference: this gateway with a sidecar costing only the check', (b) => ratios(boundsOf(res, b)?.withGateway));
-    per('Gateway ÷ plain proxy (c=50 req/s)', (b) => (b.gateway?.gateway && b.gateway.plain ? fix(b.gateway.gateway.c50.rps / b.gateway.plain.c50.rps) : '—'), 'gw-plain');
-    per('Gateway ÷ jose JWT proxy (c=50 req/s)', (b) => (b.gateway?.gateway && b.gateway.jose ? fix(b.gateway.gateway.c50.rps / b.gateway.jose.c50.rps) : '—'), 'gw-jose');
-    per('Gateway p99 at c=50', (b) => (b.gateway?.gateway ? `${fix(b.gateway.gateway.c50.p99 / 1000)} ms` : '—'), 'gw-p99');
+    per('Gateway c=50 req/s ÷ bound with a verify call', (b) => {
+      const hop = boundsOf(res, b)?.hop;
+      return b.gateway?.gateway && hop ? fix(b.gateway.gateway.c50.rps / hop.rps) : '—';
+    }, 'gw-bound');
+    per('Gateway ÷ plain proxy (c=50 req/s)', (b) => (b.gateway?.gateway && b.gateway.plain ? fix(b.gateway.gateway.c50.rps / b.gateway.plain.c50.rps) : '—'));
+    per('Gateway ÷ jose JWT proxy (c=50 req/s)', (b) => (b.gateway?.gateway && b.gateway.jose ? fix(b.gateway.gateway.c50.rps / b.gateway.jose.c50.rps) : '—'));
+    per('Gateway p99 at c=50 (reported; not a target on 2 shared cores)', (b) => (b.gateway?.gateway ? `${fix(b.gateway.gateway.c50.p99 / 1000)} ms` : '—'));
     per('Gateway c=1 p50 added over plain proxy', (b) => {
       const g = b.gateway;
       const s = verifyServerUs(b);

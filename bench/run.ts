@@ -170,7 +170,7 @@ async function main(): Promise<number> {
         const t = evaluateTargets(run.results, backend);
         const missed = (names: string[]): boolean => t.some((x) => names.includes(x.id) && x.met === false);
         const wantSidecar = plan.profile === 'always' || (plan.profile === 'auto' && primary && missed(['cpu', 'verify-ratio', 'present']));
-        const wantGateway = plan.sections.has('gateway') && (plan.profile === 'always' || (plan.profile === 'auto' && primary && missed(['gw-plain', 'gw-jose', 'gw-p99', 'gw-latency'])));
+        const wantGateway = plan.sections.has('gateway') && (plan.profile === 'always' || (plan.profile === 'auto' && primary && missed(['gw-bound', 'gw-latency'])));
         if (wantSidecar && plan.sections.has('verify')) sc = await profileSidecar(run, backend, sc, s, br);
         if (wantGateway) await profileGateway(run, backend, sc, s, br);
       } finally {
