@@ -1,17 +1,33 @@
 /**
  * The PostgreSQL audit append: writes audit rows linked into their account's
- * hash chain (`src/audit-chain.ts`), inside the caller's transaction. Several
- * replicas append at once, so the head is locked first: an upsert that creates
- * a missing head (position 0) or, for an existing one, locks it and returns it
- * as it is. Appends to one account are thereby serialized until their
- * transaction ends; the unique index on (account_id, chain_position) would
- * refuse a second row at one position anyway.
+ * hash chain (`src/audit-chain.ts`), inside the caller's transaction. The
+ * database does the append (`authz_append_audits`, migrations.ts version 2):
+ * it locks the account's chain head (several replicas append at once), so
+ * appends to one account are serialized until their transaction ends, and
+ * computes each link frame from the row's content hash. The content hash (the
+ * canonical JSON) is computed here, with the one definition in src/.
  */
-import { GENESIS_HASH, chainAfter } from '../../../src/audit-chain.js';
+import { AUDIT_LINK_TAG, contentHash } from '../../../src/audit-chain.js';
 import type { Querier } from './db.js';
 import type { AuditEventRecord } from '../types.js';
 
-const COLUMNS = 'id, account_id, event_type, connection_id, agent_id, cert_id, required_scope, details, created_at, chain_position, prev_hash, hash';
+/** The parameter list of `authz_append_audits` after its account (`$1`, `$3`…`$12` there). */
+export const APPEND_PARAMS = 11;
+
+/**
+ * The append's arguments for `rows` (all of one account, in order), without the account: ids,
+ * types, connections, agents, certificates, scopes, details, times, content hashes, link tag and
+ * `chain`. Throws a TypeError when the rows are of several accounts or a row cannot be encoded
+ * canonically (a float in `details`), before anything is written.
+ */
+export function appendArgs(rows: readonly AuditEventRecord[], chain: boolean): unknown[] {
+  const accountId = rows[0]?.accountId;
+  if (rows.some((r) => r.accountId !== accountId)) throw new TypeError('appendAudits: the rows must be of one account');
+  const col = <T>(f: (r: AuditEventRecord) => T): T[] => rows.map(f);
+  return [col((r) => r.id), col((r) => r.eventType), col((r) => r.connectionId), col((r) => r.agentId), col((r) => r.certId),
+    col((r) => r.requiredScope), col((r) => JSON.stringify(r.details)), col((r) => r.createdAt),
+    chain ? col((r) => contentHash(r).toString('hex')) : [], AUDIT_LINK_TAG, chain];
+}
 
 /**
  * Appends `rows` (all of one account, in order) to the account's chain; with `chain` false
@@ -20,30 +36,7 @@ const COLUMNS = 'id, account_id, event_type, connection_id, agent_id, cert_id, r
  */
 export async function appendAudits(q: Querier, rows: readonly AuditEventRecord[], chain: boolean): Promise<void> {
   if (rows.length === 0) return;
-  const accountId = rows[0]!.accountId;
-  if (rows.some((r) => r.accountId !== accountId)) throw new TypeError('appendAudits: the rows must be of one account');
-  const params: unknown[] = [];
-  const tuples: string[] = [];
-  const add = (r: AuditEventRecord, link: { position: number; prevHash: string; hash: string } | null): void => {
-    const v = [r.id, r.accountId, r.eventType, r.connectionId, r.agentId, r.certId, r.requiredScope, JSON.stringify(r.details), r.createdAt,
-      link?.position ?? null, link?.prevHash ?? null, link?.hash ?? null];
-    tuples.push(`(${v.map((x) => { params.push(x); return `$${params.length}`; }).join(', ')})`);
-  };
-  if (!chain) {
-    for (const r of rows) add(r, null);
-    await q.run(`INSERT INTO audit_events (${COLUMNS}) VALUES ${tuples.join(', ')}`, params);
-    return;
-  }
-  const locked = (await q.get<{ position: number; hash: string }>(
-    `INSERT INTO audit_chain_heads AS h (account_id, position, hash, checkpoint_position, checkpoint_at) VALUES ($1, 0, $2, 0, $3)
-     ON CONFLICT (account_id) DO UPDATE SET account_id = h.account_id RETURNING h.position, h.hash`,
-    [accountId, GENESIS_HASH, rows[0]!.createdAt]))!;
-  let head: { position: number; hash: string } | null = locked.position === 0 ? null : locked;
-  for (const r of rows) {
-    const link = chainAfter(head, r);
-    add(r, link);
-    head = { position: link.position, hash: link.hash };
-  }
-  await q.run(`INSERT INTO audit_events (${COLUMNS}) VALUES ${tuples.join(', ')}`, params);
-  await q.run('UPDATE audit_chain_heads SET position = $1, hash = $2 WHERE account_id = $3', [head!.position, head!.hash, accountId]);
+  const [ids, ...rest] = appendArgs(rows, chain);
+  const params = [ids, rows[0]!.accountId, ...rest];
+  await q.run(`SELECT authz_append_audits(${params.map((_, i) => `$${i + 1}`).join(', ')})`, params);
 }

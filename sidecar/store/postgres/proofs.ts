@@ -4,9 +4,11 @@
  * challenge purge.
  *
  * A verify commit is one transaction: `authz_decide` (migrations.ts: the
- * certificate re-read, consume + debit, approval and usage-counter effects)
- * in one statement, the new pending approval and its event if asked for, then
- * the audit rows appended to the account's hash chain (audit-append.ts). The
+ * certificate re-read, consume + debit, approval and usage-counter effects),
+ * the new pending approval and its event if asked for, then the audit rows
+ * appended to the account's hash chain (audit-append.ts). Without a new
+ * approval it is one statement, `authz_commit_decision`, so the account's
+ * row lock is held for one round trip. The
  * transaction does not wait for its WAL flush, so the account's row lock is
  * released at once and the commits of one busy account share their flushes.
  * Before answering, a committed decision passes a flush barrier: a tiny
@@ -16,7 +18,7 @@
  * never acknowledged (the caller answered `indeterminate`).
  */
 import type { PgDb } from './db.js';
-import { appendAudits } from './audit-append.js';
+import { appendArgs, appendAudits } from './audit-append.js';
 import { insertOutboxEvent } from './outbox.js';
 import { insertApproval } from './approvals.js';
 import type { AuditEventRecord, AuditQuery, ChallengeRecord, DecisionCommit, DecisionCommitResult, ProofStore } from '../types.js';
@@ -90,20 +92,22 @@ export class PgProofStore implements ProofStore {
   async commitDecision(c: DecisionCommit): Promise<DecisionCommitResult> {
     const e = c.effects;
     const debits = (e?.debits ?? []).map((d) => ({ cert_id: d.certId, kind: d.kind, window_start: d.windowStart, amount: d.amount, lim: d.limit }));
+    const decide = [c.challengeId, c.audienceConnectionId, c.now, c.accountId, c.priceMicros, c.decision, c.certId, e?.useApproval ?? null, JSON.stringify(debits)];
     let r: DecisionCommitResult;
+    if (!e?.requestApproval) {
+      // The usual commit: one statement, so the account's locks are held for one round trip.
+      const params = [...decide, ...appendArgs([c.audit], this.chain)];
+      r = result(await this.db.get<{ r: string }>(`SELECT authz_commit_decision(${params.map((_, i) => `$${i + 1}`).join(', ')}) AS r`, params));
+      if (r === 'committed') await this.barrier();
+      return r;
+    }
     try {
       r = await this.db.tx(async (q) => {
-        const decided = result(await q.get<{ r: string }>('SELECT authz_decide($1, $2, $3, $4, $5, $6, $7, $8, $9) AS r',
-          [c.challengeId, c.audienceConnectionId, c.now, c.accountId, c.priceMicros, c.decision, c.certId, e?.useApproval ?? null, JSON.stringify(debits)]));
+        const decided = result(await q.get<{ r: string }>('SELECT authz_decide($1, $2, $3, $4, $5, $6, $7, $8, $9) AS r', decide));
         if (decided !== 'committed') throw new Refused(decided);
-        const audits: AuditEventRecord[] = [];
-        if (e?.requestApproval) {
-          if (!(await insertApproval(q, e.requestApproval.approval))) throw new Refused('approval_exists');
-          audits.push(e.requestApproval.audit);
-          await insertOutboxEvent(q, e.requestApproval.event);
-        }
-        audits.push(c.audit);
-        await appendAudits(q, audits, this.chain);
+        if (!(await insertApproval(q, e.requestApproval!.approval))) throw new Refused('approval_exists');
+        await insertOutboxEvent(q, e.requestApproval!.event);
+        await appendAudits(q, [e.requestApproval!.audit, c.audit], this.chain);
         return 'committed' as const;
       });
     } catch (err) {
