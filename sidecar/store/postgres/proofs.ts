@@ -13,7 +13,8 @@
  * released at once and the commits of one busy account share their flushes.
  * Before answering, a committed decision passes a flush barrier: a tiny
  * transaction that does wait for its own commit record to be flushed, which
- * (the WAL being one sequence) flushes every commit before it. So every
+ * (the WAL being one sequence) flushes every commit before it; concurrent
+ * commits share one barrier. So every
  * acknowledged verify is on disk; what a crash between the two can lose was
  * never acknowledged (the caller answered `indeterminate`).
  */
@@ -45,6 +46,9 @@ class Refused {
 export class PgProofStore implements ProofStore {
   private readonly db: PgDb;
   private readonly chain: boolean;
+  /** The flush barrier in flight, and the one queued behind it (see barrier()). */
+  private flushing: Promise<void> | undefined;
+  private queued: Promise<void> | undefined;
   /** `chain` false writes audit rows without hash links (SIDECAR_AUDIT_CHAIN=off). */
   constructor(db: PgDb, chain = true) {
     this.db = db;
@@ -84,9 +88,22 @@ export class PgProofStore implements ProofStore {
     return (await this.db.get<{ c: number }>('SELECT credits_micros AS c FROM accounts WHERE id = $1', [accountId]))?.c ?? 0;
   }
 
-  /** Waits until the WAL is flushed past every commit made so far (see the file header). */
-  private async barrier(): Promise<void> {
-    await this.db.run('SELECT pg_current_xact_id()');
+  /**
+   * Waits until the WAL is flushed past every commit made so far (see the file header). Callers
+   * share barriers: a barrier that starts after a caller's commit returned covers it, so while one
+   * is in flight the callers that arrive wait for the next one, which starts when it ends.
+   */
+  private barrier(): Promise<void> {
+    if (!this.flushing) {
+      const p = this.db.run('SELECT pg_current_xact_id()').then(() => undefined);
+      this.flushing = p.finally(() => { this.flushing = undefined; });
+      return p;
+    }
+    this.queued ??= this.flushing.catch(() => undefined).then(() => {
+      this.queued = undefined;
+      return this.barrier();
+    });
+    return this.queued;
   }
 
   async commitDecision(c: DecisionCommit): Promise<DecisionCommitResult> {
