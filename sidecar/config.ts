@@ -6,12 +6,18 @@
  * `SIDECAR_*` variables are rejected too, so a typo never silently falls
  * back to a default.
  */
-import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { AUDIT_ENV_VARS, parseAuditConfig } from './audit/config.js';
 import type { AuditConfig } from './audit/config.js';
+import { ConfigError, flag, int } from './config-env.js';
+import { DATABASE_DEFAULTS, databaseConfig } from './config-database.js';
+import type { DatabaseConfig } from './config-database.js';
+
+export { ConfigError } from './config-env.js';
+export { databaseConfig } from './config-database.js';
+export type { DatabaseConfig } from './config-database.js';
 
 /**
  * The validated configuration `buildServer` takes (from {@link loadConfig}).
@@ -62,18 +68,6 @@ export interface SidecarConfig {
   database: DatabaseConfig | null;
 }
 
-/** `SIDECAR_DATABASE_URL` and its companions. */
-export interface DatabaseConfig {
-  /** `postgres://user:password@host:port/db?sslmode=…` (libpq conventions; see docs/storage.md). */
-  url: string;
-  /** Most pooled connections per sidecar. */
-  poolMax: number;
-  /** `statement_timeout` of every statement (ms). */
-  statementTimeoutMs: number;
-  /** Bound on opening a connection or waiting for a pooled one (ms). */
-  connectTimeoutMs: number;
-}
-
 /** Defaults, as named constants. */
 export const DEFAULTS = {
   host: '127.0.0.1',
@@ -92,9 +86,7 @@ export const DEFAULTS = {
   challengeRetentionHours: 24,
   shutdownTimeoutMs: 10_000,
   approvalTtlSeconds: 600,
-  databasePoolMax: 10,
-  databaseStatementTimeoutMs: 5_000,
-  databaseConnectTimeoutMs: 5_000,
+  ...DATABASE_DEFAULTS,
 } as const;
 
 /**
@@ -156,36 +148,8 @@ function checkTrustProxyEntry(entry: string): void {
   if (!/^\d{1,3}$/.test(prefix) || Number(prefix) < 1 || Number(prefix) > max) bad(`has an invalid prefix length (1 to ${max} for IPv${family})`);
 }
 
-/**
- * A configuration error: its message is the one line printed at startup.
- *
- * ```ts
- * try { loadConfig(process.env); } catch (err) { if (err instanceof ConfigError) { console.error(err.message); process.exit(2); } throw err; }
- * ```
- */
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
-
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
-
-function int(env: NodeJS.ProcessEnv, name: string, def: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return def;
-  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name}: expected an integer, got ${JSON.stringify(raw)}`);
-  const n = Number(raw);
-  if (n < min || n > max) throw new ConfigError(`${name}: must be between ${min} and ${max}, got ${n}`);
-  return n;
-}
-
-function flag(env: NodeJS.ProcessEnv, name: string, def = false): boolean {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return def;
-  if (raw === '0' || raw === 'false') return false;
-  if (raw === '1' || raw === 'true') return true;
-  throw new ConfigError(`${name}: expected 1/true or 0/false, got ${JSON.stringify(raw)}`);
-}
 
 function webhookAllowInsecure(env: NodeJS.ProcessEnv, production: boolean): boolean {
   const on = flag(env, 'SIDECAR_WEBHOOK_ALLOW_INSECURE');
@@ -287,45 +251,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     consoleEnabled: flag(env, 'SIDECAR_CONSOLE', true),
     audit: parseAuditConfig(env, { int: (name, def, min, max) => int(env, name, def, min, max), fail: (m) => { throw new ConfigError(m); } }),
     database: databaseConfig(env),
-  };
-}
-
-/** libpq `sslmode` values node-postgres can honour (it cannot fall back between TLS and plain text). */
-const SSL_MODES = ['disable', 'require', 'verify-ca', 'verify-full'];
-
-/**
- * `SIDECAR_DATABASE_URL` (libpq URL conventions) and its companions; null without a URL. The
- * password is never part of an error message. Throws {@link ConfigError}. Also used alone by
- * `audit verify`, which needs no other setting.
- */
-export function databaseConfig(env: NodeJS.ProcessEnv): DatabaseConfig | null {
-  const raw = env.SIDECAR_DATABASE_URL;
-  if (raw === undefined || raw === '') {
-    for (const k of ['SIDECAR_DATABASE_POOL_MAX', 'SIDECAR_DATABASE_STATEMENT_TIMEOUT_MS', 'SIDECAR_DATABASE_CONNECT_TIMEOUT_MS']) {
-      if (env[k]) throw new ConfigError(`${k}: only used with SIDECAR_DATABASE_URL, which is not set`);
-    }
-    return null;
-  }
-  const name = 'SIDECAR_DATABASE_URL';
-  let u: URL;
-  try { u = new URL(raw); } catch { throw new ConfigError(`${name}: not a URL (expected postgres://user:password@host:5432/database)`); }
-  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') throw new ConfigError(`${name}: scheme must be postgres: or postgresql:, got ${u.protocol}`);
-  if (!u.hostname && !u.searchParams.get('host')) throw new ConfigError(`${name}: missing host`);
-  if (u.pathname.length <= 1) throw new ConfigError(`${name}: missing database name (postgres://…/database)`);
-  const sslmode = u.searchParams.get('sslmode');
-  if (sslmode !== null && !SSL_MODES.includes(sslmode)) {
-    throw new ConfigError(`${name}: sslmode must be one of ${SSL_MODES.join(', ')}, got ${JSON.stringify(sslmode)} (prefer and allow would fall back between TLS and plain text, which the driver cannot do)`);
-  }
-  if (sslmode === 'verify-ca' && !u.searchParams.get('sslrootcert')) throw new ConfigError(`${name}: sslmode=verify-ca needs sslrootcert=<CA file>`);
-  for (const p of ['sslrootcert', 'sslcert', 'sslkey']) {
-    const file = u.searchParams.get(p);
-    if (file !== null && !fs.existsSync(file)) throw new ConfigError(`${name}: ${p} file not found: ${file}`);
-  }
-  return {
-    url: raw,
-    poolMax: int(env, 'SIDECAR_DATABASE_POOL_MAX', DEFAULTS.databasePoolMax, 1, 500),
-    statementTimeoutMs: int(env, 'SIDECAR_DATABASE_STATEMENT_TIMEOUT_MS', DEFAULTS.databaseStatementTimeoutMs, 100, 600_000),
-    connectTimeoutMs: int(env, 'SIDECAR_DATABASE_CONNECT_TIMEOUT_MS', DEFAULTS.databaseConnectTimeoutMs, 100, 120_000),
   };
 }
 
