@@ -4,7 +4,10 @@
  * bounded number of pages per step), cursor pagination ("Load older"), and
  * new events arriving by themselves: the newest page is polled every few
  * seconds while the tab is visible. The filters live in the address, so a
- * reload or a return from sign-in shows the same view.
+ * reload or a return from sign-in shows the same view. "Load older" keeps the
+ * keyboard focus: the button stays focusable while it loads (aria-disabled,
+ * not disabled, which would drop the focus), and when nothing older is left
+ * and it goes, the focus moves to the first row it added.
  */
 import type { JSX } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
@@ -77,6 +80,7 @@ export function AuditPage(p: { route: Route }): JSX.Element {
   const [status, setStatus] = useState('');
   const [polls, setPolls] = useState(0);
   const seen = useRef(new Set<string>());
+  const [focusRow, setFocusRow] = useState<string | null>(null);
   const agents = useLoad(() => api<{ agents: Agent[] }>('GET', '/v1/service/agents'));
   const agentName = (id: string | null): string => (id ? agents.data?.agents.find((a) => a.agent_id === id)?.name ?? shortId(id) : '—');
 
@@ -114,6 +118,12 @@ export function AuditPage(p: { route: Route }): JSX.Element {
     return () => clearTimeout(timer);
   }, [live, busy, polls, key]); // eslint-disable-line react-hooks/exhaustive-deps
 
+  useEffect(() => {
+    if (!focusRow) return;
+    document.getElementById(`ev-${focusRow}`)?.focus();
+    setFocusRow(null);
+  }, [focusRow]);
+
   const apply = (e: Event): void => {
     e.preventDefault();
     const q = new URLSearchParams();
@@ -121,12 +131,15 @@ export function AuditPage(p: { route: Route }): JSX.Element {
     navigate(`/audit${q.size ? `?${q}` : ''}`);
   };
   const older = async (): Promise<void> => {
+    if (busy) return;
     setBusy(true);
     try {
       const r = await scan(applied, next);
       for (const e of r.events) seen.current.add(e.event_id);
       setEvents((old) => [...old, ...r.events]); setNext(r.next);
       setStatus(`${plural(r.events.length, 'older event')} added.`);
+      // The button goes when nothing older is left: the focus goes to the first added row (or the last row).
+      if (!r.next) setFocusRow(r.events[0]?.event_id ?? events[events.length - 1]?.event_id ?? null);
     } catch (err) { setError(err); } finally { setBusy(false); }
   };
   const set = (k: keyof Filters) => (e: Event): void => setForm({ ...form, [k]: (e.target as HTMLInputElement).value });
@@ -155,7 +168,7 @@ export function AuditPage(p: { route: Route }): JSX.Element {
           <thead><tr><th scope="col">Time</th><th scope="col">Event</th><th scope="col">Decision</th><th scope="col">Reason</th><th scope="col">Scope</th><th scope="col">Agent</th><th scope="col">Certificate</th></tr></thead>
           <tbody>
             {events.map((e) => (
-              <tr key={e.event_id} class={fresh.has(e.event_id) ? 'fresh' : undefined}>
+              <tr key={e.event_id} id={`ev-${e.event_id}`} tabIndex={-1} class={fresh.has(e.event_id) ? 'fresh' : undefined}>
                 <td title={e.occurred_at}>{when(e.occurred_at)}</td>
                 <td>{e.event_type}</td>
                 <td>{typeof e.details?.decision === 'string' ? <span class={`badge ${e.details.decision}`}>{e.details.decision}</span> : '—'}</td>
@@ -169,7 +182,7 @@ export function AuditPage(p: { route: Route }): JSX.Element {
           </tbody>
         </table>
       )}
-      {next && <button type="button" onClick={() => { void older(); }} disabled={busy}>Load older events</button>}
+      {next && <button type="button" onClick={() => { void older(); }} aria-disabled={busy}>Load older events</button>}
     </section>
   );
 }
