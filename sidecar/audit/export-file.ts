@@ -4,13 +4,22 @@
  * header, the checkpoint lines, the event lines in position order, the trailer
  * with the counts. A first pass checks the layout and keeps the header and the
  * checkpoints; the rows are streamed again when the verifier reads them, so a
- * large export is never held in memory.
+ * large export is never held in memory. The header's `first_position` and
+ * `last_position` come back as {@link ExportSource.range}: the verifier checks
+ * the event lines against them, so lines cut from either end of the file are
+ * found even where no checkpoint covers them (the header is not signed: this
+ * catches a cut file, not someone who also rewrites the header).
  */
 import fs from 'node:fs';
 import readline from 'node:readline';
 import type { AuditCheckpointRecord, AuditSource, ChainedAuditEvent } from '../store/types.js';
 import { AuditSourceError } from '../store/errors.js';
 import { CHECKPOINT_LINE, EVENT_LINE, EXPORT_HEADER, EXPORT_TRAILER, EXPORT_VERSION, parseCheckpointLine, parseEventLine } from './format.js';
+
+/** An export file as a source, with the range of positions its header announces. */
+export type ExportSource = AuditSource & { readonly range: { first: number | null; last: number | null } };
+
+const position = (v: unknown): v is number | null => v === null || (Number.isSafeInteger(v) && (v as number) >= 1);
 
 /** Every parsed line of the file with its line number. */
 async function* lines(file: string): AsyncGenerator<{ n: number; value: Record<string, unknown> }> {
@@ -27,7 +36,7 @@ async function* lines(file: string): AsyncGenerator<{ n: number; value: Record<s
 }
 
 /** Opens an export file; throws {@link AuditSourceError} when it is unreadable or not laid out as an export. */
-export async function openExportSource(file: string): Promise<AuditSource> {
+export async function openExportSource(file: string): Promise<ExportSource> {
   try { await fs.promises.access(file, fs.constants.R_OK); } catch (err) { throw new AuditSourceError(`${file}: cannot read: ${(err as Error).message}`); }
   let header: Record<string, unknown> | undefined;
   const checkpoints: AuditCheckpointRecord[] = [];
@@ -37,7 +46,8 @@ export async function openExportSource(file: string): Promise<AuditSource> {
     const where = `${file}:${n}`;
     if (trailer) throw new AuditSourceError(`${where}: a line after the trailer`);
     if (!header) {
-      if (value.type !== EXPORT_HEADER || value.version !== EXPORT_VERSION || typeof value.account_id !== 'string' || !Array.isArray(value.service_keys)) {
+      if (value.type !== EXPORT_HEADER || value.version !== EXPORT_VERSION || typeof value.account_id !== 'string' || !Array.isArray(value.service_keys)
+        || !position(value.first_position) || !position(value.last_position) || (value.first_position === null) !== (value.last_position === null)) {
         throw new AuditSourceError(`${where}: not an audit export (the first line must be an ${EXPORT_HEADER} header of version ${EXPORT_VERSION})`);
       }
       header = value;
@@ -67,6 +77,7 @@ export async function openExportSource(file: string): Promise<AuditSource> {
     return typeof o?.key_id === 'string' && typeof o.public_key === 'object' && o.public_key !== null ? [{ id: o.key_id, publicKey: JSON.stringify(o.public_key) }] : [];
   });
   return {
+    range: { first: header.first_position as number | null, last: header.last_position as number | null },
     async serviceKeys() { return keys; },
     async accounts() { return [accountId]; },
     async head() { return null; },

@@ -105,9 +105,11 @@ export async function runAuditCommand(argv: readonly string[], out: Out = proces
   const name = input.kind === 'postgres' ? redactDatabaseUrl(input.database.url) : input.file;
   let source: AuditSource | undefined;
   try {
-    source = input.kind === 'export' ? await openExportSource(input.file)
-      : await openAuditSource(input.kind === 'postgres' ? { database: input.database } : { file: input.file });
-    const report = await verifyTrail(source, { partial: input.kind === 'export', ...(a.keyIds.length ? { pinnedKeyIds: a.keyIds } : {}) });
+    const exported = input.kind === 'export' ? await openExportSource(input.file) : undefined;
+    source = exported ?? await openAuditSource(input.kind === 'postgres' ? { database: input.database } : { file: input.file });
+    const report = await verifyTrail(source, {
+      partial: exported !== undefined, ...(exported ? { range: exported.range } : {}), ...(a.keyIds.length ? { pinnedKeyIds: a.keyIds } : {}),
+    });
     out.stdout(a.json ? JSON.stringify({ source: name, ...report }) + '\n' : render(report, name));
     return report.ok ? VERIFY_EXIT.verified : VERIFY_EXIT.broken;
   } catch (err) {

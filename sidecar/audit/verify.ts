@@ -2,7 +2,9 @@
  * The offline verification of an audit trail: runs the chain checker
  * (`src/audit-check.ts`) over every account of an {@link AuditSource} (a
  * database opened read-only, or an export file) with the trusted service keys,
- * and sums it up. The command line around it is `verify-command.ts`.
+ * and sums it up. An export also has the range of positions its header
+ * announces checked against its rows ({@link rangeProblem}). The command line
+ * around it is `verify-command.ts`.
  */
 import { AccountChainChecker } from '../../src/audit-check.js';
 import type { AccountCheck, ChainProblem } from '../../src/audit-check.js';
@@ -32,6 +34,30 @@ export interface VerifyOptions {
   pinnedKeyIds?: readonly string[];
   /** The source is an export of a range (the chain may start anywhere). */
   partial?: boolean;
+  /**
+   * The positions the source says it holds (an export's header; first and last both null for
+   * none): rows that do not reach them were cut from the start or the end.
+   */
+  range?: { first: number | null; last: number | null };
+}
+
+/**
+ * A problem when an account's intact rows do not span `range`: `rows_missing` at the first
+ * absent position when rows were cut from the start or the end, `malformed` when there are
+ * rows outside it. Null when they match.
+ */
+export function rangeProblem(a: AccountCheck, range: { first: number | null; last: number | null }): ChainProblem | null {
+  const p = (kind: ChainProblem['kind'], position: number | null, message: string): ChainProblem => ({ kind, accountId: a.accountId, position, eventId: null, message });
+  const { first, last } = range;
+  if (first === null || last === null) {
+    return a.firstPosition === null ? null : p('malformed', a.firstPosition, 'the export announces no events, but it has event lines');
+  }
+  if (a.firstPosition === null || a.lastPosition === null) return p('rows_missing', first, `the export announces positions ${first}–${last}, but it has no event lines: they were removed`);
+  if (a.firstPosition > first) return p('rows_missing', first, `the export announces events from position ${first}, but its first event line is at ${a.firstPosition}: rows were removed from the start`);
+  if (a.firstPosition < first) return p('malformed', a.firstPosition, `an event line at position ${a.firstPosition}, before the export's first position ${first}`);
+  if (a.lastPosition < last) return p('rows_missing', a.lastPosition + 1, `the export announces events up to position ${last}, but its last event line is at ${a.lastPosition}: rows were removed from the end`);
+  if (a.lastPosition > last) return p('malformed', last + 1, `event lines after the export's last position ${last}`);
+  return null;
 }
 
 /** Verifies every account of `source`. Reads everything once; the source stays open. */
@@ -54,7 +80,10 @@ export async function verifyTrail(source: AuditSource, opts: VerifyOptions = {})
     }
     const un = await source.unchained(accountId);
     if (un.count > 0) checker.unchained(un.count, un.firstId ?? '');
-    accounts.push(checker.finish(await source.head(accountId)));
+    const check = checker.finish(await source.head(accountId));
+    // Only an intact chain is measured against the range (a broken one already names its first broken row).
+    const cut = opts.range && check.problem === null ? rangeProblem(check, opts.range) : null;
+    accounts.push(cut ? { ...check, problem: cut } : check);
   }
   const problems = accounts.flatMap((a) => (a.problem ? [a.problem] : []));
   return {
