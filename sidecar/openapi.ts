@@ -161,7 +161,9 @@ export const openapiTransform: SwaggerTransform = ({ schema, url, route }) => {
   if ((doc.body as { title?: unknown } | undefined)?.title === 'NoBody') delete doc.body;
   doc.security = AUTH_SECURITY[mode].map((r) => ({ ...r }));
   const op = OPERATIONS[`${method} ${url}`];
-  const hasBody = doc.body !== undefined;
+  if (doc.body === undefined && op?.body !== undefined) doc.body = op.body;
+  // Every POST and PUT parses a body when one is sent (415 for another type, 413 over the limit).
+  const hasBody = doc.body !== undefined || method === 'POST' || method === 'PUT';
   const other: Record<string, unknown> = {};
   for (const [status, s] of Object.entries(op?.responses ?? {})) other[status] = { description: s.description ?? '', $ref: `${String(s.$id)}#` };
   doc.response = {

@@ -28,6 +28,11 @@ export interface OperationDoc {
   readonly errors: readonly ErrorCode[];
   /** Other answers by status that are not the error shape (readiness's 503). */
   readonly responses?: Readonly<Record<string, TSchema>>;
+  /**
+   * The request body, for the document only, of a route that checks its body in the handler
+   * (it has no body schema for Fastify to validate with). A route with a body schema never has one.
+   */
+  readonly body?: TSchema;
 }
 
 const op = (operationId: string, summary: string, description: string, response: TSchema, errors: readonly ErrorCode[] = []): OperationDoc =>
@@ -82,8 +87,11 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'POST /v1/service/delegations/requests/:request_id/approve': op('approveDelegationRequest', 'Approve a delegation request (spec 4.9)',
     'Issues a certificate signed by the account\'s root identity, for all or some of the requested scopes, with optional expiry and constraints. Event delegation.approved.',
     S.Approval, ['request_not_found', 'request_not_pending', 'empty_scope', 'invalid_scopes', 'scope_not_requested', 'invalid_expiry', 'invalid_constraints', ...ONBOARDED]),
-  'POST /v1/service/delegations/requests/:request_id/deny': op('denyDelegationRequest', 'Deny a delegation request',
-    'Optional body `{reason}`. Event delegation.denied.', S.Denial, ['request_not_found', 'request_not_pending']),
+  'POST /v1/service/delegations/requests/:request_id/deny': {
+    ...op('denyDelegationRequest', 'Deny a delegation request',
+      'Optional body `{reason}`. Event delegation.denied.', S.Denial, ['request_not_found', 'request_not_pending']),
+    body: S.DenyDelegationBody,
+  },
   'POST /v1/service/delegations/:cert_id/revoke': op('revokeCertificate', 'Revoke a certificate (spec 4.10)',
     'Later verifies of proofs made earlier answer deny/delegation_revoked; present answers 404 no_active_delegation. Repeating it answers the same. Event delegation.revoked.',
     S.Revocation, ['certificate_not_found']),
@@ -131,12 +139,16 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
 };
 
 /**
- * The codes every operation with this authentication (and a request body, or
- * none) can answer: a malformed request, the authentication refusals, an
- * unavailable store, an unexpected failure.
+ * The codes every operation with this authentication can answer: a malformed
+ * request, a header block or URL over 16 KiB and an unsupported `Expect`
+ * (refused before routing, runtime/client-error.ts), the authentication
+ * refusals, an unavailable store, an unexpected failure; and when it takes a
+ * body (every POST and PUT, including those that accept only none or `{}`), a
+ * body of another content type or over the size limit.
+ * `test/sidecar/ops/openapi-errors.test.ts` sends each of these refusals.
  */
 export function commonErrors(auth: 'none' | 'session' | 'session_csrf' | 'api_key', hasBody: boolean): ErrorCode[] {
-  const codes: ErrorCode[] = ['invalid_request', 'internal_error', 'service_unavailable'];
+  const codes: ErrorCode[] = ['invalid_request', 'headers_too_large', 'expectation_failed', 'internal_error', 'service_unavailable'];
   if (auth === 'session' || auth === 'session_csrf') codes.push('auth_required');
   if (auth === 'session_csrf') codes.push('csrf_required', 'csrf_invalid');
   if (auth === 'api_key') codes.push('invalid_api_key');

@@ -92,6 +92,11 @@ export const Approval = named('Approval', Type.Object({
   approved_scope: Scopes, cert_id: Str, expires_at: NullableTime, issued_at: Time, status: Type.Literal('approved'),
   request_id: Str, agent_id: Str, connection_id: Str, constraints: Constraints, cert_sha256: Str,
 }));
+/** The optional body of a delegation denial (checked by the handler: `optionalReason` in routes/delegations.ts). */
+export const DenyDelegationBody = Type.Union([
+  Type.Object({ reason: Type.Optional(Type.String({ maxLength: 500, description: 'Why; the text rule of docs/api.md, at most 500 characters. Sent in the delegation.denied webhook.' })) }, { additionalProperties: false }),
+  Type.Null(),
+]);
 export const Denial = named('Denial', Type.Object({ request_id: Str, state: Type.Literal('denied'), decided_at: NullableTime }));
 export const Revocation = named('Revocation', Type.Object({
   cert_id: Str, status: Type.Literal('revoked'), already_revoked: Type.Boolean(), revoked_at: NullableTime,
