@@ -2,9 +2,10 @@
  * Delegation requests: the list (pending first), a self-request for one of
  * your agents, and the review page of one request, where you approve a subset
  * of the requested scopes with an optional expiry and constraints, or deny.
+ * After a decision the form is gone, so the focus moves to the outcome.
  */
 import type { JSX } from 'preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { Link, navigate } from '../router.js';
 import type { Route } from '../router.js';
@@ -89,6 +90,10 @@ export function RequestPage(p: { route: Route }): JSX.Element {
     return { request: r, agent: a.agents.find((x) => x.agent_id === r.agent_id) ?? null };
   }, [id]);
   const [done, setDone] = useState<string | null>(null);
+  const doneRef = useRef<HTMLParagraphElement>(null);
+  const state = d.data?.request.state;
+  // Once the re-read request is decided (the form and its buttons are gone), the outcome gets the focus.
+  useEffect(() => { if (done && state !== 'pending') doneRef.current?.focus(); }, [done, state]);
   if (!d.data) return <section><PageTitle>Delegation request</PageTitle>{d.error ? <ErrorText error={d.error} /> : <p role="status">Loading…</p>}</section>;
   const { request: r, agent } = d.data;
   return (
@@ -104,7 +109,7 @@ export function RequestPage(p: { route: Route }): JSX.Element {
         {r.decided_at && <><dt>Decided</dt><dd>{when(r.decided_at)}</dd></>}
         {r.cert_id && <><dt>Certificate</dt><dd><Link href="/certificates" class="mono">{r.cert_id}</Link></dd></>}
       </dl>
-      {done && <p class="success" role="status">{done}</p>}
+      {done && <p class="success" role="status" tabIndex={-1} ref={doneRef}>{done}</p>}
       {r.state === 'pending' && <ApproveForm request={r} onDecided={(msg) => { setDone(msg); d.reload(); }} />}
     </section>
   );
