@@ -13,11 +13,14 @@
  * - the body: never from NGINX, from Traefik/Caddy when sent, from Envoy when
  *   `x-envoy-auth-partial-body: false`; routes that need it are 403
  *   `body_not_forwarded` without it; MCP routes decide on the forwarded body;
- * - the standalone `mode: forward_auth` config and its path-named errors.
+ * - the standalone `mode: forward_auth` config and its path-named errors;
+ * - the gRPC ext_authz form is not served: an HTTP/2 gRPC Check fails, the
+ *   same call over HTTP/1.1 is 404, neither reaches verify.
  */
 
 import t from 'tap';
 import { createHash } from 'node:crypto';
+import http2 from 'node:http2';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
@@ -177,4 +180,30 @@ t.test('docs/forward-auth.md shows the configs the tests run', async (t) => {
   const standalone = /```yaml\n(mode: forward_auth[\s\S]*?)```/.exec(doc)?.[1] ?? '';
   const cfg = resolveConfig(parseYaml(standalone), { GATEWAY_API_KEY: TEST_API_KEY });
   t.equal(cfg.mode, 'forward_auth', 'the standalone example is a valid config');
+});
+
+t.test('the gRPC ext_authz form is not served (docs/forward-auth.md, "No gRPC ext_authz"): a gRPC Check never allows', async (t) => {
+  const calls = sidecar.verifyCalls.length;
+  const received = up.received.length;
+  const CHECK = '/envoy.service.auth.v3.Authorization/Check';
+  // Envoy's grpc_service speaks HTTP/2 (h2c) to the cluster: the endpoint is HTTP/1.1 only, so the call fails.
+  const h2 = await new Promise<string>((resolve) => {
+    const session = http2.connect(fa.url);
+    const timer = setTimeout(() => { session.destroy(); resolve('timeout'); }, 5000);
+    const done = (outcome: string): void => { clearTimeout(timer); session.destroy(); resolve(outcome); };
+    session.on('error', (err: Error) => done(`error ${err.message}`));
+    const req = session.request({ ':method': 'POST', ':path': CHECK, 'content-type': 'application/grpc', te: 'trailers', 'x-service-proof': proofHeader() });
+    req.on('error', (err: Error) => done(`error ${err.message}`));
+    req.on('response', (headers) => done(`status ${String(headers[':status'])} grpc-status ${String(headers['grpc-status'])}`));
+    req.end(Buffer.alloc(5));
+  });
+  t.match(h2, /^(error |timeout$)/, `an HTTP/2 gRPC Check gets no answer (${h2}): Envoy then refuses with status_on_error`);
+  // The same call as HTTP/1.1, inside and outside the prefix: not an endpoint, never a 2xx.
+  for (const path of [CHECK, `/forward-auth${CHECK}`]) {
+    const res = await send(fa.url, path, { method: 'POST', headers: { 'content-type': 'application/grpc', ...proof }, body: Buffer.alloc(5) });
+    t.equal(res.status, 404, `POST ${path}: 404`);
+    t.equal(res.json?.error?.code, 'route_not_found', `POST ${path}: route_not_found`);
+  }
+  t.equal(sidecar.verifyCalls.length, calls, 'verify was never called');
+  t.equal(up.received.length, received, 'the upstream received nothing');
 });
