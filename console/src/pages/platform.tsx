@@ -2,10 +2,12 @@
  * The platform: registration (POST /v1/service/platforms/personal) with the
  * three secrets shown exactly once, then its details, the callback address
  * (PUT .../callback), API-key rotation (the new key shown once) and removal
- * of its connection. Secrets live only in this page's memory.
+ * of its connection. Secrets live only in this page's memory. After a
+ * rotation the focus goes to the new key (the dialog would return it to the
+ * rotate button, below the key).
  */
 import type { JSX } from 'preact';
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { ConfirmDialog, ErrorText, PageTitle, SecretsOnce, StatusText, useLoad } from '../ui/common.js';
 import { when } from '../ui/format.js';
@@ -28,6 +30,7 @@ export function PlatformPage(): JSX.Element {
   const [callback, setCallback] = useState<string | null>(null);
   const [cbError, setCbError] = useState<unknown>(null);
   const [dialog, setDialog] = useState<'rotate' | 'remove' | null>(null);
+  const rotated = useRef(false);
 
   const registered = (r: Registration): void => {
     setSecrets({
@@ -94,9 +97,14 @@ export function PlatformPage(): JSX.Element {
             </div>
           )}
           <ConfirmDialog open={dialog === 'rotate'} title="Rotate the API key?" confirmLabel="Rotate key" onClose={() => setDialog(null)}
+            onClosed={() => {
+              if (rotated.current) document.querySelector<HTMLElement>('section.secrets')?.focus();
+              rotated.current = false;
+            }}
             onConfirm={async () => {
               const r = await api<{ api_key: string; previous_prefix: string; previous_key_valid_until: string | null }>('POST', `/v1/service/connections/${conn!.connection_id}/rotate-key`);
               setSecrets({ title: 'New API key', secrets: [{ id: 'secret-api-key', label: 'API key', value: r.api_key }] });
+              rotated.current = true;
               setStatus(`Key ${r.previous_prefix} ${r.previous_key_valid_until ? `works until ${when(r.previous_key_valid_until)}` : 'no longer works'}.`);
             }}>
             <p>Your platform must switch to the new key. The current key stops working.</p>

@@ -115,17 +115,20 @@ export function SecretField(p: { id: string; label: string; value: string }): JS
   );
 }
 
-/** The one-time display of secrets: a plain warning, the fields, and a button that forgets them. */
+/** The one-time display of secrets (one after a key rotation, three after registration): a plain warning, the fields, and a button that forgets them. */
 export function SecretsOnce(p: { title: string; secrets: { id: string; label: string; value: string }[]; onDone: () => void }): JSX.Element {
   const ref = useRef<HTMLElement>(null);
   useEffect(() => { ref.current?.focus(); }, []);
   return (
     <section class="secrets" aria-labelledby="secrets-title" tabIndex={-1} ref={ref}>
       <h2 id="secrets-title">{p.title}</h2>
-      <p class="warning"><strong>Copy these now.</strong> They are shown only this once: agent-authz keeps only
-        a hash or a sealed copy and cannot show them again. Anyone who has them can act as your platform.</p>
+      {p.secrets.length === 1
+        ? <p class="warning"><strong>Copy it now.</strong> It is shown only this once: agent-authz keeps only
+          a hash or a sealed copy and cannot show it again. Anyone who has it can act as your platform.</p>
+        : <p class="warning"><strong>Copy these now.</strong> They are shown only this once: agent-authz keeps only
+          a hash or a sealed copy and cannot show them again. Anyone who has them can act as your platform.</p>}
       {p.secrets.map((s) => <SecretField key={s.id} {...s} />)}
-      <button type="button" class="primary" onClick={p.onDone}>I have saved them — hide</button>
+      <button type="button" class="primary" onClick={p.onDone}>I have saved {p.secrets.length === 1 ? 'it' : 'them'} — hide</button>
     </section>
   );
 }
