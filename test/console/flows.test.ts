@@ -5,10 +5,14 @@
  * first, then the code read from the e-mail), onboarding, registering the
  * platform and reading its secrets once, approving a request with a scope
  * subset and constraints, revoking, and finding the resulting decisions in
- * the audit view (including one that arrives while it is open). Every page
- * passes axe-core with no serious or critical violation and is saved to
- * docs/console/. The session part (refresh, expiry and return, CSRF failure)
- * is in session.test.ts.
+ * the audit view (a decision filter chosen with the keyboard, a decision that
+ * arrives while it is open), the usage chart (an SVG with the day's bars),
+ * the agents (no certificate in force after the revocation) and webhooks.
+ * Every page passes axe-core with no serious or critical violation and is
+ * screenshotted (browser.ts, SHOTS). The session part (refresh, expiry and
+ * return, CSRF failure) is in session.test.ts; the audit view's other filters
+ * and pagination in audit.test.ts; deny and the other constraints in
+ * requests.test.ts; key rotation in platform.test.ts.
  */
 import http from 'node:http';
 import t from 'tap';
@@ -20,7 +24,7 @@ import { axeViolations, launch, screenshot, tabTo } from './browser.js';
 import { apiClient, expectNoProblems, proofFor, signIn, verify } from './steps.js';
 
 // Browser globals used inside page.evaluate callbacks (module-scoped: the root program has no DOM types).
-declare const document: { querySelectorAll(s: string): { length: number }; cookie: string };
+declare const document: { querySelectorAll(s: string): { length: number } & Iterable<{ value: string }>; cookie: string; body: { innerText: string } };
 declare const navigator: { clipboard: { readText(): Promise<string> } };
 declare const localStorage: { length: number } & Record<string, unknown>;
 declare const sessionStorage: { length: number } & Record<string, unknown>;
@@ -47,6 +51,10 @@ t.test('sign in, onboard, register, approve, revoke, audit — keyboard only', a
     t.same(await axeViolations(page), [], `${name}: no serious or critical accessibility violation`);
     await screenshot(page, name);
   };
+  const axe = async (name: string): Promise<void> => { t.same(await axeViolations(page), [], `${name}: no serious or critical accessibility violation`); };
+  /** Where the page holds `text`: the form fields whose value it is, plus its occurrences in the page's text. */
+  const onPage = (text: string): Promise<number> => page.evaluate((k) => [...document.querySelectorAll('input, textarea')].filter((i) => i.value === k).length
+    + document.body.innerText.split(k).length - 1, text);
   const go = async (label: string, path: string): Promise<void> => {
     await tabTo(page, `nav a[href="/console${path}"]`);
     await page.keyboard.press('Enter');
@@ -72,6 +80,7 @@ t.test('sign in, onboard, register, approve, revoke, audit — keyboard only', a
   await page.keyboard.type('Lovelace');
   await page.keyboard.press('Enter');
   await page.getByRole('radio', { name: /Individual/ }).waitFor();
+  await axe('onboarding, account type');
   await tabTo(page, 'button[type=submit]');
   await page.keyboard.press('Enter');
   await page.getByRole('heading', { level: 1, name: 'Hello, Ada' }).waitFor();
@@ -80,6 +89,8 @@ t.test('sign in, onboard, register, approve, revoke, audit — keyboard only', a
 
   // Register the platform; its three secrets are shown once, with copy buttons and a warning.
   await go('Platform', '/platform');
+  await page.getByRole('heading', { name: 'Register your platform' }).waitFor();
+  await check('platform-register');
   await tabTo(page, '#p-name');
   await page.keyboard.type('Orders API');
   for (const s of ['data:read', 'data:write', 'payments:send']) {
@@ -107,10 +118,10 @@ t.test('sign in, onboard, register, approve, revoke, audit — keyboard only', a
   await tabTo(page, 'button:text-is("I have saved them — hide")');
   await page.keyboard.press('Enter');
   await page.getByRole('heading', { name: 'Webhook callback address' }).waitFor();
-  t.notOk((await page.content()).includes(apiKey), 'hidden: the key is gone from the page');
+  t.equal(await onPage(apiKey), 0, 'hidden: the key is gone from the page');
   await page.reload();
   await page.getByRole('heading', { level: 1, name: 'Platform' }).waitFor();
-  t.notOk((await page.content()).includes(apiKey), 'and not shown again after a reload');
+  t.equal(await onPage(apiKey), 0, 'and not shown again after a reload');
   await check('platform');
 
   // The platform creates its agent with the key read from the page.
@@ -121,6 +132,8 @@ t.test('sign in, onboard, register, approve, revoke, audit — keyboard only', a
 
   // Ask for a delegation and approve a subset with constraints.
   await go('Delegation requests', '/requests');
+  await page.getByText('No requests yet.').waitFor();
+  await axe('requests, none yet');
   await tabTo(page, 'button:text-is("Create request")');
   await page.keyboard.press('Enter');
   await page.getByRole('heading', { level: 1, name: 'Delegation request from order-bot' }).waitFor();
@@ -185,7 +198,9 @@ t.test('sign in, onboard, register, approve, revoke, audit — keyboard only', a
   t.equal((await rows()).filter((r) => /proof\.presented/.test(r)).length, 5, 'five presents');
   t.match((await rows()).join('\n'), /delegation_revoked[\s\S]*not_delegated[\s\S]*constraint_denied \(methods\)/, 'the denies, newest first');
   await check('audit');
-  await page.selectOption('select >> nth=2', 'deny');
+  await tabTo(page, 'form[aria-label="Audit filters"] label:has-text("Decision") select');
+  await page.keyboard.type('d');
+  t.equal(await page.locator('form[aria-label="Audit filters"] label:has-text("Decision") select').inputValue(), 'deny', 'the decision filter, chosen with the keyboard');
   await tabTo(page, 'button:text-is("Apply filters")');
   await page.keyboard.press('Enter');
   await page.waitForURL(/decision=deny/);
@@ -204,8 +219,20 @@ t.test('sign in, onboard, register, approve, revoke, audit — keyboard only', a
   t.match(await page.locator('table tbody tr').first().innerText(), /^\S+\t5\t1\t4\t\$9\.99$/, 'today: 5 calls, 1 allowed, 4 denied, $10 − 5 × $0.002');
   await check('usage');
 
+  // The chart: a bar pair per day of the last 14, today's 1 allowed and 4 denied, and the credits line.
+  const chart = page.getByRole('img', { name: 'Verify calls per day and credits' });
+  t.equal(await chart.evaluate((e) => e.tagName.toLowerCase()), 'svg', 'the usage chart is an SVG');
+  const bars = await chart.locator('g').evaluateAll((gs) => gs.map((g: any) => [...g.querySelectorAll('rect.bar')].map((r: any) => Number(r.getAttribute('height'))))); // eslint-disable-line @typescript-eslint/no-explicit-any
+  t.equal(bars.length, 14, 'a bar pair for each of the 14 days');
+  t.ok(bars.slice(0, 13).every(([a, d]) => a === 0 && d === 0), 'no calls on the 13 days before');
+  const [allowH, denyH] = bars[13]!;
+  t.ok(allowH! > 0 && Math.abs(denyH! / allowH! - 4) < 1e-9, `today: the denied bar is 4 times the allowed one (${allowH}, ${denyH})`);
+  t.equal((await chart.locator('path.credits').getAttribute('d'))!.match(/[ML]/g)!.length, 14, 'the credits line has a point per day');
+
   await go('Agents', '/agents');
   await page.getByRole('cell', { name: 'custodial' }).waitFor();
+  t.equal(await page.locator('tbody tr', { has: page.locator('th:text-is("order-bot")') }).locator('td').nth(3).innerText(), 'none',
+    'order-bot\'s certificate was revoked: none in force');
   await check('agents');
 
   await go('Webhooks', '/webhooks');
