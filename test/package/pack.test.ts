@@ -12,7 +12,9 @@
  *    `agent-authz/receiver` load no native addon, no mailer and no post-quantum library
  *    (every module loaded is recorded; the SQLite subpath is the positive control); and a
  *    Fastify app with the gateway plugin answers 401 `proof_required`, with a challenge from a
- *    real sidecar started from the installed package's bin, to a request without a proof.
+ *    real sidecar started from the installed package's bin, to a request without a proof;
+ *    and the installed sidecar itself runs on that Node, with its compiled crypto workers
+ *    signing and checking proofs (installed-sidecar.ts).
  * 4. `tsc` (NodeNext, strict, skipLibCheck off) type-checks a consumer file that uses the
  *    plugin's option types, the receiver, the SQLite store and the sidecar.
  */
@@ -23,8 +25,11 @@ import path from 'node:path';
 import { cleanEnv, copyProject, installConsumer, NODES, ROOT, run, startProc, waitFor } from './helpers.js';
 import { freePort } from '../helpers/net.js';
 import { onboard, remoteSidecar, startMailSink } from '../helpers/sidecar.js';
+import type { MailSink } from '../helpers/sidecar.js';
+import { exerciseInstalledSidecar, layoutSqliteBindings } from './installed-sidecar.js';
 
-t.setTimeout(180_000);
+// Builds better-sqlite3 for Node 22.12.0 and Node 24 on a fresh machine (minutes, once).
+t.setTimeout(900_000);
 const FIXTURES = path.join(import.meta.dirname, 'fixtures');
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'authz-pack-'));
 t.teardown(() => fs.rmSync(work, { recursive: true, force: true }));
@@ -76,6 +81,7 @@ t.test('a fresh app installs the tarball offline', async (t) => {
   t.notOk(fs.existsSync(path.join(app, 'node_modules/agent-authz/node_modules/fastify')), 'and not a second copy inside the package');
   for (const dev of ['tsx', 'typescript', 'tap']) t.notOk(fs.existsSync(path.join(app, 'node_modules', dev)), `no ${dev}`);
   for (const f of ['record-loads.mjs', 'import-entries.mjs', 'require-entries.cjs', 'gateway-app.mjs']) fs.copyFileSync(path.join(FIXTURES, f), path.join(app, f));
+  await layoutSqliteBindings(app, NODES, (s) => t.comment(s));
 });
 
 // 3. run ----------------------------------------------------------------------------------
@@ -83,9 +89,10 @@ let sidecarUrl = '';
 let apiKey = '';
 /** Stops the sidecar and the mail sink when the whole file ends (the gateway apps use them). */
 let stopSidecar: (() => Promise<void>) | undefined;
+let mail: MailSink;
 t.teardown(async () => stopSidecar?.());
 t.test('a sidecar from the installed bin, and a platform API key for the gateway apps', async (t) => {
-  const mail = await startMailSink();
+  mail = await startMailSink();
   const sidecarPort = await freePort();
   sidecarUrl = `http://127.0.0.1:${sidecarPort}`;
   const sidecar = startProc(process.execPath, ['node_modules/.bin/agent-authz-sidecar'], {
@@ -146,6 +153,8 @@ for (const node of NODES) {
     t.match(res.protected?.body.error?.challenge, /^[A-Za-z0-9_-]{20,}$/, 'with a challenge from the real sidecar');
     t.match(res.protected?.www, /^ServiceProof realm="agent-authz", scope="data:read", challenge="/, 'and WWW-Authenticate');
     t.same(res.public, { status: 200, body: 'upstream /v1/status' }, 'a public route reaches the upstream');
+
+    await exerciseInstalledSidecar(t, node, app, path.join(work, `sidecar-data-${NODES.indexOf(node)}`), mail);
   });
 }
 
