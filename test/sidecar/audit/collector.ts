@@ -1,8 +1,11 @@
 /**
  * A real HTTP collector on loopback for the push-export tests: records every
  * request (headers and raw body), and answers as the test sets it: `ok`, a
- * status (an outage), or `slow` (keeps the answer past the sender's timeout,
- * after reading the body, so the sender retries what was already received).
+ * status (an outage), `slow` (keeps the answer past the sender's timeout,
+ * after reading the body, so the sender retries what was already received),
+ * or `drop` (reads and records the body, then cuts the connection without an
+ * answer: the sender must send the same events again). Every request is
+ * counted in `attempts`, answered or not.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,7 +17,9 @@ export interface Received { path: string; headers: http.IncomingHttpHeaders; bod
 export interface Collector {
   url: string;
   received: Received[];
-  mode: 'ok' | 'slow' | number;
+  mode: 'ok' | 'slow' | 'drop' | number;
+  /** Requests that reached the collector, whatever the answer. */
+  attempts: number;
   /** How long `slow` holds the answer (ms). */
   slowMs: number;
   /** Stops listening (connections refused) until {@link resume}. */
@@ -31,7 +36,7 @@ export async function startCollector(): Promise<Collector> {
   let server: http.Server;
   let port = 0;
   const c: Collector = {
-    url: '', received, mode: 'ok', slowMs: 600,
+    url: '', received, mode: 'ok', attempts: 0, slowMs: 600,
     async pause() { server.closeAllConnections(); await new Promise<void>((r) => server.close(() => r())); },
     async resume() { await listen(); },
     async close() { server.closeAllConnections(); await new Promise<void>((r) => server.close(() => r())); },
@@ -47,8 +52,10 @@ export async function startCollector(): Promise<Collector> {
       req.on('data', (d: Buffer) => chunks.push(d));
       req.on('end', () => {
         const mode = c.mode;
+        c.attempts++;
         if (typeof mode === 'number') { res.writeHead(mode, { 'content-type': 'text/plain' }).end('outage'); return; }
         received.push({ path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+        if (mode === 'drop') { req.socket.destroy(); return; }
         const answer = (): void => { if (!res.destroyed) res.writeHead(200, { 'content-type': 'application/json' }).end('{}'); };
         if (mode === 'slow') setTimeout(answer, c.slowMs).unref(); else answer();
       });
