@@ -3,11 +3,13 @@
  * (issue 20 §2): control characters, lone surrogates, bidi overrides and
  * blank values are refused with 400 `invalid_request` naming the field; values
  * are stored NFC-normalised and trimmed, so a name reads back exactly as
- * creation returned it. Also: operations without a body refuse unknown members
- * (refresh, challenge), as docs/api.md says.
+ * creation returned it. That covers a platform's description and the note of
+ * a denied step-up approval too. Also: operations without a body refuse
+ * unknown members (refresh, challenge), as docs/api.md says.
  */
 import t from 'tap';
-import { Client, expectError, login, specFlow, startSidecar } from '../../helpers/sidecar.js';
+import { Client, expectError, login, present, specFlow, startSidecar } from '../../helpers/sidecar.js';
+import { payment } from '../approvals/helpers.js';
 
 t.test('text fields', async (t) => {
   const sc = await startSidecar();
@@ -46,12 +48,34 @@ t.test('text fields', async (t) => {
   t.equal(made.body.name, 'Café \u200F'.trim(), 'trimmed, NFC');
 
   const reg = await f.user.post('/v1/service/platforms/personal', { name: 'p', surface_type: 'agentic_api', default_allowed_scopes: ['data:read'], description: 'a\u0007' });
-  t.equal(reg.status, 400);
+  expectError(t, reg, 400, 'invalid_request', 'a BEL in a description');
+  t.equal(reg.body.error.field, 'body.description', 'names the description');
+  t.match(reg.body.error.message, /description/, 'the message names the field too');
   const revoke = await f.user.post(`/v1/service/delegations/${f.certId}/revoke`, { reason: 'bad\u202Ereason' });
   expectError(t, revoke, 400, 'invalid_request', 'a bidi override in a reason');
   t.equal(revoke.body.error.field, 'body.reason');
   const multi = await f.user.post(`/v1/service/delegations/${f.certId}/revoke`, { reason: 'line one\nline two\twith a tab' });
   t.equal(multi.status, 200, 'reasons may span lines');
+});
+
+t.test('the note of a denied approval', async (t) => {
+  const sc = await startSidecar();
+  t.teardown(() => sc.close());
+  const f = await specFlow(sc, 'note@example.com', { approve: ['payments:send'], constraints: { require_approval: { scopes: ['payments:send'] } } });
+  const p = payment('25.00');
+  const v = await f.platform.post('/v1/service/verify', { proof_bundle: await present(f), required_scope: 'payments:send', context: p.context });
+  t.match(v.body, { decision: 'deny', decision_reason: 'approval_required', approval_id: String });
+  const deny = (note: string) => f.user.post(`/v1/service/approvals/${String(v.body.approval_id)}/deny`, { note });
+  for (const [note, why] of [['not\u0007now', 'a BEL'], ['no\u0000', 'a NUL'], ['\u009bcsi', 'a C1 control'], ['ok\u202Eko', 'a bidi override'], ['x\ud800', 'a lone surrogate'], [' \n\t ', 'only blanks']] as const) {
+    const r = await deny(note);
+    expectError(t, r, 400, 'invalid_request', `${why} in a note`);
+    t.equal(r.body.error.field, 'body.note', `${why}: names the field`);
+  }
+  t.equal((await f.user.get(`/v1/service/approvals/${String(v.body.approval_id)}`)).body.state, 'pending', 'the refusals decided nothing');
+  const ok = await deny('Cafe\u0301 is closed\n\ttry tomorrow');
+  t.equal(ok.status, 200, 'a multi-line note with a tab is accepted');
+  t.equal(ok.body.note, 'Café is closed\n\ttry tomorrow', 'stored NFC-normalised');
+  t.equal((await f.platform.get(`/v1/service/approvals/${String(v.body.approval_id)}/status`)).body.note, ok.body.note, 'the agent reads the same note');
 });
 
 t.test('operations without a body refuse unknown members', async (t) => {
