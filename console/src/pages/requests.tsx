@@ -26,6 +26,7 @@ export function RequestsPage(): JSX.Element {
     ]);
     return { requests: r.requests, agents: a.agents, connections: c.connections.filter((x) => x.status === 'active') };
   });
+  // The agent chosen; until one is, the first one (the select shows it, and a request is made for it).
   const [agentId, setAgentId] = useState('');
   const [error, setError] = useState<unknown>(null);
   const name = (id: string): string => d.data?.agents.find((a) => a.agent_id === id)?.name ?? shortId(id);
@@ -50,7 +51,7 @@ export function RequestsPage(): JSX.Element {
       {d.data && d.data.connections.length > 0 && (
         <form class="panel row wrap" onSubmit={selfRequest} noValidate>
           <label for="sr-agent">Ask for a delegation for</label>
-          <select id="sr-agent" value={agentId} onChange={(e) => setAgentId((e.target as HTMLSelectElement).value)}>
+          <select id="sr-agent" value={agentId || d.data.agents[0]?.agent_id || ''} onChange={(e) => setAgentId((e.target as HTMLSelectElement).value)}>
             {d.data.agents.length === 0 && <option value="">(no agents yet)</option>}
             {d.data.agents.map((a) => <option key={a.agent_id} value={a.agent_id}>{a.name} ({shortId(a.agent_id)})</option>)}
           </select>
