@@ -4,7 +4,8 @@
  * downloaded), plus the checks every page gets: axe-core (no serious or
  * critical violation), no Content-Security-Policy violation and no page
  * error, and a screenshot (into SHOTS). `tabTo` reaches a control with
- * the Tab key alone, as a keyboard user would.
+ * the Tab key alone, as a keyboard user would; `focusedOnceOn` waits for
+ * the focus a page moves by itself.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -87,6 +88,16 @@ export function focused(page: Page): Promise<string> {
     if (!a) return '(none)';
     return `${String(a.tagName).toLowerCase()}${a.id ? `#${a.id}` : ''} "${String(a.getAttribute('aria-label') ?? a.textContent ?? a.value ?? '').trim().slice(0, 60)}"`;
   });
+}
+
+/**
+ * The focused element's description once `selector` has the focus; after `ms` without it, the
+ * description of whatever has it (for the assertion's message). For focus a page moves in an
+ * effect after it renders, which a test must wait for rather than read at once.
+ */
+export async function focusedOnceOn(page: Page, selector: string, ms = 5000): Promise<string> {
+  await page.locator(`${selector}:focus`).waitFor({ timeout: ms }).catch(() => undefined);
+  return focused(page);
 }
 
 /**

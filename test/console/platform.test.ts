@@ -8,7 +8,7 @@
  */
 import t from 'tap';
 import { startSidecar } from '../helpers/sidecar.js';
-import { axeViolations, focused, launch, screenshot, tabTo } from './browser.js';
+import { axeViolations, focusedOnceOn, launch, screenshot, tabTo } from './browser.js';
 import { apiClient, expectNoProblems, sessionInBrowser } from './steps.js';
 
 // Browser globals used inside page.evaluate callbacks (module-scoped: the root program has no DOM types).
@@ -56,7 +56,7 @@ t.test('rotate the API key: shown once, the old key refused, the new one works â
   t.not(key, reg.api_key, 'not the old one');
   t.equal(await onPage(key), 1, 'shown exactly once on the page (one field)');
   t.equal(await page.locator('#main p.status').textContent(), `Key ${reg.api_key_prefix} no longer works.`, 'the old key\'s fate, by its prefix');
-  t.match(await focused(page), /^section "New API key/, 'the focus is on the new key (not left on the rotate button)');
+  t.match(await focusedOnceOn(page, 'section.secrets'), /^section "New API key/, 'the focus is on the new key (not left on the rotate button)');
   await check('platform-rotated');
 
   // The old key is refused, the new one works.

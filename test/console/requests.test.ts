@@ -7,8 +7,8 @@
  * each invalid value first (the page's message is the API's own, compared
  * with the API's answer to the same input), then approved, with the
  * certificate's constraints read back from the API and enforced by verify;
- * and the Agents page's certificate in force. axe-core on each page;
- * screenshots.
+ * the Agents page's certificate in force; and a self-request for the agent
+ * chosen in the list's form. axe-core on each page; screenshots.
  */
 import http from 'node:http';
 import t from 'tap';
@@ -16,7 +16,7 @@ import type { Test } from 'tap';
 import { startSidecar } from '../helpers/sidecar.js';
 import type { Flow } from '../helpers/sidecar.js';
 import { validateConstraints } from '../../src/constraints.js';
-import { axeViolations, focused, launch, screenshot, tabTo } from './browser.js';
+import { axeViolations, focusedOnceOn, launch, screenshot, tabTo } from './browser.js';
 import { apiClient, expectNoProblems, proofFor, sessionInBrowser, verify } from './steps.js';
 
 t.test('requests: list, deny with a reason, IPs, tenants and time window, agents — keyboard only', async (t) => {
@@ -72,6 +72,8 @@ t.test('requests: list, deny with a reason, IPs, tenants and time window, agents
     await table.waitFor();
     t.same((await table.locator('tbody tr').allInnerTexts()).map((r) => r.split('\t').slice(0, 3).join(' | ')).sort(),
       ['pending | order-bot | data:read, data:write', 'pending | report-bot | data:read, data:write']);
+    const shownAgent = await page.locator('#sr-agent').evaluate((s: any) => (s.selectedIndex >= 0 ? s.options[s.selectedIndex].text : '')); // eslint-disable-line @typescript-eslint/no-explicit-any
+    t.match(shownAgent, /^(order|report)-bot \(/, 'the self-request form shows the agent it would ask for (not a blank choice)');
     await check(t, 'requests');
   });
 
@@ -104,7 +106,7 @@ t.test('requests: list, deny with a reason, IPs, tenants and time window, agents
     await page.locator('dt:text-is("Decided")').waitFor();
     t.equal(await page.locator('dt:text-is("State") + dd').textContent(), 'denied', 'the page shows the request denied');
     t.equal(await page.getByRole('heading', { name: 'Approve' }).count(), 0, 'and no longer offers approve or deny');
-    t.match(await focused(page), /^p "Denied\. The platform is told by webhook\."$/, 'the focus goes to the outcome, not lost with the form');
+    t.match(await focusedOnceOn(page, '#main p.success'), /^p "Denied\. The platform is told by webhook\."$/, 'the focus goes to the outcome, not lost with the form');
     const api = await raw('GET', `/v1/service/delegations/requests/${requests['report-bot']}`);
     t.match(api.body, { state: 'denied', decided_at: /^\d{4}-/, cert_id: null }, 'the API: denied');
     await check(t, 'request-denied');
@@ -173,7 +175,7 @@ t.test('requests: list, deny with a reason, IPs, tenants and time window, agents
     await approved.waitFor();
     t.match(await approved.textContent(), 'for data:read; constraints: from 203.0.113.0/24, 2001:db8::/32; tenants acme, beta-corp; Mon, Tue, Wed, Thu, Fri 09:00–18:00 UTC;',
       'approved, the constraints in plain words');
-    t.match(await focused(page), /^p "Approved: certificate cert-/, 'the focus goes to the outcome');
+    t.match(await focusedOnceOn(page, '#main p.success'), /^p "Approved: certificate cert-/, 'the focus goes to the outcome');
     const certId = /certificate (cert-[0-9a-f-]{36})/.exec((await approved.textContent())!)![1]!;
     const cert = await raw('GET', `/v1/service/delegations/${certId}`);
     t.same(cert.body.constraints, c, 'the API: the certificate carries exactly these constraints');
@@ -200,6 +202,20 @@ t.test('requests: list, deny with a reason, IPs, tenants and time window, agents
     t.equal(await cell('order-bot').getByRole('link').getAttribute('href'), '/console/certificates');
     t.equal(await cell('report-bot').innerText(), 'none', 'report-bot (denied): none');
     t.same(await axeViolations(page), [], 'agents: no serious or critical accessibility violation');
+  });
+
+  await t.test('a self-request for the agent chosen with the keyboard', async (t) => {
+    await tabTo(page, 'nav a[href="/console/requests"]', { back: true });
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { level: 1, name: 'Delegation requests' }).waitFor();
+    await tabTo(page, '#sr-agent');
+    await page.keyboard.type('report');
+    t.equal(await page.inputValue('#sr-agent'), agents['report-bot'], 'report-bot chosen');
+    await tabTo(page, 'button:text-is("Create request")');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { level: 1, name: 'Delegation request from report-bot' }).waitFor();
+    const id = page.url().split('/').pop()!;
+    t.match((await raw('GET', `/v1/service/delegations/requests/${id}`)).body, { agent_id: agents['report-bot'], state: 'pending' }, 'the API: a pending request for report-bot');
   });
 
   expectNoProblems(t, b);
