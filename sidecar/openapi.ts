@@ -24,6 +24,7 @@ import { ERRORS } from '../src/errors.js';
 import type { ErrorCode } from '../src/errors.js';
 import type { AuthMode } from './http/auth.js';
 import { OPERATIONS, commonErrors } from './api/operations.js';
+import { webhooksSection } from './api/webhooks.js';
 
 /** The shape of every error body: `{error:{code,message,status}}` (extra members allowed). */
 export const ERROR_SCHEMA = {
@@ -57,6 +58,8 @@ export const OPENAPI_INFO: NonNullable<FastifyDynamicSwaggerOptions['openapi']> 
       + 'Every refusal is `{error:{code,message,status}}` with a code from docs/errors.md. '
       + 'GET /metrics (Prometheus text) is not listed here.',
   },
+  // OpenAPI 3.1 webhooks: what the sidecar POSTs to a platform's callback URL (api/webhooks.ts).
+  webhooks: webhooksSection(),
   servers: [{ url: 'http://127.0.0.1:8700', description: 'A local sidecar (npm start). Use your sidecar\'s own address.' }],
   tags: [
     { name: 'operations', description: 'Health and readiness.' },
@@ -150,6 +153,19 @@ export function errorResponses(codes: readonly ErrorCode[]): Record<string, unkn
 }
 
 /**
+ * A copy of a route's object schema with some members documented by other schemas (the route's
+ * own schema is not changed: it still validates). Throws when a member is not in it, so the
+ * operation table cannot document a member the route does not have.
+ */
+function withMembers(schema: unknown, members: Readonly<Record<string, unknown>>, where: string): Record<string, unknown> {
+  const s = schema as { properties?: Record<string, unknown> } | undefined;
+  for (const name of Object.keys(members)) {
+    if (s?.properties?.[name] === undefined) throw new TypeError(`${where}: no member ${name} to document`);
+  }
+  return { ...s, properties: { ...s!.properties, ...members } };
+}
+
+/**
  * @fastify/swagger `transform`: adds `security` and the error responses to
  * the documented copy of each route schema.
  */
@@ -162,6 +178,8 @@ export const openapiTransform: SwaggerTransform = ({ schema, url, route }) => {
   doc.security = AUTH_SECURITY[mode].map((r) => ({ ...r }));
   const op = OPERATIONS[`${method} ${url}`];
   if (doc.body === undefined && op?.body !== undefined) doc.body = op.body;
+  if (op?.bodyMembers) doc.body = withMembers(doc.body, op.bodyMembers, `${method} ${url} body`);
+  if (op?.query) doc.querystring = withMembers(doc.querystring, op.query, `${method} ${url} query`);
   // Every POST and PUT parses a body when one is sent (415 for another type, 413 over the limit).
   const hasBody = doc.body !== undefined || method === 'POST' || method === 'PUT';
   const other: Record<string, unknown> = {};

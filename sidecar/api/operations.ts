@@ -10,8 +10,12 @@
  * `openapi.ts` publishes it. A route without an entry fails startup in tests
  * (`test/sidecar/ops/openapi.test.ts` checks both directions).
  */
+import { Type } from '@sinclair/typebox';
 import type { TSchema } from '@sinclair/typebox';
 import type { ErrorCode } from '../../src/errors.js';
+import { AUDIT_LIMITS } from '../routes/audit.js';
+import { APPROVAL_LIMITS } from '../routes/approvals.js';
+import { DELIVERY_LIMITS } from '../routes/webhooks.js';
 import * as S from './schemas.js';
 
 /** One documented operation. */
@@ -33,12 +37,24 @@ export interface OperationDoc {
    * (it has no body schema for Fastify to validate with). A route with a body schema never has one.
    */
   readonly body?: TSchema;
+  /**
+   * Members of the route's body schema documented more precisely than the route validates them,
+   * because the handler checks them (the approve body's `constraints`, by `validateConstraints`).
+   */
+  readonly bodyMembers?: Readonly<Record<string, TSchema>>;
+  /** Query parameters documented with the type the handler parses them as (`limit`: an integer). */
+  readonly query?: Readonly<Record<string, TSchema>>;
 }
 
 const op = (operationId: string, summary: string, description: string, response: TSchema, errors: readonly ErrorCode[] = []): OperationDoc =>
   ({ operationId, summary, description, response, errors });
 
 const ONBOARDED: readonly ErrorCode[] = ['onboarding_incomplete'];
+
+/** `limit` of a listing as the handler parses it (`parsePage` in http/resources.ts). */
+const pageLimit = (limits: { default: number; max: number }): Readonly<Record<string, TSchema>> => ({
+  limit: Type.Integer({ minimum: 1, maximum: limits.max, default: limits.default, description: `Page size, 1–${limits.max}.` }),
+});
 
 /** Every operation, by `METHOD /path` as Fastify registers it. */
 export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
@@ -84,9 +100,12 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'POST /v1/service/delegations/self-request': op('createSelfRequest', 'Request a delegation (spec 4.8)',
     'Asks for the connection\'s full scope ceiling for one of its agents (`agent_id` is needed when it has several).',
     S.DelegationRequest, ['connection_not_found', 'agent_not_found', 'agent_required']),
-  'POST /v1/service/delegations/requests/:request_id/approve': op('approveDelegationRequest', 'Approve a delegation request (spec 4.9)',
-    'Issues a certificate signed by the account\'s root identity, for all or some of the requested scopes, with optional expiry and constraints. Event delegation.approved.',
-    S.Approval, ['request_not_found', 'request_not_pending', 'empty_scope', 'invalid_scopes', 'scope_not_requested', 'invalid_expiry', 'invalid_constraints', ...ONBOARDED]),
+  'POST /v1/service/delegations/requests/:request_id/approve': {
+    ...op('approveDelegationRequest', 'Approve a delegation request (spec 4.9)',
+      'Issues a certificate signed by the account\'s root identity, for all or some of the requested scopes, with optional expiry and constraints. Event delegation.approved.',
+      S.Approval, ['request_not_found', 'request_not_pending', 'empty_scope', 'invalid_scopes', 'scope_not_requested', 'invalid_expiry', 'invalid_constraints', ...ONBOARDED]),
+    bodyMembers: { constraints: Type.Union([Type.Ref('Constraints'), Type.Null()], { description: 'Constraints (docs/constraints.md); null or `{}` for none.' }) },
+  },
   'POST /v1/service/delegations/requests/:request_id/deny': {
     ...op('denyDelegationRequest', 'Deny a delegation request',
       'Optional body `{reason}`. Event delegation.denied.', S.Denial, ['request_not_found', 'request_not_pending']),
@@ -109,9 +128,9 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
     'Answers a decision: allow, deny or indeterminate, with a stable reason. Metered, checked against revocation, recorded in the audit trail. A 400 means the proof is bad or spent.',
     S.VerifyResult, ['invalid_challenge', 'invalid_proof', 'proof_stale', 'invalid_signature', 'invalid_scopes', 'credits_exhausted']),
 
-  'GET /v1/service/approvals': op('listApprovals', 'List step-up approvals',
+  'GET /v1/service/approvals': { ...op('listApprovals', 'List step-up approvals',
     'The account\'s approvals, newest first, with cursor pagination (`limit` 1–200, default 25) and `state` (`pending` for those waiting). Due ones are expired first.',
-    S.ActionApprovalList),
+    S.ActionApprovalList), query: pageLimit(APPROVAL_LIMITS) },
   'GET /v1/service/approvals/:approval_id': op('getApproval', 'Read a step-up approval',
     'One approval with its action in human terms (summary, amount, method, path, tool).', S.ActionApproval, ['approval_not_found']),
   'POST /v1/service/approvals/:approval_id/approve': op('grantApproval', 'Approve an action',
@@ -126,13 +145,16 @@ export const OPERATIONS: Readonly<Record<string, OperationDoc>> = {
   'GET /v1/service/delegations/:cert_id/usage': op('getCertificateUsage', 'Read a certificate\'s budget and rate usage',
     'Spent and left of `budget` and `max_calls` in the current calendar window (UTC).', S.CertificateUsage, ['certificate_not_found']),
 
-  'GET /v1/service/audit/personal': op('listAuditEvents', 'Read audit events (spec 4.14)',
-    'Newest first, with cursor pagination (`limit` 1–200, default 25) and filters: `event_type`, `agent_id`, `from` and `to` (ISO 8601; from inclusive, to exclusive), `decision`, `reason`, `scope`, `cert_id`.', S.AuditPage),
+  'GET /v1/service/audit/personal': { ...op('listAuditEvents', 'Read audit events (spec 4.14)',
+    'Newest first, with cursor pagination (`limit` 1–200, default 25) and filters: `event_type`, `agent_id`, `from` and `to` (ISO 8601; from inclusive, to exclusive), `decision`, `reason`, `scope`, `cert_id`.', S.AuditPage), query: pageLimit(AUDIT_LIMITS) },
   'GET /v1/service/audit/personal/export': op('exportAuditEvents', 'Export audit events as NDJSON',
     'Streams the account\'s hash-chained audit trail for `from`–`to` as `application/x-ndjson`: a header with the service keys, the signed checkpoints, the events in chain order, a trailer with the counts (docs/audit.md). The last event is always covered by a signed checkpoint, so the file verifies offline with `agent-authz-sidecar audit verify --export`.',
     S.AuditExport),
   'GET /v1/service/usage/personal': op('getUsage', 'Read credits and usage', 'The balance and the verify counts.', S.Usage),
-  'GET /v1/service/webhooks/deliveries': op('listWebhookDeliveries', 'List webhook deliveries', 'Newest first, with cursor pagination and filters.', S.DeliveryPage),
+  'GET /v1/service/webhooks/deliveries': {
+    ...op('listWebhookDeliveries', 'List webhook deliveries', 'Newest first, with cursor pagination (`limit` 1–200, default 25) and filters `platform_id` and `state`.', S.DeliveryPage),
+    query: pageLimit(DELIVERY_LIMITS),
+  },
   'GET /v1/service/webhooks/deliveries/:delivery_id': op('getWebhookDelivery', 'Read a webhook delivery', 'One delivery with every attempt.', S.DeliveryDetail, ['delivery_not_found']),
   'POST /v1/service/webhooks/deliveries/:delivery_id/redeliver': op('redeliverWebhook', 'Redeliver a webhook',
     'Queues the same delivery (same id and body) again.', S.Redelivery, ['delivery_not_found', 'callback_not_configured']),

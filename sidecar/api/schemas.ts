@@ -13,6 +13,10 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { TSchema } from '@sinclair/typebox';
+import { DECISION_REASONS } from '../../src/decisions.js';
+import type { DecisionReason } from '../../src/decisions.js';
+import { ConstraintsSchema } from './constraints.js';
+import { WEBHOOK_SCHEMAS } from './webhooks.js';
 
 const Str = Type.String();
 const Time = Type.String({ format: 'date-time' });
@@ -86,7 +90,8 @@ export const DelegationRequest = named('DelegationRequest', Type.Object({
   cert_id: NullableStr, decided_at: NullableTime, created_at: NullableTime,
 }));
 export const DelegationRequestList = named('DelegationRequestList', Type.Object({ requests: Type.Array(Type.Ref('DelegationRequest')) }));
-const Constraints = Type.Union([FreeObject('The constraints (docs/constraints.md).'), Type.Null()]);
+/** The certificate's constraints (`components.schemas.Constraints`, api/constraints.ts), or null. */
+const Constraints = Type.Union([Type.Ref('Constraints'), Type.Null()]);
 /** Spec 4.9, plus the request, agent, connection, constraints and certificate hash. */
 export const Approval = named('Approval', Type.Object({
   approved_scope: Scopes, cert_id: Str, expires_at: NullableTime, issued_at: Time, status: Type.Literal('approved'),
@@ -119,7 +124,10 @@ export const Presentation = named('Presentation', Type.Object({
 /** Spec 2.7: the verification result. */
 export const VerifyResult = named('VerifyResult', Type.Object({
   decision: Type.Union([Type.Literal('allow'), Type.Literal('deny'), Type.Literal('indeterminate')]),
-  decision_reason: Type.String({ description: 'Stable reason (docs/errors.md, decision reasons).' }),
+  // An enum of the reason table itself (src/decisions.ts): a new reason is documented when it is added.
+  decision_reason: Type.Unsafe<DecisionReason>({
+    type: 'string', enum: Object.keys(DECISION_REASONS), description: 'Stable reason (docs/errors.md, decision reasons).',
+  }),
   agent_id: Type.Optional(Str), cert_id: Type.Optional(Str), scope: Type.Optional(Str),
   constraint: Type.Optional(Type.String({ description: 'With constraint_denied: the constraint that did not hold.' })),
   audit_event_id: Type.Optional(Str),
@@ -206,12 +214,18 @@ export const NotReady = named('NotReady', Type.Object({
   schema_version: Type.Optional(Type.Integer()), expected_version: Type.Optional(Type.Integer()),
 }, { description: 'Not ready: do not send traffic.' }));
 
-/** Every named schema, in the order `components.schemas` lists them. */
+/**
+ * Every named schema, in the order `components.schemas` lists them: the success bodies, the
+ * constraints they and the approve body refer to, and the webhook bodies (api/webhooks.ts).
+ * server.ts registers each with Fastify.
+ */
 export const RESPONSE_SCHEMAS: readonly TSchema[] = [
+  ConstraintsSchema,
   SendCodeResult, LoginResult, RefreshResult, LogoutResult, Session, ProfileResult, AccountTypeResult,
   PlatformRegistration, Platform, PlatformList, Connection, ConnectionList, KeyRotation, ConnectionRemoval,
   AgentCreated, Agent, AgentList, DelegationRequest, DelegationRequestList, Approval, Denial, Revocation,
   Certificate, CertificateList, Identity, Challenge, Presentation, VerifyResult, ActionApproval, ActionApprovalList,
   ActionApprovalStatus, CertificateUsage, AuditEvent, AuditPage, AuditExport, Usage,
   Delivery, DeliveryPage, DeliveryDetail, Redelivery, Liveness, Readiness, NotReady,
+  ...WEBHOOK_SCHEMAS,
 ];

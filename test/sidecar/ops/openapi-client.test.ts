@@ -57,6 +57,8 @@ t.test('a TypeScript client generated from /openapi.json compiles strictly and d
     t.match(api, new RegExp(`\\b${method}: \\(`), `the client has ${method}()`);
   }
   t.match(api, /export interface VerifyResult \{/, 'typed responses: VerifyResult');
+  t.match(api, /limit\?: number;/, 'the listings\' limit is a number');
+  t.match(api, /decision_reason:\s*\|?\s*"authorized"/, 'decision_reason is a union of the reasons');
 
   fs.copyFileSync(path.join(FIXTURE, 'flow.ts'), path.join(dir, 'flow.ts'));
   fs.copyFileSync(path.join(FIXTURE, 'tsconfig.json'), path.join(dir, 'tsconfig.json'));

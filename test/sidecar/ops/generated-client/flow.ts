@@ -76,7 +76,7 @@ export async function runFlow(baseUrl: string, email: string, codeFor: (email: s
     () => ({ status: 200, code: '' }),
     (err: { status: number; error: { error: { code: string } } }) => ({ status: err.status, code: err.error.error.code }),
   );
-  const audit = await user.audit.listAuditEvents({ limit: '25' });
+  const audit = await user.audit.listAuditEvents({ limit: 25 });
 
   return {
     onboardingStep: done.onboarding_step, platformId: reg.platform_id, agentId: agent.agent_id, certId: approval.cert_id,

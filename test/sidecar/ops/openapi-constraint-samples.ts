@@ -1,0 +1,130 @@
+/**
+ * Constraint samples for `openapi-constraints.test.ts`: every kind of
+ * docs/constraints.md, each valid in its usual forms and at its bounds, and
+ * invalid in the ways a caller gets it wrong (wrong type, unknown member,
+ * missing member, out-of-range value, bad syntax). Whether each is valid is
+ * not written here: the validator decides, and the schema must agree.
+ */
+const many = (n: number, f: (i: number) => string): string[] => Array.from({ length: n }, (_, i) => f(i));
+
+/** `[label, constraints]` pairs. */
+export const CONSTRAINT_SAMPLES: readonly (readonly [string, unknown])[] = [
+  ['empty', {}],
+  ['not an object: null', null],
+  ['not an object: array', []],
+  ['not an object: string', 'max_amount'],
+  ['an unknown kind', { max_amount: { amount: '1', currency: 'USD' }, colour: 'red' }],
+  ['every kind', {
+    max_amount: { amount: '50.00', currency: 'USD' }, methods: ['GET', 'POST'], path_prefixes: ['/v1/orders', '/v1/refunds/'],
+    client_ips: ['203.0.113.0/24', '2001:db8::/32', '198.51.100.7'], tenants: ['acme', 'globex'],
+    time_window: { days: ['mon', 'tue', 'wed', 'thu', 'fri'], start: '08:00', end: '18:00' }, require_bound_operation: true,
+    require_approval: { scopes: ['payments:send'], above: { amount: '100.00', currency: 'USD' } },
+    budget: { amount: '200.00', currency: 'USD', period: 'day' }, max_calls: { count: 1000, period: 'hour' },
+  }],
+  // max_amount
+  ['max_amount: integer amount', { max_amount: { amount: '50', currency: 'EUR' } }],
+  ['max_amount: 6 decimals', { max_amount: { amount: '0.000001', currency: 'EUR' } }],
+  ['max_amount: 15 integer digits', { max_amount: { amount: '999999999999999', currency: 'EUR' } }],
+  ['max_amount: 16 integer digits', { max_amount: { amount: '1000000000000000', currency: 'EUR' } }],
+  ['max_amount: 7 decimals', { max_amount: { amount: '1.1234567', currency: 'EUR' } }],
+  ['max_amount: a number', { max_amount: { amount: 50, currency: 'EUR' } }],
+  ['max_amount: leading zero', { max_amount: { amount: '050', currency: 'EUR' } }],
+  ['max_amount: lowercase currency', { max_amount: { amount: '1', currency: 'eur' } }],
+  ['max_amount: no currency', { max_amount: { amount: '1' } }],
+  ['max_amount: an extra member', { max_amount: { amount: '1', currency: 'EUR', per: 'day' } }],
+  // methods, tenants
+  ['methods: one', { methods: ['DELETE'] }],
+  ['methods: 64', { methods: many(64, () => 'GET') }],
+  ['methods: 65', { methods: many(65, () => 'GET') }],
+  ['methods: empty', { methods: [] }],
+  ['methods: lowercase', { methods: ['get'] }],
+  ['methods: 17 letters', { methods: ['A'.repeat(17)] }],
+  ['methods: a number', { methods: [1] }],
+  ['methods: a string', { methods: 'GET' }],
+  ['tenants: allowed characters', { tenants: ['a.b:c_d-E9'] }],
+  ['tenants: 128 characters', { tenants: ['t'.repeat(128)] }],
+  ['tenants: 129 characters', { tenants: ['t'.repeat(129)] }],
+  ['tenants: a space', { tenants: ['a b'] }],
+  ['tenants: empty string', { tenants: [''] }],
+  // path_prefixes
+  ['path_prefixes: root', { path_prefixes: ['/'] }],
+  ['path_prefixes: trailing slash', { path_prefixes: ['/a/'] }],
+  ['path_prefixes: sub-delims and @', { path_prefixes: ["/a!$&'()*+,=:@~b"] }],
+  ['path_prefixes: .well-known', { path_prefixes: ['/.well-known/x'] }],
+  ['path_prefixes: 512 characters', { path_prefixes: [`/${'a'.repeat(511)}`] }],
+  ['path_prefixes: 513 characters', { path_prefixes: [`/${'a'.repeat(512)}`] }],
+  ['path_prefixes: relative', { path_prefixes: ['v1'] }],
+  ['path_prefixes: doubled slash', { path_prefixes: ['/a//b'] }],
+  ['path_prefixes: dot segment', { path_prefixes: ['/a/./b'] }],
+  ['path_prefixes: trailing dot segment', { path_prefixes: ['/a/.'] }],
+  ['path_prefixes: dot-dot', { path_prefixes: ['/a/../b'] }],
+  ['path_prefixes: a..b', { path_prefixes: ['/a..b'] }],
+  ['path_prefixes: percent', { path_prefixes: ['/a%2Fb'] }],
+  ['path_prefixes: semicolon', { path_prefixes: ['/a;b'] }],
+  ['path_prefixes: non-ASCII', { path_prefixes: ['/café'] }],
+  ['path_prefixes: query', { path_prefixes: ['/a?b'] }],
+  ['path_prefixes: backslash', { path_prefixes: ['/a\\b'] }],
+  ['path_prefixes: quote', { path_prefixes: ['/a"b'] }],
+  // client_ips
+  ['client_ips: IPv4 and CIDR', { client_ips: ['10.0.0.1', '10.0.0.0/8', '0.0.0.0/0'] }],
+  ['client_ips: prefix with leading zeros', { client_ips: ['10.0.0.0/008'] }],
+  ['client_ips: IPv6 forms', { client_ips: ['::', '::1/128', '2001:db8::/32', '::ffff:192.0.2.1', '1:2:3:4:5:6:7:8'] }],
+  ['client_ips: IPv6 zone', { client_ips: ['fe80::1%eth0', 'fe80::1%eth0/64'] }],
+  ['client_ips: /33', { client_ips: ['10.0.0.0/33'] }],
+  ['client_ips: /129', { client_ips: ['::/129'] }],
+  ['client_ips: octet 256', { client_ips: ['256.0.0.1'] }],
+  ['client_ips: leading zero octet', { client_ips: ['01.2.3.4'] }],
+  ['client_ips: two ::', { client_ips: ['1::2::3'] }],
+  ['client_ips: empty prefix', { client_ips: ['10.0.0.0/'] }],
+  ['client_ips: two prefixes', { client_ips: ['10.0.0.0/8/8'] }],
+  ['client_ips: a name', { client_ips: ['localhost'] }],
+  // time_window
+  ['time_window: start and end', { time_window: { start: '22:00', end: '06:00' } }],
+  ['time_window: every day', { time_window: { days: [...['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat']], start: '00:00', end: '23:59' } }],
+  ['time_window: 24:00', { time_window: { start: '00:00', end: '24:00' } }],
+  ['time_window: one-digit hour', { time_window: { start: '8:00', end: '18:00' } }],
+  ['time_window: no end', { time_window: { start: '08:00' } }],
+  ['time_window: empty days', { time_window: { days: [], start: '08:00', end: '18:00' } }],
+  ['time_window: capitalised day', { time_window: { days: ['Mon'], start: '08:00', end: '18:00' } }],
+  ['time_window: extra member', { time_window: { start: '08:00', end: '18:00', tz: 'UTC' } }],
+  // require_bound_operation
+  ['require_bound_operation: false', { require_bound_operation: false }],
+  ['require_bound_operation: "true"', { require_bound_operation: 'true' }],
+  // require_approval
+  ['require_approval: scopes only', { require_approval: { scopes: ['payments:send', 'data:delete'] } }],
+  ['require_approval: a custom scope', { require_approval: { scopes: ['custom:invoices:export'] } }],
+  ['require_approval: custom, 8 segments', { require_approval: { scopes: ['custom:a:b:c:d:e:f:g:h'] } }],
+  ['require_approval: custom, 9 segments', { require_approval: { scopes: ['custom:a:b:c:d:e:f:g:h:i'] } }],
+  ['require_approval: custom uppercase', { require_approval: { scopes: ['custom:Invoices'] } }],
+  ['require_approval: a wildcard', { require_approval: { scopes: ['payments:*'] } }],
+  ['require_approval: no scopes', { require_approval: { scopes: [] } }],
+  ['require_approval: 65 scopes', { require_approval: { scopes: many(65, () => 'data:read') } }],
+  ['require_approval: missing scopes', { require_approval: { above: { amount: '1', currency: 'USD' } } }],
+  ['require_approval: above without currency', { require_approval: { scopes: ['payments:send'], above: { amount: '1' } } }],
+  ['require_approval: above a number', { require_approval: { scopes: ['payments:send'], above: { amount: 1, currency: 'USD' } } }],
+  ['require_approval: unknown member', { require_approval: { scopes: ['payments:send'], when: 'always' } }],
+  // budget
+  ['budget: each period', { budget: { amount: '1', currency: 'USD', period: 'week' } }],
+  ['budget: month', { budget: { amount: '0.01', currency: 'USD', period: 'month' } }],
+  ['budget: total, 9 integer digits', { budget: { amount: '999999999.999999', currency: 'USD', period: 'total' } }],
+  ['budget: 10 integer digits', { budget: { amount: '1000000000', currency: 'USD', period: 'day' } }],
+  ['budget: zero', { budget: { amount: '0.00', currency: 'USD', period: 'day' } }],
+  ['budget: zero, no decimals', { budget: { amount: '0', currency: 'USD', period: 'day' } }],
+  ['budget: minute is a call period', { budget: { amount: '1', currency: 'USD', period: 'minute' } }],
+  ['budget: no period', { budget: { amount: '1', currency: 'USD' } }],
+  ['budget: extra member', { budget: { amount: '1', currency: 'USD', period: 'day', rolling: true } }],
+  // max_calls
+  ['max_calls: each period', { max_calls: { count: 1, period: 'minute' } }],
+  ['max_calls: 10^9, total', { max_calls: { count: 1_000_000_000, period: 'total' } }],
+  ['max_calls: 10^9 + 1', { max_calls: { count: 1_000_000_001, period: 'day' } }],
+  ['max_calls: zero', { max_calls: { count: 0, period: 'day' } }],
+  ['max_calls: fraction', { max_calls: { count: 1.5, period: 'day' } }],
+  ['max_calls: a string count', { max_calls: { count: '3', period: 'day' } }],
+  ['max_calls: week is a budget period', { max_calls: { count: 3, period: 'week' } }],
+  ['max_calls: no count', { max_calls: { period: 'day' } }],
+];
+
+/** Samples the validator refuses and the schema accepts, because a JSON Schema cannot compare two members. */
+export const KNOWN_DIFFERENCES: readonly (readonly [string, unknown])[] = [
+  ['time_window: ends when it starts', { time_window: { start: '08:00', end: '08:00' } }],
+];
