@@ -207,6 +207,11 @@ t.test('node bin/agent-authz-sidecar.mjs audit verify (the compiled bin)', async
   const json = await bin(['audit', 'verify', '--export', bad, '--json']);
   t.equal(json.code, 1);
   t.match(JSON.parse(json.stdout), { ok: false, problems: [{ kind: 'rows_missing', position: 5 }] });
+  const q = parts();
+  q.events.shift();
+  const cut = await bin(['audit', 'verify', '--export', write('bin-cut', q), '--key-id', keyId]);
+  t.equal(cut.code, 1, 'the first row cut: broken');
+  t.match(cut.stdout, /BROKEN at position 1: rows_missing: the export announces events from position 1, but its first event line is at 2/);
   const usage = await bin(['audit', 'verify', '--export']);
   t.equal(usage.code, 2, 'usage error');
   t.match(usage.stderr, /--export needs a value/);
