@@ -96,7 +96,11 @@ export class PgProofStore implements ProofStore {
   private barrier(): Promise<void> {
     if (!this.flushing) {
       const p = this.db.run('SELECT pg_current_xact_id()').then(() => undefined);
-      this.flushing = p.finally(() => { this.flushing = undefined; });
+      this.flushing = p;
+      // Both outcomes handled here: a `finally()` copy of a failed barrier (the database cut
+      // mid-flush) would be a second, unhandled rejection, and that ends the process.
+      const clear = (): void => { this.flushing = undefined; };
+      p.then(clear, clear);
       return p;
     }
     this.queued ??= this.flushing.catch(() => undefined).then(() => {

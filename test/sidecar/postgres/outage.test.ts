@@ -8,7 +8,9 @@
  * replica exits. Once it is back: every replica becomes ready and allows
  * again without a restart. Nothing acknowledged is lost: every allow a client
  * received has its audit row in the database, and the account's counters and
- * balance match the audit and the calls.
+ * balance match the audit and the calls. The store metrics show it: each
+ * replica's `agent_authz_store_errors_total` rises during the outage, and its
+ * pool gauge reports in_use, idle and waiting connections throughout.
  */
 import t from 'tap';
 import { startPostgres } from '../../helpers/postgres.js';
@@ -46,8 +48,21 @@ if (pg) {
     }
   }));
 
+  /** Each replica's failed-operation count and its pool gauge's states. */
+  const storeMetrics = async (r: (typeof all)[number]) => ({
+    errors: (await r.metric('agent_authz_store_errors_total')) ?? -1,
+    pool: await Promise.all(['in_use', 'idle', 'waiting'].map((state) => r.metric('agent_authz_store_pool_connections', undefined, { state }))),
+  });
+  const errorsBefore: number[] = [];
+
   await t.test('the database stops mid-load', async (t) => {
     while (results.length < 15) await new Promise((r) => setTimeout(r, 20));
+    for (const r of all) {
+      const m = await storeMetrics(r);
+      errorsBefore.push(m.errors);
+      t.ok(m.errors >= 0, `${r.name}: agent_authz_store_errors_total is exported (${m.errors})`);
+      t.ok(m.pool.every((v) => typeof v === 'number' && v >= 0), `${r.name}: the pool gauge reports in_use, idle and waiting (${m.pool.join(', ')})`);
+    }
     phase = 'down';
     await pg.stop('fast');
     const downAt = results.length;
@@ -63,6 +78,11 @@ if (pg) {
       t.equal(((await ready.json()) as { reason: string }).reason, 'store_unavailable');
       t.equal((await fetch(`${r.url}/healthz`)).status, 200, `${r.name}: /healthz 200`);
       expectError(t, await sameSession(f.user, r).get('/v1/service/usage/personal'), 503, 'service_unavailable', `${r.name}: an account call`);
+    }
+    for (const [i, r] of all.entries()) {
+      const m = await storeMetrics(r);
+      t.ok(m.errors > errorsBefore[i]!, `${r.name}: agent_authz_store_errors_total rose during the outage (${errorsBefore[i]} → ${m.errors})`);
+      t.ok(m.pool.every((v) => typeof v === 'number' && v >= 0), `${r.name}: the pool gauge still reports every state (${m.pool.join(', ')})`);
     }
   });
 
