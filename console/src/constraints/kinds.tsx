@@ -108,8 +108,15 @@ const timeWindow: ConstraintKind<{ start: string; end: string; days: string[] }>
 /** The kinds, in the order the API checks them (docs/constraints.md). */
 export const CONSTRAINT_KINDS: ConstraintKind<any>[] = [amount, methods, paths, ips, tenants, timeWindow, ...RULE_KINDS]; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-/** Constraints in plain words (`methods GET; paths under /v1/orders`); 'none' when empty. */
+/**
+ * Constraints in plain words (`methods GET; paths under /v1/orders`); 'none' when empty. The kinds
+ * are said in the order of {@link CONSTRAINT_KINDS} (the order verify checks them), whatever the
+ * order of the members in the API's answer (its serializer follows the response schema); members
+ * the console does not know come last, as JSON.
+ */
 export function describeConstraints(c: Record<string, unknown> | null | undefined): string {
   if (!c || Object.keys(c).length === 0) return 'none';
-  return Object.entries(c).map(([k, v]) => CONSTRAINT_KINDS.find((x) => x.key === k)?.describe(v) ?? `${k}: ${JSON.stringify(v)}`).join('; ');
+  const known = CONSTRAINT_KINDS.filter((k) => Object.hasOwn(c, k.key)).map((k) => k.describe(c[k.key]));
+  const other = Object.entries(c).filter(([k]) => !CONSTRAINT_KINDS.some((x) => x.key === k)).map(([k, v]) => `${k}: ${JSON.stringify(v)}`);
+  return [...known, ...other].join('; ');
 }
