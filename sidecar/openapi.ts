@@ -13,7 +13,17 @@
  *   `session_csrf` → cookie + CSRF header, `api_key` → API-key header); verify
  *   authenticates inside its pipeline and is listed in {@link SECURITY_OVERRIDES};
  * - one response per error status, each the shared `Error` shape with the
- *   codes this operation can answer at that status as an `enum`.
+ *   codes this operation can answer at that status as an `enum`
+ *   (`test/sidecar/ops/openapi-errors.test.ts` probes a real sidecar to keep
+ *   the lists complete);
+ * - the documented-only refinements of the operation table: a body the
+ *   handler checks itself (`body`), body members documented more precisely
+ *   than the route validates them (`bodyMembers`: the approve body's typed
+ *   `constraints`), query parameters as the handler parses them (`query`:
+ *   `limit` is an integer).
+ *
+ * The top-level `webhooks` section (OpenAPI 3.1) describes the signed POSTs
+ * the sidecar sends to a platform's callback URL (`api/webhooks.ts`).
  *
  * Error bodies are never serialized with a schema: members beyond
  * code/message/status (`field`, `invalid_scopes`, `tries_left`, …) are kept.

@@ -7,12 +7,15 @@
  * match the documented body schema and header patterns, and their signatures
  * verify.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import t from 'tap';
 import { Ajv } from 'ajv';
 import { specFlow, present, startSidecar } from '../../helpers/sidecar.js';
 import { startReceiver } from '../webhooks/helpers.js';
 import { WEBHOOK_EVENT_TYPES } from '../../../src/webhook-events.js';
 import { WEBHOOK_HEADERS, verifyWebhookSignature } from '../../../src/webhooks.js';
+import { REPO } from './helpers.js';
 
 type Doc = { webhooks?: Record<string, Record<string, any>>; components: { schemas: Record<string, any> } }; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -40,6 +43,8 @@ t.test('the webhooks section and real deliveries', async (t) => {
     t.ok(op?.responses?.['2XX'] && op.responses['410'], `${kind}: what the sidecar does with the answer`);
   }
   t.equal(ids.size, WEBHOOK_EVENT_TYPES.length, 'operationIds are unique');
+  const apiDoc = fs.readFileSync(path.join(REPO, 'docs/api.md'), 'utf8');
+  t.same([...ids].filter((id) => !apiDoc.includes(`| \`${id}\` |`)), [], 'docs/api.md lists every webhook operationId');
 
   // Every kind, delivered for real.
   const f = await specFlow(sc, 'openapi-webhooks@example.com', {
