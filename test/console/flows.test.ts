@@ -69,7 +69,7 @@ t.test('sign in, onboard, register, approve, revoke, audit — keyboard only', a
   await page.getByRole('heading', { name: 'Sign in to agent-authz' }).waitFor();
   t.pass('an anonymous visit goes to sign-in');
   await check('sign-in');
-  await signIn(page, sc, email, { wrongFirst: true, t, shot: () => screenshot(page, 'sign-in-wrong-code') });
+  await signIn(page, sc, email, { wrongFirst: true, t, shot: () => check('sign-in-wrong-code') });
 
   // Onboarding: profile, then account type.
   await page.getByRole('heading', { name: /Welcome/ }).waitFor();
