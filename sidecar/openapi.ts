@@ -28,7 +28,7 @@
  * Error bodies are never serialized with a schema: members beyond
  * code/message/status (`field`, `invalid_scopes`, `tries_left`, …) are kept.
  */
-import type { FastifyDynamicSwaggerOptions, SwaggerTransform } from '@fastify/swagger';
+import type { FastifyDynamicSwaggerOptions, SwaggerTransform, SwaggerTransformObject } from '@fastify/swagger';
 import type { RouteOptions } from 'fastify';
 import { ERRORS } from '../src/errors.js';
 import type { ErrorCode } from '../src/errors.js';
@@ -202,10 +202,29 @@ export const openapiTransform: SwaggerTransform = ({ schema, url, route }) => {
   return { schema: doc, url };
 };
 
+/**
+ * @fastify/swagger `transformObject`: a request body whose schema accepts `null` is optional
+ * (`requestBody.required: false`). @fastify/swagger marks every body required; the routes with
+ * such a body (the deny of a delegation request or of an approval) take none, as they validate
+ * an absent body as `null`.
+ */
+export const openapiTransformObject: SwaggerTransformObject = (document) => {
+  if (!('openapiObject' in document)) return document.swaggerObject;
+  const { openapiObject } = document;
+  for (const item of Object.values(openapiObject.paths ?? {})) {
+    for (const op of Object.values(item ?? {}) as { requestBody?: { required?: boolean; content?: Record<string, { schema?: { anyOf?: { type?: unknown }[] } }> } }[]) {
+      const schema = op?.requestBody?.content?.['application/json']?.schema;
+      if (schema?.anyOf?.some((s) => s.type === 'null')) op.requestBody!.required = false;
+    }
+  }
+  return openapiObject;
+};
+
 /** The options the sidecar registers @fastify/swagger with (server.ts). */
 export const OPENAPI_OPTIONS: FastifyDynamicSwaggerOptions = {
   openapi: OPENAPI_INFO,
   transform: openapiTransform,
+  transformObject: openapiTransformObject,
   // Shared schemas keep their `$id` as the component name (`#/components/schemas/Platform`).
   refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
 };

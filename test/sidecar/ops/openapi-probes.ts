@@ -26,6 +26,8 @@ export interface DocOperation {
   readonly query: Readonly<Record<string, Schema>>;
   /** The request body's schema (the object branch of a union), or null when none is documented. */
   readonly body: Schema | null;
+  /** The document says a body is required (`requestBody.required`). */
+  readonly bodyRequired: boolean;
   /** The documented error codes by status. */
   readonly listed: ReadonlyMap<number, ReadonlySet<string>>;
 }
@@ -64,7 +66,7 @@ export function operationsOf(doc: ServedDoc): DocOperation[] {
         key: `${method.toUpperCase()} ${p}`, operationId: o.operationId, method: method.toUpperCase(), path: p, auth: authOf(o.security),
         pathParams: params.filter((x) => x.in === 'path').map((x) => x.name),
         query: Object.fromEntries(params.filter((x) => x.in === 'query').map((x) => [x.name, x.schema])),
-        body, listed,
+        body, bodyRequired: o.requestBody?.required === true, listed,
       });
     }
   }
@@ -216,6 +218,10 @@ export function probesFor(op: DocOperation, fx: ProbeFixture): Probe[] {
   if (hasBody) {
     const raw = (name: string, body: string, mustRefuse = true): void => add('body', name, { url, headers: { ...valid, ...json }, body, mustRefuse });
     raw('malformed JSON', '{"a":');
+    if (op.bodyRequired) {
+      add('body', 'no body, though it is required', { url, headers: valid, mustRefuse: true });
+      raw('an empty JSON body, though one is required', '');
+    }
     raw('a JSON array', '[]');
     raw('a JSON string', '"text"');
     raw('a JSON number', '42');

@@ -131,6 +131,10 @@ t.test('the OpenAPI document', async (t) => {
   t.same(op('get', '/v1/service/audit/personal')?.security, [{ session: [] }], 'audit: cookie');
   t.match(op('post', '/v1/service/verify')?.requestBody?.content?.['application/json']?.schema, { required: ['proof_bundle', 'required_scope'] });
   t.match(op('post', '/v1/service/delegations/{cert_id}/revoke')?.parameters, [{ in: 'path', name: 'cert_id', required: true }]);
+  // A body that may be absent (the routes validate an absent body as null) is not required.
+  t.equal(op('post', '/v1/service/approvals/{approval_id}/deny')?.requestBody?.required, false, 'denyApproval: the body is optional');
+  t.equal(op('post', '/v1/service/delegations/requests/{request_id}/deny')?.requestBody?.required, false, 'denyDelegationRequest: the body is optional');
+  t.equal(op('post', '/v1/service/delegations/{cert_id}/revoke')?.requestBody?.required, true, 'revokeCertificate: the body is required');
 
   // Real bodies match the documented schemas: successes of the spec flow, and errors (extra members survive).
   const ajv = new Ajv({ strict: false, validateFormats: false });
