@@ -1,7 +1,8 @@
 /**
  * The operation a request performs, as the agent-side client computes it
- * before asking for a proof: method, path, MCP tool and the SHA-256 of the
- * body. The gateway derives the same facts from what it receives.
+ * before asking for a proof: method, path, MCP tool, and the SHA-256 of the
+ * query string (when there is one) and of the body. The gateway derives the
+ * same facts from what it receives.
  *
  * {@link boundOperation} turns it into the `operation` present signs into the
  * proof (operation-bound proofs, docs/proofs.md): method, body hash, and the
@@ -28,6 +29,8 @@ export interface AgentOperation {
   readonly path: string;
   /** The MCP tool of a JSON-RPC `tools/call` body. */
   readonly tool: string | undefined;
+  /** Lowercase hex SHA-256 of the query string as sent (after `?`), or `undefined` without one. */
+  readonly query_sha256: string | undefined;
   /** Lowercase hex SHA-256 of the body bytes (of the empty body when there is none). */
   readonly body_sha256: string;
 }
@@ -49,7 +52,7 @@ function toolOf(body: Uint8Array | undefined, contentType: string | null): strin
  * @example
  * ```ts
  * const op = describeOperation('POST', new URL('https://api.example.com/mcp'), body, 'application/json');
- * // { method: 'POST', path: '/mcp', tool: 'send_payment', body_sha256: '…' }
+ * // { method: 'POST', path: '/mcp', tool: 'send_payment', query_sha256: undefined, body_sha256: '…' }
  * ```
  */
 export function describeOperation(method: string, url: URL, body: Uint8Array | undefined, contentType: string | null): AgentOperation {
@@ -57,14 +60,17 @@ export function describeOperation(method: string, url: URL, body: Uint8Array | u
     method: method.toUpperCase(),
     path: url.pathname,
     tool: toolOf(body, contentType),
+    // The URL's serialized query is what fetch sends, byte for byte.
+    query_sha256: url.search.length > 1 ? createHash('sha256').update(url.search.slice(1)).digest('hex') : undefined,
     body_sha256: createHash('sha256').update(body ?? new Uint8Array(0)).digest('hex'),
   };
 }
 
 /**
  * The operation to sign into the proof for `op` (the `operation` member of
- * present, docs/proofs.md), or `undefined` when the path has no normalized
- * form (the gateway refuses such a path as `ambiguous_path` before verify).
+ * present, docs/proofs.md; with `query_sha256` when the URL has a query), or
+ * `undefined` when the path has no normalized form (the gateway refuses such
+ * a path as `ambiguous_path` before verify).
  *
  * @example
  * ```ts
@@ -72,10 +78,11 @@ export function describeOperation(method: string, url: URL, body: Uint8Array | u
  * // { method: 'GET', path: '/v1/items/7', body_sha256: 'e3b0c4…' }
  * ```
  */
-export function boundOperation(op: AgentOperation): { method: string; body_sha256: string; path?: string; tool?: string } | undefined {
-  if (op.tool !== undefined) return { method: op.method, tool: op.tool, body_sha256: op.body_sha256 };
+export function boundOperation(op: AgentOperation): { method: string; body_sha256: string; path?: string; tool?: string; query_sha256?: string } | undefined {
+  const query = op.query_sha256 === undefined ? {} : { query_sha256: op.query_sha256 };
+  if (op.tool !== undefined) return { method: op.method, tool: op.tool, ...query, body_sha256: op.body_sha256 };
   try {
-    return { method: op.method, path: normalizePath(op.path), body_sha256: op.body_sha256 };
+    return { method: op.method, path: normalizePath(op.path), ...query, body_sha256: op.body_sha256 };
   } catch {
     return undefined;
   }

@@ -9,6 +9,8 @@
  *   from a header that is honoured only when the peer is a trusted proxy.
  * - `amount` / `currency`: JSON pointers into the strictly parsed JSON body.
  * - `body_sha256`: SHA-256 of the exact bytes forwarded to the upstream.
+ * - `query_sha256`: SHA-256 of the query string forwarded byte for byte (the
+ *   pipeline sends it when the request has a non-empty query).
  */
 
 import { BlockList, isIP } from 'node:net';

@@ -51,6 +51,14 @@ const AMBIGUOUS_MESSAGES = {
   fold: 'The request path is routed differently when read as lenient servers read it (Unicode folding, trailing dots or spaces).',
 } as const;
 
+/**
+ * `query_sha256` of the context, only for a non-empty query (`target.query` is undefined
+ * otherwise): the query is forwarded byte for byte and is printable ASCII (src/path.ts).
+ */
+function queryContext(query: string | undefined): Pick<VerifyContext, 'query_sha256'> {
+  return query === undefined ? {} : { query_sha256: sha256Hex(query) };
+}
+
 /** The facts of the request to decide (for forward-auth: the original request, as the proxy describes it). */
 export interface PipelineRequest {
   /** The gateway's request id (sent to verify and the challenge call). */
@@ -142,6 +150,7 @@ export class DecisionPipeline {
       path: target.path,
       ...this.#peerContext(req, peer),
       ...money,
+      ...queryContext(target.query),
       ...(body === undefined ? {} : { body_sha256: sha256Hex(body) }),
     };
     return this.#verify(admission.bundleJson, route.scope, context, req.id, peer);
@@ -156,7 +165,7 @@ export class DecisionPipeline {
     const base = this.#peerContext(req, peer);
     // Members left undefined are dropped when the verify body is serialized.
     let scope = route.scope;
-    let context: VerifyContext = { method: req.method, path: target.path, ...base };
+    let context: VerifyContext = { method: req.method, path: target.path, ...base, ...queryContext(target.query) };
     if (message.method === TOOLS_CALL) {
       const tool = message.tool === undefined ? undefined : mcp.tools.get(message.tool);
       if (tool === undefined || message.arguments === undefined) throw new ServiceError('tool_not_mapped');
@@ -171,6 +180,7 @@ export class DecisionPipeline {
         currency: args.currency,
         // The tool itself: operation-bound proofs of tool calls bind it, approvals show it (docs/proofs.md).
         tool: message.tool,
+        ...queryContext(target.query),
       };
     } else if (message.method !== undefined && isPublicMethod(mcp, message.method)) {
       return { kind: 'public', ...peer };

@@ -5,9 +5,11 @@
  * (`required_scope` and the context the gateway derived).
  *
  * A bound operation names the method, the body's SHA-256, and the path or
- * the MCP tool (or both), optionally the required scope. Every member it
- * names must equal the verified request's; a member the request does not
- * carry is a mismatch (fail closed). Pure: no I/O.
+ * the MCP tool (or both), optionally the required scope, and the SHA-256 of
+ * the query string when the request has one. Every member it names must equal
+ * the verified request's; a member the request does not carry is a mismatch
+ * (fail closed), and so is a query the operation does not name: an operation
+ * without `query_sha256` is the request without a query. Pure: no I/O.
  */
 import { isNormalizedPath } from './path.js';
 import { isValidScope } from './scopes.js';
@@ -20,7 +22,7 @@ export const MAX_BOUND_PATH_LENGTH = 2048;
 
 const METHOD_RE = /^[A-Z]{1,16}$/;
 const SHA256_RE = /^[0-9a-f]{64}$/;
-const MEMBERS = ['scope', 'method', 'path', 'tool', 'body_sha256'] as const;
+const MEMBERS = ['scope', 'method', 'path', 'tool', 'query_sha256', 'body_sha256'] as const;
 
 /** The operation a proof is bound to. */
 export interface BoundOperation {
@@ -32,6 +34,11 @@ export interface BoundOperation {
   path?: string;
   /** The MCP tool of a `tools/call`. */
   tool?: string;
+  /**
+   * Lowercase hex SHA-256 of the query string exactly as sent (the bytes after the first `?`),
+   * present only when the request has a non-empty query.
+   */
+  query_sha256?: string;
   /** Lowercase hex SHA-256 of the exact request body (of the empty body when there is none). */
   body_sha256: string;
 }
@@ -64,10 +71,14 @@ export function parseOperation(input: unknown): OperationCheck {
   }
   if (o.tool !== undefined && (typeof o.tool !== 'string' || !TOOL_NAME_RE.test(o.tool))) return fail('tool', 'must be an MCP tool name (1-128 of A-Z a-z 0-9 _ - .)');
   if (o.scope !== undefined && !isValidScope(o.scope)) return fail('scope', 'must be a scope of the vocabulary');
+  if (o.query_sha256 !== undefined && (typeof o.query_sha256 !== 'string' || !SHA256_RE.test(o.query_sha256))) {
+    return fail('query_sha256', 'must be 64 lowercase hex digits');
+  }
   const value: BoundOperation = { method: o.method, body_sha256: o.body_sha256 };
   if (o.path !== undefined) value.path = o.path as string;
   if (o.scope !== undefined) value.scope = o.scope as string;
   if (o.tool !== undefined) value.tool = o.tool as string;
+  if (o.query_sha256 !== undefined) value.query_sha256 = o.query_sha256 as string;
   return { ok: true, value };
 }
 
@@ -75,7 +86,7 @@ export function parseOperation(input: unknown): OperationCheck {
  * The first member of `op` that the verified request does not match, or null when it matches.
  * `scope` is compared with `requiredScope`, every other member with the context member of the
  * same name (`method` with the context method in upper case); a missing context member is a
- * mismatch.
+ * mismatch, and `query_sha256` must be absent from both or equal in both.
  */
 export function operationMismatch(op: BoundOperation, requiredScope: string, ctx: VerifyContext | undefined): OperationMember | null {
   const c = ctx ?? {};
@@ -84,6 +95,7 @@ export function operationMismatch(op: BoundOperation, requiredScope: string, ctx
   if (c.method === undefined || !/^[A-Za-z]{1,16}$/.test(c.method) || c.method.toUpperCase() !== op.method) return 'method';
   if (op.path !== undefined && c.path !== op.path) return 'path';
   if (op.tool !== undefined && c.tool !== op.tool) return 'tool';
+  if (op.query_sha256 !== c.query_sha256) return 'query_sha256';
   if (c.body_sha256 !== op.body_sha256) return 'body_sha256';
   return null;
 }

@@ -75,6 +75,12 @@ export interface VerifyContext {
   /** Lowercase hex SHA-256 of the raw request body. */
   body_sha256?: string;
   /**
+   * Lowercase hex SHA-256 of the query string as received (the bytes after the first `?`), sent
+   * by the gateway only when the request has a non-empty query. An operation-bound proof binds
+   * it, and an approval covers it (docs/proofs.md).
+   */
+  query_sha256?: string;
+  /**
    * The MCP tool of a JSON-RPC `tools/call` (`params.name`, 1–128 of `A-Z a-z 0-9 _ - .`), sent by
    * the gateway's MCP routes. An operation-bound proof that names a tool needs it (docs/proofs.md).
    */

@@ -38,7 +38,7 @@ export const AUDIT_ENV_VARS = [
 ] as const;
 
 /** The context members of a verify request (`src/protocol.ts` `VerifyContext`), which the decision log can mask. */
-export const MASKABLE_CONTEXT = ['method', 'path', 'client_ip', 'tenant', 'amount', 'currency', 'body_sha256'] as const;
+export const MASKABLE_CONTEXT = ['method', 'path', 'client_ip', 'tenant', 'amount', 'currency', 'body_sha256', 'query_sha256'] as const;
 
 /** Defaults. */
 export const AUDIT_DEFAULTS = { checkpointRows: 1000, checkpointSeconds: 60, exportBatch: 500, exportMaxBacklog: 100_000, exportFlushMs: 1000 } as const;

@@ -25,6 +25,7 @@ const VerifyBody = Type.Object({
     amount: Type.Optional(Str(32)),
     currency: Type.Optional(Str(3)),
     body_sha256: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$' })),
+    query_sha256: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$' })),
     tool: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,128}$' })),
   }, { additionalProperties: false })),
 }, { additionalProperties: false });

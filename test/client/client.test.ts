@@ -3,7 +3,8 @@
  * signatures) and the REAL standalone gateway in front of a small upstream:
  *
  * - a request gets a fresh proof (challenge + present) and passes; the body
- *   is sent byte for byte; every call makes a new proof;
+ *   is sent byte for byte; every call makes a new proof, bound to the query
+ *   string too;
  * - a 401 with a challenge is presented and retried exactly once
  *   (`challenge: 'server'`, and a front that always drops the proof);
  * - a 403 is never retried and throws an AgentAuthzError with the code,
@@ -72,6 +73,11 @@ t.test('a request gets a proof and passes; each call makes a new one', async (t)
     t.same(await res.json(), { ok: true, url: `/v1/items/${id}?x=1` });
     t.equal(received.at(-1)?.agent, payer.agentId, 'the upstream sees the verified agent');
   }
+  // The proof binds the query's hash: the client hashes the query fetch sends (the URL's
+  // serialized form), the gateway the one it received, byte for byte.
+  const odd = await agentFetch(`${gw.url}/v1/items/9?q=a b&e=é&x=%41&&y=`);
+  t.equal(odd.status, 200, 'a query that URL serialization rewrites still matches');
+  t.same(await odd.json(), { ok: true, url: '/v1/items/9?q=a%20b&e=%C3%A9&x=%41&&y=' });
   const body = '{"amount":"12.00","currency":"USD","to":"acct-1"}';
   const res = await agentFetch(new Request(`${gw.url}/v1/payments`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }));
   t.equal(res.status, 200);

@@ -12,6 +12,9 @@
  *   refused with a NEW approval_required and another approval id, and a retry
  *   names that same new id (it stays pending);
  * - `POST /v1/items/A` (same scope and path, another method) gets its own;
+ * - `DELETE /v1/items/A?cascade=1` (the same path with a query) gets its own:
+ *   the gateway sends the query's hash (`query_sha256`), which the approval
+ *   covers;
  * - `DELETE /v1/items/A` then passes exactly once (the approval was not spent
  *   by the refused requests), the next is approval_used with the first id;
  * - the upstream saw exactly that one request; the pending list holds the two
@@ -92,6 +95,9 @@ for (const [i, mode] of MODES.entries()) {
     const otherMethod = approvalRequired(t, await del(a, 'POST'), `POST ${a}`);
     t.not(otherMethod, first, 'another method on the same path gets a new approval');
     t.not(otherMethod, otherPath);
+    const withQuery = approvalRequired(t, await del(`${a}?cascade=1`), `DELETE ${a}?cascade=1`);
+    t.not(withQuery, first, 'the same path with a query gets a new approval');
+    t.not(withQuery, otherPath);
     t.equal(await stateOf(first), 'granted', 'the refused requests did not spend the approval');
 
     const approved = await del(a);
@@ -104,10 +110,12 @@ for (const [i, mode] of MODES.entries()) {
     t.equal(reached('DELETE', a), 1, 'the upstream saw DELETE A exactly once');
     t.equal(reached('DELETE', b), 0, 'and never DELETE B');
     t.equal(reached('POST', a), 0, 'nor POST A');
+    t.equal(reached('DELETE', `${a}?cascade=1`), 0, 'nor DELETE A with a query');
     const open = await pending();
     t.notOk(open.has(first), 'the first approval is not pending');
     t.match(open.get(otherPath), { method: 'DELETE', path: b, tool: null }, 'the new approval shows its own path');
     t.match(open.get(otherMethod), { method: 'POST', path: a, tool: null }, 'and its own method');
+    t.ok(open.has(withQuery), 'the approval of the request with a query is pending');
     t.equal(await gw.failOpen(), 0);
   });
 }

@@ -59,11 +59,12 @@ t.test('allow: 200 with the decision headers, the context of the original reques
     t.equal(res.headers['x-service-scope'], 'data:read');
     t.equal(res.headers['x-service-agent-id'], 'agent-1');
     t.equal(res.headers['x-request-id'], sidecar.verifyCalls.at(-1)?.headers['x-request-id']);
-    t.same(sidecar.verifyCalls.at(-1)?.body.context, { method: 'GET', path: '/v1/items/7', client_ip: '203.0.113.9', tenant: 'acme' }, `${flavor}: no body, so no body_sha256`);
+    t.same(sidecar.verifyCalls.at(-1)?.body.context, { method: 'GET', path: '/v1/items/7', client_ip: '203.0.113.9', tenant: 'acme', query_sha256: sha('x=1') },
+      `${flavor}: no body, so no body_sha256; the original query by its hash`);
   }
   const envoy = await send(fa.url, '/forward-auth/envoy/v1/items/7?x=1', { headers: { ...proof, host: 'globex.tenants.example' } });
   t.equal(envoy.status, 200);
-  t.same(sidecar.verifyCalls.at(-1)?.body.context, { method: 'GET', path: '/v1/items/7', client_ip: '127.0.0.1', tenant: 'globex' });
+  t.same(sidecar.verifyCalls.at(-1)?.body.context, { method: 'GET', path: '/v1/items/7', client_ip: '127.0.0.1', tenant: 'globex', query_sha256: sha('x=1') });
   const pub = await send(fa.url, '/forward-auth/caddy', { headers: fwd('GET', '/public/status') });
   t.equal(pub.status, 200);
   t.equal(pub.headers['x-service-decision'], 'public');

@@ -1,7 +1,7 @@
 /**
  * src/operation.ts and the bound bundle of src/proof.ts: strict parsing of
  * an operation (members, formats), the comparison with a verified request
- * (each member, a missing context member), and a bound bundle: parsed with
+ * (each member, a missing context member, the query hash), and a bound bundle: parsed with
  * its operation, signed over it (changing the operation breaks the
  * signature), sized with it, and unbound bundles unchanged.
  */
@@ -19,6 +19,7 @@ const op: BoundOperation = { scope: 'payments:send', method: 'POST', path: '/v1/
 t.test('parseOperation accepts the documented shape and nothing else', async (t) => {
   t.same(parseOperation(op), { ok: true, value: op });
   t.same(parseOperation({ method: 'POST', tool: 'send_payment', body_sha256: SHA }), { ok: true, value: { method: 'POST', tool: 'send_payment', body_sha256: SHA } });
+  t.same(parseOperation({ ...op, query_sha256: 'c'.repeat(64) }), { ok: true, value: { ...op, query_sha256: 'c'.repeat(64) } }, 'with the query hash');
   const bad: [unknown, string][] = [
     [null, ''], [[], ''], ['x', ''], [new Date(), ''],
     [{ ...op, extra: 1 }, 'extra'],
@@ -29,6 +30,7 @@ t.test('parseOperation accepts the documented shape and nothing else', async (t)
     [{ ...op, path: '/a//b' }, 'path'], [{ ...op, path: `/${'a'.repeat(2048)}` }, 'path'], [{ ...op, path: 7 }, 'path'],
     [{ ...op, tool: 'send payment' }, 'tool'], [{ ...op, tool: 't'.repeat(129) }, 'tool'], [{ ...op, tool: '' }, 'tool'],
     [{ ...op, scope: 'payments:*' }, 'scope'], [{ ...op, scope: 'nope' }, 'scope'],
+    [{ ...op, query_sha256: 'Q'.repeat(64) }, 'query_sha256'], [{ ...op, query_sha256: '' }, 'query_sha256'], [{ ...op, query_sha256: 7 }, 'query_sha256'],
   ];
   for (const [input, member] of bad) {
     const r = parseOperation(input);
@@ -57,6 +59,18 @@ t.test('operationMismatch compares every member it binds', async (t) => {
   t.equal(operationMismatch(tool, 'payments:send', { method: 'POST', tool: 'refund', body_sha256: SHA }), 'tool');
   t.equal(operationMismatch(tool, 'payments:send', { method: 'POST', body_sha256: SHA }), 'tool', 'no tool in the context');
   t.equal(operationMismatch({ method: 'GET', path: '/x', body_sha256: SHA }, 'data:read', { method: 'GET', path: '/x', body_sha256: SHA }), null, 'no scope bound: any scope');
+});
+
+t.test('operationMismatch: the query string, by its hash', async (t) => {
+  const Q = 'c'.repeat(64);
+  const ctx = { method: 'POST', path: '/v1/payments', body_sha256: SHA };
+  t.equal(operationMismatch({ ...op, query_sha256: Q }, 'payments:send', { ...ctx, query_sha256: Q }), null, 'the same query');
+  t.equal(operationMismatch({ ...op, query_sha256: Q }, 'payments:send', { ...ctx, query_sha256: 'd'.repeat(64) }), 'query_sha256', 'another query');
+  t.equal(operationMismatch({ ...op, query_sha256: Q }, 'payments:send', ctx), 'query_sha256', 'bound to a query, sent without one');
+  t.equal(operationMismatch(op, 'payments:send', { ...ctx, query_sha256: Q }), 'query_sha256', 'bound without a query, sent with one');
+  t.equal(operationMismatch(op, 'payments:send', ctx), null, 'neither has a query');
+  const tool: BoundOperation = { method: 'POST', tool: 'send_payment', body_sha256: SHA };
+  t.equal(operationMismatch(tool, 'payments:send', { method: 'POST', tool: 'send_payment', body_sha256: SHA, query_sha256: Q }), 'query_sha256', 'a tool call too');
 });
 
 t.test('a bound bundle: parsed, signed over its operation, sized with it', async (t) => {

@@ -2,7 +2,7 @@
  * Operation-bound proofs through the real sidecar (issue 22 part 2): present
  * signs `operation` into the bundle; verify allows it for its own operation
  * only — another route, tool, amount (a body that says another amount), body,
- * method or scope is deny `operation_mismatch`, recorded with the member in
+ * method, scope or query string is deny `operation_mismatch`, recorded with the member in
  * the audit row and billed like any deny; a tampered operation breaks the
  * signature. Requiring binding: by certificate (`require_bound_operation`)
  * and by the service (`SIDECAR_REQUIRE_BOUND_OPERATION`), on and off; unbound
@@ -36,6 +36,7 @@ t.test('a bound proof allows its own operation and nothing else', async (t) => {
     ['another method', 'payments:send', { ...pay.context, method: 'PUT' }, 'method'],
     ['another scope', 'data:read', pay.context, 'scope'],
     ['no body hash in the context', 'payments:send', { method: 'POST', path: '/v1/payments', amount: '12.50', currency: 'USD' }, 'body_sha256'],
+    ['the same request with a query', 'payments:send', { ...pay.context, query_sha256: sha('dry_run=0') }, 'query_sha256'],
   ];
   const before = await usage(f.user);
   for (const [what, scope, ctx, member] of cases) {
@@ -46,6 +47,17 @@ t.test('a bound proof allows its own operation and nothing else', async (t) => {
   }
   const after = await usage(f.user);
   t.equal(after.denies - before.denies, cases.length, 'each mismatch is a recorded, billed deny');
+
+  // Bound to a query: only that query (its hash, as the gateway sends it) passes.
+  const queryOp = { ...op, query_sha256: sha('notify=1') };
+  expectDecision(t, await verify(f.platform, await boundBundle(f, queryOp), 'payments:send', { ...pay.context, query_sha256: sha('notify=1') }),
+    'allow', 'authorized', undefined, 'its own query');
+  for (const [what, ctx] of [['another query', { ...pay.context, query_sha256: sha('notify=0') }], ['no query', pay.context]] as const) {
+    const r = await verify(f.platform, await boundBundle(f, queryOp), 'payments:send', ctx);
+    expectDecision(t, r, 'deny', 'operation_mismatch', undefined, what);
+    const row = (await auditAll(f.user, 'event_type=proof.rejected')).find((e) => e.event_id === r.body.audit_event_id);
+    t.equal(row?.details.operation_member, 'query_sha256', `${what}: the audit row names query_sha256`);
+  }
 
   // An MCP tool call bound to its tool: the gateway sends the tool (and, for a tool with a resource pointer, that resource as path).
   const rpc = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'send_payment', arguments: { amount: 3 } } });
