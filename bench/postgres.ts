@@ -7,9 +7,15 @@
  * 1. verify on one SQLite sidecar;
  * 2. verify on one PostgreSQL sidecar;
  * 3. verify on two PostgreSQL sidecars sharing the database (C/2 on each, at once);
+ *    before 2, verify on one PostgreSQL sidecar with the audit hash chain off
+ *    (`SIDECAR_AUDIT_CHAIN=off`, its own database): what the chain costs where
+ *    every verify of the account appends to one chain;
  * 4. revocation propagation: revoke on sidecar A, until a listener on the same
  *    database (a replica's change feed, sidecar/store/postgres/changes.ts) has
- *    the notification; p50 and p99 over N revocations.
+ *    the notification; p50 and p99 over N revocations. Sidecar B's own account
+ *    of the same revocations comes from its `/metrics`: its notification-lag
+ *    histogram (change committed on A → B's feed has it and its caches are
+ *    marked), as the bucket bounds that hold its p50 and p99.
  *
  * Skipped (with the reason in the log) when no PostgreSQL server can be started.
  */
@@ -32,8 +38,30 @@ export interface PostgresResults {
   backend: Backend;
   server: string;
   concurrency: number;
-  verify: { sqlite: LoadResult; pg1: LoadResult; pg2: LoadResult };
-  propagation: { count: number; p50Ms: number; p99Ms: number };
+  verify: { sqlite: LoadResult; pg1: LoadResult; pg2: LoadResult; pgNoChain?: LoadResult };
+  propagation: { count: number; p50Ms: number; p99Ms: number; replica?: ReplicaLag };
+}
+
+/** Sidecar B's notification lag over the revocations: how many it saw, and the buckets (ms) holding p50 and p99. */
+export interface ReplicaLag { count: number; p50LeMs: number; p99LeMs: number }
+
+/** The cumulative buckets (`le` in seconds → count) of B's notification-lag histogram. */
+async function lagBuckets(url: string): Promise<Map<number, number>> {
+  const text = await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
+  const out = new Map<number, number>();
+  for (const m of text.matchAll(/^agent_authz_store_notification_lag_seconds_bucket\{le="([^"]+)"\} (\d+)/gm)) {
+    out.set(m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2]));
+  }
+  return out;
+}
+
+/** B's lag over the revocations between the two scrapes: the smallest bucket bound reaching each quantile. */
+function replicaLag(before: Map<number, number>, after: Map<number, number>): ReplicaLag {
+  const les = [...after.keys()].sort((a, b) => a - b);
+  const delta = les.map((le) => (after.get(le) ?? 0) - (before.get(le) ?? 0));
+  const count = delta.at(-1) ?? 0;
+  const at = (q: number): number => 1000 * (les[delta.findIndex((n) => n >= Math.ceil(q * count))] ?? Infinity);
+  return { count, p50LeMs: at(0.5), p99LeMs: at(0.99) };
 }
 
 /** Makes `n` bundles on `sc` and verifies them at `concurrency` for at most `seconds`. */
@@ -57,7 +85,7 @@ async function verifyOn(run: Run, scs: Sidecar[], s: Setup, concurrency: number)
   }
 }
 
-/** Revokes `n` fresh delegations on `sc`; returns each time from the request to the notification (ms). */
+/** Revokes `n` fresh delegations through `s` (sidecar A); returns each time from the request to the notification (ms). */
 async function propagation(url: string, s: Setup, n: number): Promise<number[]> {
   const listener = await openPostgresStore({ url, poolMax: 1, statementTimeoutMs: 5_000, connectTimeoutMs: 5_000 });
   const seen = new Map<string, number>();
@@ -100,6 +128,13 @@ export async function postgresSection(run: Run, backend: Backend): Promise<Postg
     await stopSidecar(started.pop()!);
     log(`postgres: SQLite, one sidecar: verify c=${concurrency} ${sqliteResult.rps.toFixed(0)}/s p50 ${sqliteResult.p50.toFixed(0)} µs p99 ${sqliteResult.p99.toFixed(0)} µs`);
 
+    const offEnv = { SIDECAR_DATABASE_URL: await server.createDatabase(), SIDECAR_AUDIT_CHAIN: 'off' };
+    const off = await startSidecar(run, backend, freshDir(run, `${backend}-pg-nochain`), { name: `sidecar(${backend}, pg, chain off)`, env: offEnv });
+    started.push(off);
+    const pgNoChain = await verifyOn(run, [off], await setUp(off.url, run.mail, `pg-nochain-${backend}@bench.example`), concurrency);
+    await stopSidecar(started.pop()!);
+    log(`postgres: PostgreSQL, one sidecar, audit chain off: verify c=${concurrency} ${pgNoChain.rps.toFixed(0)}/s p50 ${pgNoChain.p50.toFixed(0)} µs p99 ${pgNoChain.p99.toFixed(0)} µs`);
+
     const url = await server.createDatabase();
     const env = { SIDECAR_DATABASE_URL: url };
     const a = await startSidecar(run, backend, freshDir(run, `${backend}-pg-a`), { name: `sidecar(${backend}, pg A)`, env });
@@ -111,10 +146,19 @@ export async function postgresSection(run: Run, backend: Backend): Promise<Postg
     started.push(b);
     const pg2 = await verifyOn(run, [a, b], s, concurrency);
     log(`postgres: PostgreSQL, two sidecars: verify c=${concurrency} ${pg2.rps.toFixed(0)}/s p50 ${pg2.p50.toFixed(0)} µs p99 ${pg2.p99.toFixed(0)} µs`);
+    const lagBefore = await lagBuckets(b.url);
     const ms = Float64Array.from(await propagation(url, s, revocations)).sort();
-    const prop = { count: ms.length, p50Ms: quantile(ms, 0.5), p99Ms: quantile(ms, 0.99) };
-    log(`postgres: revocation propagation over ${prop.count}: p50 ${prop.p50Ms.toFixed(1)} ms p99 ${prop.p99Ms.toFixed(1)} ms`);
-    return { backend, server: server.version, concurrency, verify: { sqlite: sqliteResult, pg1, pg2 }, propagation: prop };
+    // B's feed may still be taking the last notifications (bounded: 5 s).
+    let lagAfter = await lagBuckets(b.url);
+    for (const until = Date.now() + 5_000; replicaLag(lagBefore, lagAfter).count < revocations && Date.now() < until;) {
+      await new Promise((r) => setTimeout(r, 50));
+      lagAfter = await lagBuckets(b.url);
+    }
+    const replica = replicaLag(lagBefore, lagAfter);
+    const prop = { count: ms.length, p50Ms: quantile(ms, 0.5), p99Ms: quantile(ms, 0.99), replica };
+    log(`postgres: revocation propagation over ${prop.count}: p50 ${prop.p50Ms.toFixed(1)} ms p99 ${prop.p99Ms.toFixed(1)} ms; `
+      + `sidecar B saw ${replica.count}: p50 ≤ ${replica.p50LeMs} ms, p99 ≤ ${replica.p99LeMs} ms`);
+    return { backend, server: server.version, concurrency, verify: { sqlite: sqliteResult, pg1, pg2, pgNoChain }, propagation: prop };
   } finally {
     for (const sc of started) await stopSidecar(sc).catch(() => undefined);
     await server.destroy();

@@ -276,7 +276,13 @@ export function renderTable(res: Results): string {
     one('PostgreSQL, two sidecars on one database', pg.backend, lat(pg.verify.pg2));
     one('Verify throughput on PostgreSQL ÷ on SQLite', pg.backend, fix(pg.verify.pg1.rps / pg.verify.sqlite.rps), 'pg-ratio');
     one('Two sidecars ÷ one (PostgreSQL)', pg.backend, fix(pg.verify.pg2.rps / pg.verify.pg1.rps));
+    if (pg.verify.pgNoChain) {
+      one('PostgreSQL, one sidecar, audit chain off', pg.backend, lat(pg.verify.pgNoChain));
+      one('Audit chain on ÷ off (PostgreSQL, one account)', pg.backend, fix(pg.verify.pg1.rps / pg.verify.pgNoChain.rps));
+    }
     one(`Revocation propagation p50 / p99 (${pg.propagation.count} revocations)`, pg.backend, `${fix(pg.propagation.p50Ms, 1)} / ${fix(pg.propagation.p99Ms, 1)} ms`, 'pg-propagation');
+    const rl = pg.propagation.replica;
+    if (rl) one(`Sidecar B's own lag histogram over them (${rl.count} seen): p50 / p99 within`, pg.backend, `≤ ${rl.p50LeMs} / ≤ ${rl.p99LeMs} ms`);
   }
   const width = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (r: string[]): string => `| ${r.map((c, i) => c.padEnd(width[i]!)).join(' | ')} |`;
