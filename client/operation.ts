@@ -11,7 +11,7 @@
  * normalized form (src/path.ts, the gateway's own normalizer).
  */
 
-import { createHash } from 'node:crypto';
+import { sha256Hex } from '../src/crypto/encoding.js';
 import { normalizePath } from '../src/path.js';
 
 /**
@@ -61,8 +61,8 @@ export function describeOperation(method: string, url: URL, body: Uint8Array | u
     path: url.pathname,
     tool: toolOf(body, contentType),
     // The URL's serialized query is what fetch sends, byte for byte.
-    query_sha256: url.search.length > 1 ? createHash('sha256').update(url.search.slice(1)).digest('hex') : undefined,
-    body_sha256: createHash('sha256').update(body ?? new Uint8Array(0)).digest('hex'),
+    query_sha256: url.search.length > 1 ? sha256Hex(url.search.slice(1)) : undefined,
+    body_sha256: sha256Hex(body ?? new Uint8Array(0)),
   };
 }
 

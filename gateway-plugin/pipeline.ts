@@ -165,7 +165,8 @@ export class DecisionPipeline {
     const base = this.#peerContext(req, peer);
     // Members left undefined are dropped when the verify body is serialized.
     let scope = route.scope;
-    let context: VerifyContext = { method: req.method, path: target.path, ...base, ...queryContext(target.query) };
+    const query = queryContext(target.query);
+    let context: VerifyContext = { method: req.method, path: target.path, ...base, ...query };
     if (message.method === TOOLS_CALL) {
       const tool = message.tool === undefined ? undefined : mcp.tools.get(message.tool);
       if (tool === undefined || message.arguments === undefined) throw new ServiceError('tool_not_mapped');
@@ -180,7 +181,7 @@ export class DecisionPipeline {
         currency: args.currency,
         // The tool itself: operation-bound proofs of tool calls bind it, approvals show it (docs/proofs.md).
         tool: message.tool,
-        ...queryContext(target.query),
+        ...query,
       };
     } else if (message.method !== undefined && isPublicMethod(mcp, message.method)) {
       return { kind: 'public', ...peer };
