@@ -25,7 +25,7 @@ import { remoteSidecar, specFlow } from '../helpers/sidecar.js';
 import type { MailSink } from '../helpers/sidecar.js';
 import { bundleFor, clone, expectDecision, expectError, flipB64, verify } from '../sidecar/decide/helpers.js';
 import type { Bundle } from '../sidecar/decide/helpers.js';
-import { parsePrometheusText, sampleValue } from '../sidecar/ops/helpers.js';
+import { cryptoTasks } from '../sidecar/ops/helpers.js';
 
 /** A Node binary of the test. */
 export interface NodeBin { name: string; bin: string }
@@ -56,17 +56,6 @@ export async function layoutSqliteBindings(app: string, nodes: readonly NodeBin[
   fs.rmSync(path.join(pkg, 'build/Release/better_sqlite3.node'), { force: true });
 }
 
-/** `agent_authz_crypto_tasks_total` by `op/thread`. */
-async function cryptoTasks(url: string): Promise<Record<string, number>> {
-  const families = parsePrometheusText(await (await fetch(`${url}/metrics`)).text());
-  const out: Record<string, number> = {};
-  for (const op of ['verify', 'sign']) {
-    for (const thread of ['main', 'worker']) {
-      out[`${op}/${thread}`] = sampleValue(families, 'agent_authz_crypto_tasks_total', 'agent_authz_crypto_tasks_total', { op, thread }) ?? 0;
-    }
-  }
-  return out;
-}
 
 /** Proofs verified with `allow` by {@link exerciseInstalledSidecar}. */
 const ALLOWED = 4;
@@ -103,9 +92,9 @@ export async function exerciseInstalledSidecar(t: Test, node: NodeBin, app: stri
 
   const tasks = await cryptoTasks(url);
   const signs = ALLOWED + 2;
-  t.ok(tasks['sign/worker']! >= signs && tasks['verify/worker']! >= signs,
+  t.ok(tasks['sign:worker']! >= signs && tasks['verify:worker']! >= signs,
     `${node.name}: the compiled crypto worker signed and checked (${JSON.stringify(tasks)})`);
-  t.equal(tasks['sign/main']! + tasks['verify/main']!, 0, `${node.name}: nothing on the main thread`);
+  t.equal(tasks['sign:main']! + tasks['verify:main']!, 0, `${node.name}: nothing on the main thread`);
 
   stopped = true;
   t.equal(await proc.stop(), 0, `${node.name}: SIGTERM, exit 0`);

@@ -24,7 +24,7 @@ import type { HybridSignature } from '../../src/crypto/hybrid.js';
 import { specFlow, startSidecar } from '../helpers/sidecar.js';
 import type { Flow, TestSidecar } from '../helpers/sidecar.js';
 import { auditAll, bundleFor, challenge, expectDecision, expectError, presentRaw, usage, verify } from './decide/helpers.js';
-import { parsePrometheusText, sampleValue } from './ops/helpers.js';
+import { cryptoTasks } from './ops/helpers.js';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const msg = new TextEncoder().encode('{"a":1}');
@@ -195,14 +195,6 @@ async function decisions(t: Test, sc: TestSidecar, f: Flow): Promise<void> {
   t.equal(sc.app.ctx.crypto.workers, sc.config.cryptoWorkers);
 }
 
-async function cryptoTasks(sc: TestSidecar): Promise<Record<string, number>> {
-  const m = parsePrometheusText(await (await fetch(`${sc.url}/metrics`)).text());
-  const out: Record<string, number> = {};
-  for (const op of ['verify', 'sign']) {
-    for (const thread of ['main', 'worker']) out[`${op}:${thread}`] = sampleValue(m, 'agent_authz_crypto_tasks_total', 'agent_authz_crypto_tasks_total', { op, thread }) ?? 0;
-  }
-  return out;
-}
 
 for (const workers of [0, 2]) {
   t.test(`the decision flow with SIDECAR_CRYPTO_WORKERS=${workers}`, async (t) => {
@@ -212,9 +204,9 @@ for (const workers of [0, 2]) {
     await decisions(t, sc, f);
     if (workers > 0) t.equal((sc.app.ctx.crypto as CryptoPool).threads().length, workers, 'the workers run');
     // One verify at a time, each after the previous answer: the pool is idle for each, and still used.
-    const before = await cryptoTasks(sc);
+    const before = await cryptoTasks(sc.url);
     for (let i = 0; i < 3; i++) expectDecision(t, await verify(f.platform, await bundleFor(f), 'data:read'), 'allow', 'authorized');
-    const after = await cryptoTasks(sc);
+    const after = await cryptoTasks(sc.url);
     const d = (k: string): number => after[k]! - before[k]!;
     t.equal(d('sign:main') + d('sign:worker'), 3, 'three signatures counted');
     t.equal(d('sign:main'), workers === 0 ? 3 : 0, 'signing runs on the workers when there are any');

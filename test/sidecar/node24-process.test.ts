@@ -22,7 +22,7 @@ import type { MailSink } from '../helpers/sidecar.js';
 import { freePort } from '../helpers/net.js';
 import { bundleFor, clone, expectDecision, expectError, flipB64, verify } from './decide/helpers.js';
 import type { Bundle } from './decide/helpers.js';
-import { parsePrometheusText, sampleValue } from './ops/helpers.js';
+import { cryptoTasks } from './ops/helpers.js';
 
 // The first run builds better-sqlite3 for Node 24 (about a minute or two on two cores).
 t.setTimeout(15 * 60_000);
@@ -75,18 +75,6 @@ async function startNode24Sidecar(dir: string, mail: MailSink, extra: Record<str
   }
 }
 
-/** `agent_authz_crypto_tasks_total` by op and thread, from the sidecar's /metrics. */
-async function cryptoTasks(url: string): Promise<Record<string, number>> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const families = parsePrometheusText(text);
-  const out: Record<string, number> = {};
-  for (const op of ['verify', 'sign']) {
-    for (const thread of ['main', 'worker']) {
-      out[`${op}/${thread}`] = sampleValue(families, 'agent_authz_crypto_tasks_total', 'agent_authz_crypto_tasks_total', { op, thread }) ?? 0;
-    }
-  }
-  return out;
-}
 
 const mail = await startMailSink();
 const dir = await mkdtemp(join(tmpdir(), 'node24-sidecar-'));
@@ -139,9 +127,9 @@ for (const m of MODES) {
     t.equal(ready.crypto_workers, m.workers, `ready log: ${m.workers} crypto workers`);
     await exercise(t, sc.url, `node24-${m.on}@example.com`);
     const tasks = await cryptoTasks(sc.url);
-    t.equal(tasks[`verify/${m.on}`], SIGNATURES, `every signature check on the ${m.on} thread`);
-    t.equal(tasks[`sign/${m.on}`], SIGNATURES, `every present signed on the ${m.on} thread`);
-    t.equal(tasks[`verify/${m.off}`]! + tasks[`sign/${m.off}`]!, 0, `none on the ${m.off} thread`);
+    t.equal(tasks[`verify:${m.on}`], SIGNATURES, `every signature check on the ${m.on} thread`);
+    t.equal(tasks[`sign:${m.on}`], SIGNATURES, `every present signed on the ${m.on} thread`);
+    t.equal(tasks[`verify:${m.off}`]! + tasks[`sign:${m.off}`]!, 0, `none on the ${m.off} thread`);
     t.equal(await sc.stop(), 0, 'SIGTERM: exit 0');
   });
 }

@@ -178,6 +178,19 @@ export function sampleValue(families: Map<string, Family>, family: string, name:
   return s?.value;
 }
 
+/**
+ * `agent_authz_crypto_tasks_total` of the sidecar at `url`, by `op:thread` (`verify:worker`,
+ * `sign:main`, …; 0 for a series not exported yet).
+ */
+export async function cryptoTasks(url: string): Promise<Record<string, number>> {
+  const m = parsePrometheusText(await (await fetch(`${url}/metrics`)).text());
+  const out: Record<string, number> = {};
+  for (const op of ['verify', 'sign']) {
+    for (const thread of ['main', 'worker']) out[`${op}:${thread}`] = sampleValue(m, 'agent_authz_crypto_tasks_total', 'agent_authz_crypto_tasks_total', { op, thread }) ?? 0;
+  }
+  return out;
+}
+
 /** True when `promtool` is on PATH. */
 export function promtoolAvailable(): boolean {
   const r = spawnSync('promtool', ['--version'], { encoding: 'utf8' });
