@@ -13,34 +13,49 @@
 //       node_modules/node/bin/node for the code that asks for it by path.
 //    b. tap's TypeScript plugin is disabled in package.json (tests load through tsx), and tap
 //       needs a rebuild of its plugin set after that change.
-// 2. The build, the same as `npm run build`: `tsc -p tsconfig.build.json` to dist/ (JavaScript,
-//    .d.ts, source maps), then the console with Vite into dist/console/. A production install
-//    from a clone (`npm ci --omit=dev`) has neither TypeScript nor Vite: then an existing dist/
-//    is kept, and without one the script says how to build and fails.
+// 2. The build (scripts/build-dist.mjs, whose BUILD_STEPS are `tsc -p tsconfig.build.json`, then the console with
+//    Vite): JavaScript, .d.ts and source maps in dist/, the console in dist/console/. It is built aside and swapped
+//    in whole, skipped when its inputs did not change since the build in dist/, and one process at a time builds
+//    (a second waits, then uses the finished build). `npm pack` / `npm publish` always build afresh. With
+//    `--force` (`node scripts/prepare.mjs build --force`) it builds even when nothing changed. A production
+//    install from a clone (`npm ci --omit=dev`) has neither TypeScript nor Vite: then an existing dist/ is kept,
+//    and without one the script says how to build and fails.
 import fs from 'node:fs';
+import path from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { ensureBuild } from './build-dist.mjs';
 
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const command = process.env.npm_command ?? '';
 const buildOnly = process.argv[2] === 'build';
+const force = process.argv.includes('--force');
 const packing = command === 'pack' || command === 'publish';
+const say = (s) => process.stderr.write(`prepare: ${s}\n`);
 
 /** Runs node with `args`; exits with its status when it fails. */
 function run(args) {
-  const r = spawnSync(process.execPath, args, { stdio: 'inherit' });
+  const r = spawnSync(process.execPath, args, { stdio: 'inherit', cwd: root });
   if (r.status !== 0) process.exit(r.status ?? 1);
 }
 
 if (!packing && !buildOnly) {
-  fs.rmSync('node_modules/.bin/node', { force: true });
-  if (fs.existsSync('node_modules/tap/package.json')) run(['node_modules/tap/dist/esm/run.mjs', 'build']);
+  fs.rmSync(path.join(root, 'node_modules/.bin/node'), { force: true });
+  if (fs.existsSync(path.join(root, 'node_modules/tap/package.json'))) run(['node_modules/tap/dist/esm/run.mjs', 'build']);
 }
 
-if (fs.existsSync('node_modules/typescript/bin/tsc')) {
-  run(['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json']);
-  run(['node_modules/vite/bin/vite.js', 'build', '--config', 'console/vite.config.ts']);
-} else if (fs.existsSync('dist/sidecar/main.js')) {
-  process.stderr.write('prepare: TypeScript is not installed (--omit=dev); keeping the existing dist/\n');
+if (fs.existsSync(path.join(root, 'node_modules/typescript/bin/tsc'))) {
+  const waitMs = Number(process.env.AGENT_AUTHZ_BUILD_WAIT_MS || 600_000);
+  try {
+    const r = await ensureBuild(root, { force: force || packing, manifest: !packing, waitMs, say });
+    if (r === 'fresh') say('dist/ is up to date with the sources');
+  } catch (err) {
+    say(err.message);
+    process.exit(1);
+  }
+} else if (fs.existsSync(path.join(root, 'dist/sidecar/main.js'))) {
+  say('TypeScript is not installed (--omit=dev); keeping the existing dist/');
 } else {
-  process.stderr.write('prepare: TypeScript is not installed (--omit=dev) and dist/ is missing: run `npm ci` (with dev dependencies) and `npm run build` first\n');
+  say('TypeScript is not installed (--omit=dev) and dist/ is missing: run `npm ci` (with dev dependencies) and `npm run build` first');
   process.exit(1);
 }
