@@ -11,8 +11,7 @@
 // - One build at a time: the lock file .cache/dist-build/lock (created with link(2), so it appears with its
 //   owner's pid, host, token and start time). A second process waits for it (at most BUILD_WAIT_MS, default
 //   10 minutes), then checks the inputs again and uses the finished build. A lock whose owner is gone (a dead
-//   pid on this host, or older than 30 minutes) is stale: it is moved aside, checked to be the one found
-//   stale, and removed.
+//   pid on this host, or older than 30 minutes) is stale and removed (see breakStale).
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -135,6 +134,7 @@ export async function acquireLock(dir, { waitMs, say }) {
       const owner = st ? readLock(file) : null;
       if (owner && st && isStale(owner, st.mtimeMs)) {
         breakStale(file, owner, say);
+        await new Promise((r) => setTimeout(r, 10));
         continue;
       }
       if (Date.now() > deadline) {
@@ -152,22 +152,29 @@ export async function acquireLock(dir, { waitMs, say }) {
   }
 }
 
-/** Removes the stale lock `file` found held by `owner`; a fresh lock moved aside by a race is put back. */
+/**
+ * Removes the stale lock `file` found held by `owner`. Only the holder of a second, short-lived lock (`file`.break)
+ * removes a lock, and only after reading it again: two waiters that found the same stale lock cannot remove the
+ * lock that one of them took meanwhile. A `.break` file older than 10 s was left by a crash and is removed.
+ */
 function breakStale(file, owner, say) {
-  const aside = `${file}.stale-${process.pid}-${crypto.randomBytes(4).toString('hex')}`;
+  const guard = `${file}.break`;
   try {
-    fs.renameSync(file, aside);
+    fs.closeSync(fs.openSync(guard, 'wx'));
   } catch (err) {
-    if (err.code === 'ENOENT') return; // released or broken by another waiter meanwhile
-    throw err;
+    if (err.code !== 'EEXIST') throw err;
+    const st = fs.statSync(guard, { throwIfNoEntry: false });
+    if (st && Date.now() - st.mtimeMs > 10_000) fs.rmSync(guard, { force: true });
+    return;
   }
-  const moved = readLock(aside);
-  if (moved && moved.token !== owner.token) {
-    try { fs.linkSync(aside, file); } catch { /* a third process took the lock meanwhile */ }
-  } else {
-    say(`removed the stale build lock of pid ${owner.pid} on ${owner.host}`);
+  try {
+    if (readLock(file)?.token === owner.token) {
+      fs.rmSync(file, { force: true });
+      say(`removed the stale build lock of pid ${owner.pid} on ${owner.host}`);
+    }
+  } finally {
+    fs.rmSync(guard, { force: true });
   }
-  fs.rmSync(aside, { force: true });
 }
 
 /** Runs one step; resolves when it succeeds, rejects with its status otherwise. `track` learns the child (to stop it). */

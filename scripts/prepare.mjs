@@ -46,9 +46,10 @@ if (!packing && !buildOnly) {
 
 if (fs.existsSync(path.join(root, 'node_modules/typescript/bin/tsc'))) {
   const waitMs = Number(process.env.AGENT_AUTHZ_BUILD_WAIT_MS || 600_000);
+  const started = Date.now();
   try {
     const r = await ensureBuild(root, { force: force || packing, manifest: !packing, waitMs, say });
-    if (r === 'fresh') say('dist/ is up to date with the sources');
+    say(r === 'fresh' ? 'dist/ is up to date with the sources' : `built dist/ in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   } catch (err) {
     say(err.message);
     process.exit(1);
