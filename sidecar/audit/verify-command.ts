@@ -12,9 +12,14 @@
  * A PostgreSQL database is read in one REPEATABLE READ, READ ONLY snapshot, so
  * it can be checked while the replicas write. `--key-id` pins the trusted
  * checkpoint key (repeatable); without it the keys stored in the trail itself
- * are used, which proves the trail consistent but not who signed it. Exit
- * codes: 0 verified, 1 broken (tampering or loss found), 2 usage, 3 the input
- * cannot be read.
+ * are used, which proves the trail consistent but not who signed it.
+ *
+ * Exit codes ({@link VERIFY_EXIT}, docs/audit.md): 0 verified, 1 broken
+ * (tampering or loss found), 2 usage, 3 the input cannot be read, 4 the
+ * command cannot run (its own code fails to load — bin/agent-authz-sidecar.mjs
+ * exits 4 then — or fails unexpectedly). 1 comes only from a check that ran to
+ * the end: any other non-zero code means the trail was not checked. With
+ * `--json` stdout holds one JSON document in every case ({@link VerifyJson}).
  */
 import path from 'node:path';
 import { ConfigError, databaseConfig } from '../config.js';
@@ -25,8 +30,19 @@ import { openExportSource } from './export-file.js';
 import { verifyTrail } from './verify.js';
 import type { TrailReport } from './verify.js';
 
-/** The exit codes of `audit verify`. */
-export const VERIFY_EXIT = { verified: 0, broken: 1, usage: 2, unreadable: 3 } as const;
+/** The exit codes of `audit verify` (bin/agent-authz-sidecar.mjs repeats `cannotRun` for a load error). */
+export const VERIFY_EXIT = { verified: 0, broken: 1, usage: 2, unreadable: 3, cannotRun: 4 } as const;
+
+/** The `error.code` of a `--json` document for each exit code that is not a check's result. */
+export const VERIFY_ERROR_CODE = { 2: 'usage', 3: 'unreadable', 4: 'cannot_run' } as const;
+
+/**
+ * The `--json` document on stdout: the report of a check that ran (exit 0 or 1), or why none ran (2, 3, 4;
+ * the same message is on stderr).
+ */
+export type VerifyJson =
+  | ({ exit: 0 | 1; source: string } & TrailReport)
+  | { exit: 2 | 3 | 4; ok: false; error: { code: (typeof VERIFY_ERROR_CODE)[2 | 3 | 4]; message: string } };
 
 /** Usage of the `audit` command. */
 export const AUDIT_USAGE = 'audit verify [--db FILE | --database-url URL | --export FILE] [--key-id ID]... [--json]';
@@ -94,29 +110,43 @@ function render(r: TrailReport, source: string): string {
   return out.join('\n') + '\n';
 }
 
-/** Runs `audit ...` (`env` supplies the defaults); resolves to the exit code. */
+/** Reports why no check ran (stderr, and the `--json` document when asked for); resolves to `exit`. */
+function failed(out: Out, json: boolean, exit: 2 | 3 | 4, message: string, hint = ''): 2 | 3 | 4 {
+  const doc: VerifyJson = { exit, ok: false, error: { code: VERIFY_ERROR_CODE[exit], message } };
+  try {
+    out.stderr(`agent-authz sidecar: ${exit === VERIFY_EXIT.usage ? '' : 'audit verify: '}${message}\n${hint}`);
+    if (json) out.stdout(JSON.stringify(doc) + '\n');
+  } catch { /* the output itself fails: the exit code still says why */ }
+  return exit;
+}
+
+/**
+ * Runs `audit ...` (`env` supplies the defaults); resolves to the exit code ({@link VERIFY_EXIT}), never rejects:
+ * an unexpected failure is 4, so that 1 always means a check found the trail broken.
+ */
 export async function runAuditCommand(argv: readonly string[], out: Out = processOut, env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  const a = parseArgs(argv);
-  const input = typeof a === 'string' ? a : inputOf(a, env);
-  if (typeof a === 'string' || typeof input === 'string') {
-    out.stderr(`agent-authz sidecar: ${String(input)}\nusage: agent-authz-sidecar ${AUDIT_USAGE}\n`);
-    return VERIFY_EXIT.usage;
-  }
-  const name = input.kind === 'postgres' ? redactDatabaseUrl(input.database.url) : input.file;
+  const json = argv.includes('--json');
   let source: AuditSource | undefined;
   try {
+    const a = parseArgs(argv);
+    const input = typeof a === 'string' ? a : inputOf(a, env);
+    if (typeof a === 'string' || typeof input === 'string') {
+      return failed(out, json, VERIFY_EXIT.usage, String(input), `usage: agent-authz-sidecar ${AUDIT_USAGE}\n`);
+    }
+    const name = input.kind === 'postgres' ? redactDatabaseUrl(input.database.url) : input.file;
     const exported = input.kind === 'export' ? await openExportSource(input.file) : undefined;
     source = exported ?? await openAuditSource(input.kind === 'postgres' ? { database: input.database } : { file: input.file });
     const report = await verifyTrail(source, {
       partial: exported !== undefined, ...(exported ? { range: exported.range } : {}), ...(a.keyIds.length ? { pinnedKeyIds: a.keyIds } : {}),
     });
-    out.stdout(a.json ? JSON.stringify({ source: name, ...report }) + '\n' : render(report, name));
-    return report.ok ? VERIFY_EXIT.verified : VERIFY_EXIT.broken;
+    const exit = report.ok ? VERIFY_EXIT.verified : VERIFY_EXIT.broken;
+    const doc: VerifyJson = { exit, source: name, ...report };
+    out.stdout(a.json ? JSON.stringify(doc) + '\n' : render(report, name));
+    return exit;
   } catch (err) {
-    if (!(err instanceof AuditSourceError)) throw err;
-    out.stderr(`agent-authz sidecar: audit verify: ${err.message}\n`);
-    return VERIFY_EXIT.unreadable;
+    if (err instanceof AuditSourceError) return failed(out, json, VERIFY_EXIT.unreadable, err.message);
+    return failed(out, json, VERIFY_EXIT.cannotRun, `cannot run: ${err instanceof Error ? err.message : String(err)}`);
   } finally {
-    await source?.close();
+    await source?.close().catch(() => undefined);
   }
 }

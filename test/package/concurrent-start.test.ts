@@ -8,8 +8,8 @@
  *   (`AGENT_AUTHZ_BUILD_WAIT_MS`) with exit 1 and a message naming the lock and its owner;
  * - the acceptance test of issue 30: with a changed source file (a marker header on `/healthz`, built by tsc) and a
  *   changed console page (its title, built by Vite), and a stale lock left by a build that was killed, three
- *   `npm start` at once all start and serve the new build. Exactly one of them built it (after removing the
- *   stale lock); the other two waited and used it.
+ *   `npm start` at once all start and serve the new build. One of them removed the stale lock, exactly one built
+ *   the new build, and the other two waited and used it.
  */
 import t from 'tap';
 import fs from 'node:fs';
@@ -123,7 +123,8 @@ t.test('three npm start at once on a changed source, with a stale lock: all serv
   const outputs = starts.map((s) => s.proc.output());
   const built = outputs.filter((o) => /prepare: built dist\/ in/.test(o));
   t.equal(built.length, 1, 'one start built dist/');
-  t.match(built[0], `prepare: removed the stale build lock of pid ${dead} on ${os.hostname()}`, 'after removing the stale lock');
+  const broke = outputs.filter((o) => o.includes(`prepare: removed the stale build lock of pid ${dead} on ${os.hostname()}`));
+  t.equal(broke.length, 1, 'one of them removed the stale lock (not necessarily the one that then took it)');
   const waited = outputs.filter((o) => /prepare: waiting for the build of pid \d+/.test(o) && /prepare: dist\/ is up to date/.test(o));
   t.equal(waited.length, 2, 'the other two waited for it, then used it');
   t.same(fs.readdirSync(path.dirname(LOCK)), [], 'no lock and no staging directory left');
