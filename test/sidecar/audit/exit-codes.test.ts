@@ -79,19 +79,17 @@ t.test('2 usage', async (t) => {
   const sub = await bin(['audit', 'check']);
   t.equal(sub.code, 2);
   t.match(sub.stderr, /unknown audit subcommand "check"/);
-  t.equal((await verify('--db')).code, 2, 'a flag without its value');
 });
 
 t.test('3 the input cannot be read', async (t) => {
   const missing = await verify('--db', path.join(trail.dir, 'missing.sqlite'));
   t.equal(missing.code, 3);
-  t.match(missing.stderr, /^agent-authz sidecar: audit verify: cannot open the database/);
+  t.match(missing.stderr, /^agent-authz sidecar: audit verify: .*missing\.sqlite: cannot open the database/);
   const junk = path.join(trail.dir, 'junk.sqlite');
   fs.writeFileSync(junk, 'not a database at all, just text '.repeat(200));
   const notDb = await verify('--db', junk, '--json');
   t.equal(notDb.code, 3, 'not a database');
   t.match(json(notDb), { exit: 3, ok: false, error: { code: 'unreadable', message: String } });
-  t.equal((await verify('--export', junk)).code, 3, 'not an export');
 });
 
 t.test('4 cannot run: the command\'s own code does not load', async (t) => {
