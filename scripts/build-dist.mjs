@@ -1,10 +1,10 @@
 // The build of dist/ for `scripts/prepare.mjs` (npm ci, npm start, npm test, npm run gateway, npm run backup, npm pack):
 // whole or not at all, skipped when nothing changed, and never two at once in one checkout.
 //
-// - BUILD_STEPS is the build (tsc, then the console with Vite): each step writes into a staging directory,
-//   .cache/dist-build/stage-<pid>/, that stands for dist/. When every step succeeded, the staging directory
-//   replaces dist/ with two renames on one file system (dist/ to .cache/dist-build/old-<pid>/, the stage to
-//   dist/), and the old build is removed. A reader sees the old build, the new one, or (for the instant between
+// - BUILD_STEPS is the build (tsc, then the console with Vite): each step writes into a staging directory beside
+//   dist/, dist.stage-<pid>/, that stands for dist/. When every step succeeded, the staging directory replaces
+//   dist/ with two renames on one file system (dist/ to .cache/dist-build/old-<pid>/, the stage to dist/), and
+//   the old build is removed. A reader sees the old build, the new one, or (for the instant between
 //   the two renames) no dist/ at all — never a mix. A failed or interrupted build leaves dist/ as it was.
 // - BUILD_INPUTS are what the build reads. Their SHA-256 (paths and contents, with the steps' command lines)
 //   is written into the build as dist/.build-inputs.json; when it matches, the build is skipped.
@@ -201,7 +201,8 @@ export async function ensureBuild(root, { force = false, manifest = true, waitMs
   const work = path.join(root, '.cache', 'dist-build');
   if (!force && builtHash(dist) === inputsHash(root)) return 'fresh';
   const release = await acquireLock(work, { waitMs, say });
-  const stage = path.join(work, `stage-${process.pid}`);
+  // Beside dist/, at its depth: tsc writes the source maps' paths to the sources relative to where it writes.
+  const stage = path.join(root, `dist.stage-${process.pid}`);
   const old = path.join(work, `old-${process.pid}`);
   let child = null;
   const onSignal = (signal) => {
@@ -215,8 +216,8 @@ export async function ensureBuild(root, { force = false, manifest = true, waitMs
   try {
     const hash = inputsHash(root); // again: the inputs may have changed while this process waited
     if (!force && builtHash(dist) === hash) return 'fresh';
-    for (const e of fs.readdirSync(work)) {
-      if (/^(stage|old)-\d+$/.test(e)) fs.rmSync(path.join(work, e), { recursive: true, force: true }); // left by a crash
+    for (const [dir, left] of [[root, /^dist\.stage-\d+$/], [work, /^old-\d+$/]]) {
+      for (const e of fs.readdirSync(dir)) if (left.test(e)) fs.rmSync(path.join(dir, e), { recursive: true, force: true }); // a crash's
     }
     for (const step of BUILD_STEPS) await runStep(root, step, stage, (c) => { child = c; });
     if (manifest) fs.writeFileSync(path.join(stage, MANIFEST), JSON.stringify({ inputs: hash, builtAt: new Date().toISOString() }) + '\n');

@@ -52,6 +52,8 @@ function edit(file: string, from: string, to: string): void {
   if (!text.includes(from)) throw new Error(`${file} does not contain ${JSON.stringify(from)}`);
   fs.writeFileSync(file, text.replace(from, to));
 }
+/** Build files left in the copy: the lock's folder, and staging directories beside dist/. */
+const leftovers = (): string[] => [...fs.readdirSync(path.dirname(LOCK)), ...fs.readdirSync(copy).filter((f) => f.startsWith('dist.'))];
 /** A lock file as scripts/build-dist.mjs writes it. */
 const writeLock = (pid: number) => {
   fs.mkdirSync(path.dirname(LOCK), { recursive: true });
@@ -63,6 +65,8 @@ t.test('the first build, then a failed build leaves dist/ whole', async (t) => {
   t.equal(first.code, 0, `the first build${first.code === 0 ? '' : `:\n${first.stderr}`}`);
   t.match(first.stderr, /prepare: built dist\/ in [\d.]+ s/);
   t.ok(fs.existsSync(path.join(DIST, 'sidecar', 'main.js')) && fs.existsSync(path.join(DIST, 'console', 'index.html')), 'tsc and Vite output');
+  const map = JSON.parse(fs.readFileSync(path.join(DIST, 'sidecar', 'main.js.map'), 'utf8')) as { sources: string[] };
+  t.equal(path.resolve(DIST, 'sidecar', map.sources[0]!), path.join(copy, 'sidecar', 'main.ts'), 'source maps point at the sources from dist/');
   const again = await prepare();
   t.equal(again.code, 0);
   t.match(again.stderr, /prepare: dist\/ is up to date with the sources/, 'nothing changed: no build');
@@ -76,7 +80,7 @@ t.test('the first build, then a failed build leaves dist/ whole', async (t) => {
   t.match(failed.stderr, /prepare: tsc failed \(exit \d+\)/);
   t.equal(manifest(), before, 'dist/ is the previous build');
   t.ok(fs.existsSync(path.join(DIST, 'sidecar', 'main.js')), 'whole');
-  t.same(fs.readdirSync(path.dirname(LOCK)), [], 'no staging directory, no lock left');
+  t.same(leftovers(), [], 'no staging directory, no lock left');
   const back = await prepare();
   t.match(back.stderr, /dist\/ is up to date/, 'the sources as before: the build in dist/ still matches them');
 });
@@ -127,6 +131,6 @@ t.test('three npm start at once on a changed source, with a stale lock: all serv
   t.equal(broke.length, 1, 'one of them removed the stale lock (not necessarily the one that then took it)');
   const waited = outputs.filter((o) => /prepare: waiting for the build of pid \d+/.test(o) && /prepare: dist\/ is up to date/.test(o));
   t.equal(waited.length, 2, 'the other two waited for it, then used it');
-  t.same(fs.readdirSync(path.dirname(LOCK)), [], 'no lock and no staging directory left');
+  t.same(leftovers(), [], 'no lock and no staging directory left');
   for (const s of starts) t.equal(await s.proc.stop(), 0, 'each stops on SIGTERM with exit 0');
 });
