@@ -16,7 +16,8 @@ const audit = args[0] === 'audit';
 function cannotRun(message) {
   process.stderr.write(`agent-authz sidecar: audit verify: cannot run: ${message}\n`);
   if (args.includes('--json')) {
-    process.stdout.write(JSON.stringify({ exit: AUDIT_CANNOT_RUN, ok: false, error: { code: 'cannot_run', message: `cannot run: ${message}` } }) + '\n');
+    const error = { code: 'cannot_run', message: `cannot run: ${message}` };
+    process.stdout.write(JSON.stringify({ exit: AUDIT_CANNOT_RUN, ok: false, error }) + '\n');
   }
   process.exit(AUDIT_CANNOT_RUN);
 }
@@ -29,7 +30,8 @@ const entry = new URL('../dist/sidecar/main.js', import.meta.url);
 try {
   await import(entry.href);
 } catch (err) {
-  const message = `cannot load ${entry.pathname}: ${err?.message ?? String(err)} (a missing or incomplete build: \`npm run build\` in a clone)`;
+  const message = `cannot load ${entry.pathname}: ${err?.message ?? String(err)} `
+    + '(a missing or incomplete build: `npm run build` in a clone)';
   if (audit) cannotRun(message);
   process.stderr.write(`agent-authz sidecar: failed to start: ${message}\n`);
   process.exit(1);

@@ -1,4 +1,5 @@
-// The build of dist/ for `scripts/prepare.mjs` (npm ci, npm start, npm test, npm run gateway, npm run backup, npm pack):
+// The build of dist/ for `scripts/prepare.mjs` (npm ci, npm start, npm test, npm run gateway, npm run backup,
+// npm pack):
 // whole or not at all, skipped when nothing changed, and never two at once in one checkout.
 //
 // - BUILD_STEPS is the build (tsc, then the console with Vite): each step writes into a staging directory beside
@@ -18,16 +19,25 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 
-/** The build: each step's program (relative to the project) and its arguments, given the directory that stands for dist/. */
+/**
+ * The build, in order: each step's program (relative to the project) and its arguments, given `out`, the
+ * directory that stands for dist/.
+ */
 export const BUILD_STEPS = [
-  { name: 'tsc', program: 'node_modules/typescript/bin/tsc', args: (out) => ['-p', 'tsconfig.build.json', '--outDir', out] },
   {
-    name: 'vite', program: 'node_modules/vite/bin/vite.js',
-    args: (out) => ['build', '--config', 'console/vite.config.ts', '--outDir', path.join(out, 'console'), '--emptyOutDir'],
+    name: 'tsc',
+    program: 'node_modules/typescript/bin/tsc',
+    args: (out) => ['-p', 'tsconfig.build.json', '--outDir', out],
+  },
+  {
+    name: 'vite',
+    program: 'node_modules/vite/bin/vite.js',
+    args: (out) => ['build', '--config', 'console/vite.config.ts', '--outDir', path.join(out, 'console'),
+      '--emptyOutDir'],
   },
 ];
 
-/** What the build reads: folders (walked, without node_modules, dist and dot-folders) and root files; `*` globs a name. */
+/** What the build reads: folders (walked, without node_modules, dist and dot-folders) and files; `*` globs a name. */
 export const BUILD_INPUTS = [
   'src', 'runtime', 'sidecar', 'gateway-plugin', 'client', 'receiver', 'console', 'packages',
   'tsconfig*.json', 'package.json', 'package-lock.json', 'scripts/build-dist.mjs',
@@ -97,7 +107,7 @@ const readLock = (file) => {
     return JSON.parse(fs.readFileSync(file, 'utf8'));
   } catch (err) {
     if (err.code === 'ENOENT') return null;
-    return { pid: 0, host: '', token: '', since: 0 }; // unreadable or half-written by a crashed owner: stale by age only
+    return { pid: 0, host: '', token: '', since: 0 }; // unreadable: stale by its age only
   }
 };
 
@@ -138,8 +148,8 @@ export async function acquireLock(dir, { waitMs, say }) {
         continue;
       }
       if (Date.now() > deadline) {
-        throw new Error(`another build holds ${file} (pid ${owner?.pid ?? '?'} on ${owner?.host ?? '?'}) after ${waitMs} ms; `
-          + 'remove the file if no build runs');
+        const who = `pid ${owner?.pid ?? '?'} on ${owner?.host ?? '?'}`;
+        throw new Error(`another build holds ${file} (${who}) after ${waitMs} ms; remove the file if no build runs`);
       }
       if (!told && owner) {
         say(`waiting for the build of pid ${owner.pid} (${file})`);
@@ -177,7 +187,7 @@ function breakStale(file, owner, say) {
   }
 }
 
-/** Runs one step; resolves when it succeeds, rejects with its status otherwise. `track` learns the child (to stop it). */
+/** Runs one step; resolves when it succeeds, rejects with its status otherwise. `track` learns the child. */
 function runStep(root, step, out, track) {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [step.program, ...step.args(out)], { cwd: root, stdio: 'inherit' });
@@ -216,11 +226,14 @@ export async function ensureBuild(root, { force = false, manifest = true, waitMs
   try {
     const hash = inputsHash(root); // again: the inputs may have changed while this process waited
     if (!force && builtHash(dist) === hash) return 'fresh';
-    for (const [dir, left] of [[root, /^dist\.stage-\d+$/], [work, /^old-\d+$/]]) {
-      for (const e of fs.readdirSync(dir)) if (left.test(e)) fs.rmSync(path.join(dir, e), { recursive: true, force: true }); // a crash's
+    for (const [dir, left] of [[root, /^dist\.stage-\d+$/], [work, /^old-\d+$/]]) { // left by a crash
+      for (const e of fs.readdirSync(dir).filter((n) => left.test(n))) {
+        fs.rmSync(path.join(dir, e), { recursive: true, force: true });
+      }
     }
     for (const step of BUILD_STEPS) await runStep(root, step, stage, (c) => { child = c; });
-    if (manifest) fs.writeFileSync(path.join(stage, MANIFEST), JSON.stringify({ inputs: hash, builtAt: new Date().toISOString() }) + '\n');
+    const record = { inputs: hash, builtAt: new Date().toISOString() };
+    if (manifest) fs.writeFileSync(path.join(stage, MANIFEST), JSON.stringify(record) + '\n');
     const hadDist = fs.lstatSync(dist, { throwIfNoEntry: false }) !== undefined;
     if (hadDist) fs.renameSync(dist, old);
     fs.renameSync(stage, dist);

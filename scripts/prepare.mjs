@@ -41,7 +41,8 @@ function run(args) {
 
 if (!packing && !buildOnly) {
   fs.rmSync(path.join(root, 'node_modules/.bin/node'), { force: true });
-  if (fs.existsSync(path.join(root, 'node_modules/tap/package.json'))) run(['node_modules/tap/dist/esm/run.mjs', 'build']);
+  const tap = fs.existsSync(path.join(root, 'node_modules/tap/package.json'));
+  if (tap) run(['node_modules/tap/dist/esm/run.mjs', 'build']);
 }
 
 if (fs.existsSync(path.join(root, 'node_modules/typescript/bin/tsc'))) {
@@ -49,7 +50,8 @@ if (fs.existsSync(path.join(root, 'node_modules/typescript/bin/tsc'))) {
   const started = Date.now();
   try {
     const r = await ensureBuild(root, { force: force || packing, manifest: !packing, waitMs, say });
-    say(r === 'fresh' ? 'dist/ is up to date with the sources' : `built dist/ in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    const seconds = ((Date.now() - started) / 1000).toFixed(1);
+    say(r === 'fresh' ? 'dist/ is up to date with the sources' : `built dist/ in ${seconds} s`);
   } catch (err) {
     say(err.message);
     process.exit(1);
@@ -57,6 +59,7 @@ if (fs.existsSync(path.join(root, 'node_modules/typescript/bin/tsc'))) {
 } else if (fs.existsSync(path.join(root, 'dist/sidecar/main.js'))) {
   say('TypeScript is not installed (--omit=dev); keeping the existing dist/');
 } else {
-  say('TypeScript is not installed (--omit=dev) and dist/ is missing: run `npm ci` (with dev dependencies) and `npm run build` first');
+  say('TypeScript is not installed (--omit=dev) and dist/ is missing: '
+    + 'run `npm ci` (with dev dependencies) and `npm run build` first');
   process.exit(1);
 }

@@ -33,12 +33,15 @@ for (const f of projectFiles().filter((f) => f.split('/')[0] !== 'node_modules')
 // npm ci, but a shared node_modules may have it back; npm start would then run Node 24 against a Node 20 addon).
 const modules = path.join(ROOT, 'node_modules');
 fs.mkdirSync(path.join(copy, 'node_modules', '.bin'), { recursive: true });
-for (const e of fs.readdirSync(modules)) if (e !== '.bin') fs.symlinkSync(path.join(modules, e), path.join(copy, 'node_modules', e));
-for (const e of fs.readdirSync(path.join(modules, '.bin'))) {
-  if (e !== 'node') fs.cpSync(path.join(modules, '.bin', e), path.join(copy, 'node_modules', '.bin', e), { verbatimSymlinks: true });
+for (const e of fs.readdirSync(modules).filter((n) => n !== '.bin')) {
+  fs.symlinkSync(path.join(modules, e), path.join(copy, 'node_modules', e));
+}
+for (const e of fs.readdirSync(path.join(modules, '.bin')).filter((n) => n !== 'node')) {
+  fs.cpSync(path.join(modules, '.bin', e), path.join(copy, 'node_modules', '.bin', e), { verbatimSymlinks: true });
 }
 /** PATH without node_modules/.bin folders (npm, run from tap, has this project's first). */
-const PATH_WITHOUT_BINS = (process.env.PATH ?? '').split(path.delimiter).filter((d) => !d.endsWith(path.join('node_modules', '.bin'))).join(path.delimiter);
+const PATH_WITHOUT_BINS = (process.env.PATH ?? '').split(path.delimiter)
+  .filter((d) => !d.endsWith(path.join('node_modules', '.bin'))).join(path.delimiter);
 const DIST = path.join(copy, 'dist');
 const LOCK = path.join(copy, '.cache', 'dist-build', 'lock');
 const HEALTH = path.join(copy, 'sidecar', 'routes', 'health.ts');
@@ -53,7 +56,8 @@ function edit(file: string, from: string, to: string): void {
   fs.writeFileSync(file, text.replace(from, to));
 }
 /** Build files left in the copy: the lock's folder, and staging directories beside dist/. */
-const leftovers = (): string[] => [...fs.readdirSync(path.dirname(LOCK)), ...fs.readdirSync(copy).filter((f) => f.startsWith('dist.'))];
+const leftovers = (): string[] =>
+  [...fs.readdirSync(path.dirname(LOCK)), ...fs.readdirSync(copy).filter((f) => f.startsWith('dist.'))];
 /** A lock file as scripts/build-dist.mjs writes it. */
 const writeLock = (pid: number) => {
   fs.mkdirSync(path.dirname(LOCK), { recursive: true });
@@ -64,9 +68,11 @@ t.test('the first build, then a failed build leaves dist/ whole', async (t) => {
   const first = await prepare();
   t.equal(first.code, 0, `the first build${first.code === 0 ? '' : `:\n${first.stderr}`}`);
   t.match(first.stderr, /prepare: built dist\/ in [\d.]+ s/);
-  t.ok(fs.existsSync(path.join(DIST, 'sidecar', 'main.js')) && fs.existsSync(path.join(DIST, 'console', 'index.html')), 'tsc and Vite output');
+  t.ok(fs.existsSync(path.join(DIST, 'sidecar', 'main.js')), 'tsc output');
+  t.ok(fs.existsSync(path.join(DIST, 'console', 'index.html')), 'Vite output');
   const map = JSON.parse(fs.readFileSync(path.join(DIST, 'sidecar', 'main.js.map'), 'utf8')) as { sources: string[] };
-  t.equal(path.resolve(DIST, 'sidecar', map.sources[0]!), path.join(copy, 'sidecar', 'main.ts'), 'source maps point at the sources from dist/');
+  const source = path.resolve(DIST, 'sidecar', map.sources[0]!);
+  t.equal(source, path.join(copy, 'sidecar', 'main.ts'), 'source maps point at the sources from dist/');
   const again = await prepare();
   t.equal(again.code, 0);
   t.match(again.stderr, /prepare: dist\/ is up to date with the sources/, 'nothing changed: no build');
@@ -93,7 +99,8 @@ t.test('a live lock holder: a build waits, bounded, then fails naming the lock',
   const r = await prepare({ AGENT_AUTHZ_BUILD_WAIT_MS: '1500' });
   t.equal(r.code, 1, 'exit 1');
   t.match(r.stderr, `prepare: waiting for the build of pid ${process.pid}`);
-  t.match(r.stderr, new RegExp(`another build holds .*lock \\(pid ${process.pid} on ${os.hostname()}\\) after 1500 ms`));
+  const owner = `pid ${process.pid} on ${os.hostname()}`;
+  t.match(r.stderr, new RegExp(`another build holds .*lock \\(${owner}\\) after 1500 ms`));
   t.ok(Date.now() - started >= 1500, 'it waited its bound');
   t.equal(JSON.parse(fs.readFileSync(LOCK, 'utf8')).token, `test-${process.pid}`, 'the holder\'s lock is left alone');
   t.notOk(fs.existsSync(path.join(DIST, 'sidecar', 'routes', 'new-file.js')), 'and nothing was built');
@@ -111,7 +118,10 @@ t.test('three npm start at once on a changed source, with a stale lock: all serv
     const port = await freePort();
     const proc = startProc('npm', ['start'], {
       cwd: copy,
-      env: cleanEnv({ PATH: PATH_WITHOUT_BINS, SIDECAR_PORT: String(port), SIDECAR_DATA_DIR: path.join(work, `data-${i}`), SIDECAR_CRYPTO_WORKERS: '1' }),
+      env: cleanEnv({
+        PATH: PATH_WITHOUT_BINS, SIDECAR_PORT: String(port), SIDECAR_CRYPTO_WORKERS: '1',
+        SIDECAR_DATA_DIR: path.join(work, `data-${i}`),
+      }),
     });
     t.teardown(() => proc.stop('SIGKILL'));
     starts.push({ proc, url: `http://127.0.0.1:${port}` });
@@ -119,7 +129,8 @@ t.test('three npm start at once on a changed source, with a stale lock: all serv
   await Promise.all(starts.map((s) => waitFor(`${s.url}/healthz`, s.proc, { timeoutMs: 300_000 })));
   for (const [i, s] of starts.entries()) {
     const health = await fetch(`${s.url}/healthz`);
-    t.same([health.headers.get('x-build'), await health.json()], [marker, { status: 'ok' }], `start ${i}: /healthz from the new build (tsc)`);
+    const seen = [health.headers.get('x-build'), await health.json()];
+    t.same(seen, [marker, { status: 'ok' }], `start ${i}: /healthz from the new build (tsc)`);
     const page = await fetch(`${s.url}/console/`);
     t.match(await page.text(), `<title>agent-authz console ${marker}</title>`, `start ${i}: the new console (Vite)`);
     t.notMatch(s.proc.output(), /SyntaxError|ERR_MODULE_NOT_FOUND/, `start ${i}: no half-written build loaded`);
@@ -127,9 +138,9 @@ t.test('three npm start at once on a changed source, with a stale lock: all serv
   const outputs = starts.map((s) => s.proc.output());
   const built = outputs.filter((o) => /prepare: built dist\/ in/.test(o));
   t.equal(built.length, 1, 'one start built dist/');
-  const broke = outputs.filter((o) => o.includes(`prepare: removed the stale build lock of pid ${dead} on ${os.hostname()}`));
+  const broke = outputs.filter((o) => o.includes(`removed the stale build lock of pid ${dead} on ${os.hostname()}`));
   t.equal(broke.length, 1, 'one of them removed the stale lock (not necessarily the one that then took it)');
-  const waited = outputs.filter((o) => /prepare: waiting for the build of pid \d+/.test(o) && /prepare: dist\/ is up to date/.test(o));
+  const waited = outputs.filter((o) => /prepare: waiting for the build of pid \d+/.test(o) && /is up to date/.test(o));
   t.equal(waited.length, 2, 'the other two waited for it, then used it');
   t.same(leftovers(), [], 'no lock and no staging directory left');
   for (const s of starts) t.equal(await s.proc.stop(), 0, 'each stops on SIGTERM with exit 0');
