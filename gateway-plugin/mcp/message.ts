@@ -86,7 +86,7 @@ export function readMcpMessage(body: Buffer, contentType: string | undefined, fa
   const method = doc.method;
   // A refusal of a response carries id null: its id names the server's request, not a request of the client.
   const id = doc.id === undefined || (doc.id === null && method === undefined) ? null : readId(doc.id);
-  if (method !== undefined) facts.id = id;
+  if (method !== undefined || (doc.result === undefined && doc.error === undefined)) facts.id = id;
   if (doc.jsonrpc !== '2.0') invalid('The MCP message must have "jsonrpc": "2.0".');
   if (method === undefined) {
     if (doc.id === undefined || (doc.result === undefined) === (doc.error === undefined)) invalid('A JSON-RPC message needs a method, or an id with a result or an error.');

@@ -74,7 +74,9 @@ t.test('protocol messages need the route scope; notifications/* are public', asy
   t.equal(up.received.at(-1)?.headers['x-service-decision'], 'public');
   const response = await send(gw.url, '/mcp', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 'srv-1', result: {} }) });
   t.equal(response.status, 401, 'a JSON-RPC response needs the route scope');
-  t.equal(response.json?.id, 'srv-1');
+  // Issue 31: the id of a response names the server's request, so its refusal carries null (docs/mcp.md#refusals).
+  t.equal(response.json?.id, null, 'the refusal of a response has id null');
+  t.match(response.json?.error, { code: -32001, data: { code: 'proof_required' } });
   t.equal(sidecar.verifyCalls.length, calls, 'no verify without a proof');
   const get = await send(gw.url, '/mcp', { method: 'GET' });
   t.equal(get.status, 401, 'GET (the SSE stream) is a plain route with the route scope');
