@@ -204,9 +204,9 @@ export class DecisionPipeline {
     const { route, target } = admission;
     const mcp = route.mcp;
     if (mcp === undefined || route.scope === undefined || admission.mcp === undefined) throw new ServiceError('internal_error');
-    if (admission.sessionError !== undefined) throw admission.sessionError;
     if (body === undefined) throw new ServiceError('body_not_forwarded');
     const message = readMcpMessage(body, req.headers['content-type'], admission.mcp);
+    if (admission.sessionError !== undefined) throw admission.sessionError;
     const base = this.#peerContext(req, peer);
     // Members left undefined are dropped when the verify body is serialized.
     let scope = route.scope;
