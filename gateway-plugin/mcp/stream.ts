@@ -41,11 +41,14 @@ export function isEventStream(contentType: unknown): boolean {
 export function forwardBody(upstream: Readable, res: ServerResponse, sse: boolean, idleMs: number, onIdle: () => void): Readable {
   const out = new PassThrough();
   let timer: NodeJS.Timeout | undefined;
+  let ended = false;
   const arm = (): void => {
     clearTimeout(timer);
     timer = setTimeout(() => {
       onIdle();
       if (sse) {
+        // Destroying the upstream body fails it ("aborted"): the client's stream still ends cleanly.
+        ended = true;
         upstream.unpipe(out);
         upstream.destroy();
         out.end();
@@ -57,7 +60,9 @@ export function forwardBody(upstream: Readable, res: ServerResponse, sse: boolea
   };
   upstream.on('data', arm);
   upstream.once('end', () => clearTimeout(timer));
-  upstream.once('error', (err) => out.destroy(err));
+  upstream.on('error', (err) => {
+    if (!ended) out.destroy(err);
+  });
   out.once('close', () => {
     clearTimeout(timer);
     if (!upstream.destroyed) upstream.destroy();
