@@ -126,6 +126,12 @@ t.test('the mcp config is validated at startup with path-named errors', async (t
     [route({ mcp: { tools: { t1: { context: {} } } } }), /^gateway options: routes\[0\]\.mcp\.tools\.t1\.scope: is required$/],
     [route({ mcp: { tools: { t1: 'data:read' }, public: ['tools/call'] } }), /^gateway options: routes\[0\]\.mcp\.public\[0\]: tools\/call cannot be public/],
     [route({ mcp: { tools: { t1: 'data:read' }, public: ['ping', 'ping'] } }), /^gateway options: routes\[0\]\.mcp\.public\[1\]: duplicate method ping$/],
+    // Issue 31: initialize opens a session bound to its agent; the limits of an MCP route are its own settings.
+    [route({ mcp: { tools: { t1: 'data:read' }, public: ['initialize'] } }), /^gateway options: routes\[0\]\.mcp\.public\[0\]: initialize cannot be public: it opens a session/],
+    [route({ mcp: { tools: { t1: 'data:read' }, body_limit_bytes: -1 } }), /^gateway options: routes\[0\]\.mcp\.body_limit_bytes: must be an integer from 0 to 1073741824$/],
+    [route({ mcp: { tools: { t1: 'data:read' }, stream_idle_timeout_ms: 0 } }), /^gateway options: routes\[0\]\.mcp\.stream_idle_timeout_ms: must be an integer from 1 to 86400000$/],
+    [route({ mcp: { tools: { t1: 'data:read' }, session_ttl_ms: 1.5 } }), /^gateway options: routes\[0\]\.mcp\.session_ttl_ms: must be an integer from 1000 to 2592000000$/],
+    [route({ mcp: { tools: { t1: 'data:read' }, stream_idle_ms: 5 } }), /^gateway options: routes\[0\]\.mcp\.stream_idle_ms: unknown key/],
     [route({ mcp: { tools: { t1: 'data:read' }, extra: 1 } }), /^gateway options: routes\[0\]\.mcp\.extra: unknown key/],
     [route({ mcp: { tools: { t1: 'data:read' } }, context: { amount: '/a' } }), /^gateway options: routes\[0\]\.context: an MCP route takes its context from tool arguments/],
     [{ ...base, routes: [{ method: 'GET', path: '/mcp', scope: 'execute:tool', mcp: { tools: { t1: 'data:read' } } }] }, /^gateway options: routes\[0\]\.method: an MCP route must accept POST$/],
