@@ -116,7 +116,9 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     const limit = admission?.route.mcp?.bodyLimit ?? opts.bodyLimit;
     const proof = request.headers[SESSION_PROOF_HEADER];
     const { session, sessions } = admission ?? {};
-    const overflow = session === undefined || sessions === undefined || typeof proof !== 'string' ? undefined : { key: sessions.answerKey(session.token), proof };
+    const overflow = session === undefined || sessions === undefined || typeof proof !== 'string'
+      ? undefined
+      : { key: sessions.answerKey(session.token), proof };
     readLimitedBody(payload as import('node:stream').Readable, request.headers['content-length'], limit, overflow, done);
   }
 

@@ -47,7 +47,12 @@ export async function answerOnBehalf(
   try {
     const res = await request(url, {
       method: 'POST',
-      headers: { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'content-length': String(Buffer.byteLength(body)) },
+      headers: {
+        ...headers,
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'content-length': String(Buffer.byteLength(body)),
+      },
       body,
       headersTimeout: TIMEOUT_MS,
       bodyTimeout: TIMEOUT_MS,

@@ -45,8 +45,9 @@ export class McpAnswerTooLarge extends ServiceError {
   }
 }
 
+/** As Fastify's own reader: a body whose length differs from its Content-Length is 400 `invalid_request`. */
 function invalidLength(): ServiceError {
-  return new ServiceError('invalid_request', 'The request body does not match its Content-Length.');
+  return new ServiceError('invalid_request');
 }
 
 /**
