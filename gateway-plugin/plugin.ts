@@ -37,6 +37,7 @@ import { McpSessions, SESSION_PROOF_HEADER } from './mcp/session.js';
 import { forwardBody, isEventStream } from './mcp/stream.js';
 import { answerServer, rewriteSessionHeaders } from './mcp/proxy.js';
 import type { RouteMatch } from './routes.js';
+import type { Readable } from 'node:stream';
 
 interface RequestState {
   facts?: PipelineRequest;
@@ -77,7 +78,10 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
   const sessionsFor = (route: RouteMatch): McpSessions | undefined => {
     if (route.mcp === undefined) return undefined;
     let sessions = sessionsByRoute.get(route.index);
-    if (sessions === undefined) sessionsByRoute.set(route.index, (sessions = new McpSessions(opts.apiKey, route.pattern, route.mcp.sessionTtlMs)));
+    if (sessions === undefined) {
+      sessions = new McpSessions(opts.apiKey, route.pattern, route.mcp.sessionTtlMs);
+      sessionsByRoute.set(route.index, sessions);
+    }
     return sessions;
   };
   const pipeline = new DecisionPipeline(opts, sidecar, sessionsFor);
@@ -111,7 +115,7 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
   }
 
   /** Reads a body with its route's limit; an MCP answer over it may still be read to answer the server (mcp/body.ts). */
-  function parseBody(request: FastifyRequest, payload: NodeJS.ReadableStream, done: (err: Error | null, body?: Buffer) => void): void {
+  function parseBody(request: FastifyRequest, payload: Readable, done: (err: Error | null, body?: Buffer) => void): void {
     const admission = stateOf(request).admission;
     const limit = admission?.route.mcp?.bodyLimit ?? opts.bodyLimit;
     const proof = request.headers[SESSION_PROOF_HEADER];
@@ -119,21 +123,22 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     const overflow = session === undefined || sessions === undefined || typeof proof !== 'string'
       ? undefined
       : { key: sessions.answerKey(session.token), proof };
-    readLimitedBody(payload as import('node:stream').Readable, request.headers['content-length'], limit, overflow, done);
+    readLimitedBody(payload, request.headers['content-length'], limit, overflow, done);
   }
 
   /** The upstream answered: session ids, then the body, chunk by chunk with its idle limit. */
-  function onUpstreamResponse(request: FastifyRequest, reply: FastifyReply, res: { statusCode: number; stream: import('node:stream').Readable }): void {
-    const state = stateOf(request);
-    if (state.admission?.sessions !== undefined) rewriteSessionHeaders(request.method, state.admission, state.decision, reply, res.statusCode);
+  function onUpstreamResponse(request: FastifyRequest, reply: FastifyReply, res: { statusCode: number; stream: Readable }): void {
+    const { admission, decision } = stateOf(request);
+    if (admission?.sessions !== undefined) rewriteSessionHeaders(request.method, admission, decision, reply, res.statusCode);
     const sse = isEventStream(reply.getHeader('content-type'));
-    const idleMs = sse ? state.admission?.route.mcp?.streamIdleMs ?? opts.upstreamTimeoutMs : opts.upstreamTimeoutMs;
-    void reply.send(forwardBody(res.stream, reply.raw, sse, idleMs, () => request.log.info({ idle_ms: idleMs, sse }, 'gateway: upstream idle')));
+    const idleMs = sse ? admission?.route.mcp?.streamIdleMs ?? opts.upstreamTimeoutMs : opts.upstreamTimeoutMs;
+    const onIdle = (): void => request.log.info({ idle_ms: idleMs, sse }, 'gateway: upstream idle');
+    void reply.send(forwardBody(res.stream, reply.raw, sse, idleMs, onIdle));
   }
 
   await fastify.register(async (scope) => {
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', (request, payload, done) => parseBody(request, payload, done));
+    scope.addContentTypeParser('*', (request, payload, done) => parseBody(request, payload as unknown as Readable, done));
     scope.setErrorHandler((error: FastifyError, request, reply) => {
       const err = toServiceError(error, request);
       const state = stateOf(request);
@@ -141,6 +146,7 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
       const refusal = renderRefusal(err, state.admission?.mcp);
       void reply.code(refusal.status).headers({ ...refusal.headers, 'x-request-id': request.id })
         .type('application/json; charset=utf-8').send(refusal.body);
+      // An MCP answer over the limit: the server gets an error for its request, so nothing waits for it (mcp/answer.ts).
       if (err instanceof McpAnswerTooLarge && state.admission !== undefined) answerServer(opts.upstream, request, state.admission, err);
     });
     scope.addHook('onRequest', onRequest);
