@@ -38,7 +38,10 @@ t.teardown(async () => {
 const a = await specFlow(sc, 'mcp-sessions@example.com', { scopes: ['execute:tool', 'data:read'], approve: ['execute:tool', 'data:read'] });
 const b = await delegateAgent(a, 'agent-b', { approve: ['execute:tool', 'data:read'] });
 const config = gatewayConfig(server.url, sc.url, {
-  routes: [{ method: ['POST', 'GET', 'DELETE'], path: '/mcp', scope: 'execute:tool', mcp: { public: ['ping', 'notifications/*'], tools: { echo: 'data:read' } } }],
+  routes: [{
+    method: ['POST', 'GET', 'DELETE'], path: '/mcp', scope: 'execute:tool',
+    mcp: { public: ['ping', 'notifications/*'], tools: { echo: 'data:read' } },
+  }],
   verify_timeout_ms: 10_000, challenge_timeout_ms: 5_000,
 });
 const gw1 = await startGatewayWithKey(config, a.reg.api_key as string);
@@ -86,8 +89,13 @@ async function call(gw: string, method: 'POST' | 'GET' | 'DELETE', o: {
   return { status: res.statusCode, headers: res.headers, json: messageOf(text) };
 }
 
-const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: { elicitation: {} }, clientInfo: { name: 'sessions-test', version: '1' } } };
-const sessionProof = (key: string, body: unknown): string => createHmac('sha256', Buffer.from(key, 'base64url')).update(JSON.stringify(body)).digest('base64url');
+const initialize = {
+  jsonrpc: '2.0', id: 1, method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: { elicitation: {} }, clientInfo: { name: 'sessions-test', version: '1' } },
+};
+const sessionProof = (key: string, body: unknown): string =>
+  createHmac('sha256', Buffer.from(key, 'base64url')).update(JSON.stringify(body)).digest('base64url');
+const accept = { jsonrpc: '2.0', id: 0, result: { action: 'accept' } };
 
 t.test('a session is bound to the agent that opened it, on every replica', async (t) => {
   const init = await call(gw1.url, 'POST', { message: initialize, proof: a });
@@ -113,9 +121,9 @@ t.test('a session is bound to the agent that opened it, on every replica', async
     const before = server.received.length;
     const refusals: Array<[string, Answer]> = [
       ['request', await call(gw.url, 'POST', { message: { jsonrpc: '2.0', id: 3, method: 'tools/list' }, session: token, proof: b })],
-      ['answer with a proof', await call(gw.url, 'POST', { message: { jsonrpc: '2.0', id: 0, result: { action: 'accept', content: {} } }, session: token, proof: b })],
+      ['answer with a proof', await call(gw.url, 'POST', { message: accept, session: token, proof: b })],
       ['answer with a session proof B cannot compute', await call(gw.url, 'POST', {
-        message: { jsonrpc: '2.0', id: 0, result: { action: 'accept' } }, session: token, sessionProof: sessionProof('A'.repeat(43), { jsonrpc: '2.0', id: 0, result: { action: 'accept' } }),
+        message: accept, session: token, sessionProof: sessionProof('A'.repeat(43), accept),
       })],
       ['GET stream', await call(gw.url, 'GET', { session: token, proof: b })],
       ['DELETE', await call(gw.url, 'DELETE', { session: token, proof: b })],

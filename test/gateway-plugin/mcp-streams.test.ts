@@ -37,8 +37,12 @@ t.teardown(async () => {
   await sc.close();
 });
 const flow = await specFlow(sc, 'mcp-streams@example.com', { scopes: ['execute:tool', 'data:read'], approve: ['execute:tool', 'data:read'] });
-const tools = { echo: 'data:read', 'trigger-long-running-operation': 'execute:tool', 'trigger-sampling-request': 'execute:tool', 'trigger-elicitation-request': 'execute:tool' };
-const route = (mcp: Record<string, unknown> = {}): unknown => ({ method: ['POST', 'GET', 'DELETE'], path: '/mcp', scope: 'execute:tool', mcp: { public: ['ping'], tools, ...mcp } });
+const tools = {
+  echo: 'data:read', 'trigger-long-running-operation': 'execute:tool',
+  'trigger-sampling-request': 'execute:tool', 'trigger-elicitation-request': 'execute:tool',
+};
+const route = (mcp: Record<string, unknown> = {}): unknown =>
+  ({ method: ['POST', 'GET', 'DELETE'], path: '/mcp', scope: 'execute:tool', mcp: { public: ['ping'], tools, ...mcp } });
 const start = (upstream: string, extra: Record<string, unknown>): ReturnType<typeof startGatewayWithKey> =>
   startGatewayWithKey(gatewayConfig(upstream, sc.url, { verify_timeout_ms: 10_000, challenge_timeout_ms: 5_000, ...extra }), flow.reg.api_key as string);
 const gw = await start(server.url, { routes: [route({ body_limit_bytes: 1_048_576, stream_idle_timeout_ms: 3_000 })] });
@@ -66,7 +70,8 @@ async function connect(url: string): Promise<Client> {
 }
 
 async function proof(): Promise<string> {
-  const r = await flow.platform.post(`/v1/service/connections/${flow.reg.connection_id}/agents/${flow.agentId}/present`, { challenge: await challenge(flow.platform) });
+  const path = `/v1/service/connections/${flow.reg.connection_id}/agents/${flow.agentId}/present`;
+  const r = await flow.platform.post(path, { challenge: await challenge(flow.platform) });
   return r.body.proof_header as string;
 }
 
@@ -75,18 +80,22 @@ async function openSession(url: string): Promise<string> {
   const res = await request(`${url}/mcp`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'x-service-proof': await proof() },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    }),
   });
   await res.body.text();
   return res.headers['mcp-session-id'] as string;
 }
 
 /** Sends a request and times its headers and its end. */
-async function timed(url: string, method: 'GET' | 'POST', session: string, body?: unknown): Promise<{ status: number; type: unknown; headersMs: number; endMs: number; text: string }> {
+interface Timed { status: number; type: unknown; headersMs: number; endMs: number; text: string }
+async function timed(url: string, method: 'GET' | 'POST', session: string, body?: unknown): Promise<Timed> {
   const headers: Record<string, string> = { accept: 'application/json, text/event-stream', 'mcp-session-id': session, 'x-service-proof': await proof() };
   if (body !== undefined) headers['content-type'] = 'application/json';
   const started = performance.now();
-  const res = await request(`${url}/mcp`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), headersTimeout: 5_000, bodyTimeout: 10_000 });
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  const res = await request(`${url}/mcp`, { method, headers, body: payload, headersTimeout: 5_000, bodyTimeout: 10_000 });
   const headersMs = performance.now() - started;
   const text = await res.body.text();
   return { status: res.statusCode, type: res.headers['content-type'], headersMs, endMs: performance.now() - started, text };
@@ -126,7 +135,8 @@ t.test('upstream_timeout_ms: a stalled JSON body is 502 upstream_timeout; an SSE
   t.equal(init.statusCode, 502, 'a JSON answer that stalls before its first byte');
   t.match(body, { id: 'init-1', error: { code: -32603, data: { code: 'upstream_unavailable', cause: 'upstream_timeout', status: 502 } } });
   const started = performance.now();
-  const get = await request(`${slow.url}/mcp`, { method: 'GET', headers: { accept: 'text/event-stream', 'x-service-proof': await proof() }, headersTimeout: 5_000 });
+  const headers = { accept: 'text/event-stream', 'x-service-proof': await proof() };
+  const get = await request(`${slow.url}/mcp`, { method: 'GET', headers, headersTimeout: 5_000 });
   t.equal(get.statusCode, 200, 'the SSE stream is answered at once');
   const ended = await Promise.race([get.body.text().then(() => 'ended'), new Promise((r) => setTimeout(() => r('open'), 1_500))]);
   t.equal(ended, 'open', `still open ${(performance.now() - started).toFixed(0)} ms later, past upstream_timeout_ms 500`);
@@ -135,7 +145,8 @@ t.test('upstream_timeout_ms: a stalled JSON body is 502 upstream_timeout; an SSE
 
 t.test('a sampling answer over the MCP body limit: the server gets an error for it, nothing hangs', async (t) => {
   const client = await connect(gw.url);
-  client.setRequestHandler(CreateMessageRequestSchema, async () => ({ model: 'test', role: 'assistant', content: { type: 'text', text: 'x'.repeat(1_150_000) } }));
+  const big = { type: 'text' as const, text: 'x'.repeat(1_150_000) };
+  client.setRequestHandler(CreateMessageRequestSchema, async () => ({ model: 'test', role: 'assistant', content: big }));
   const before = server.received.length;
   const started = performance.now();
   const result = await client.callTool({ name: 'trigger-sampling-request', arguments: { prompt: 'big', maxTokens: 10 } }, undefined, { timeout: 20_000 });
