@@ -15,11 +15,14 @@
  * - A forged or altered token is 404 `mcp_session_not_found` before any
  *   proof is read.
  * - After A's DELETE, the token is refused by the replica that ended it (404,
- *   without reaching the server) and by the server through the other one.
+ *   without reaching the server) and by the server through the other one;
+ *   after the upstream's 404 for a session, the gateway refuses it itself.
  */
 
 import t from 'tap';
 import { createHmac } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { challenge } from '../sidecar/decide/helpers.js';
 import { delegateAgent, specFlow, startSidecar } from '../helpers/sidecar.js';
@@ -174,4 +177,28 @@ t.test('an ended session cannot be used again by anyone', async (t) => {
   t.equal(other.json?.result, undefined);
   const reopened = await call(gw1.url, 'POST', { message: initialize, proof: a });
   t.not(reopened.headers['mcp-session-id'], token, 'a new initialize gets a new session');
+});
+
+t.test('the upstream\'s 404 for a session ends it at the gateway too', async (t) => {
+  // A stub MCP server that forgets every session at once (as after its own idle expiry).
+  const seen: string[] = [];
+  const stub = http.createServer((req, res) => {
+    req.resume();
+    seen.push(`${req.method} ${req.headers['mcp-session-id'] ?? '-'}`);
+    if (req.headers['mcp-session-id'] === undefined) res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 'stub-1' });
+    else res.writeHead(404, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ jsonrpc: '2.0', id: 1, result: {} }));
+  });
+  await new Promise<void>((resolve) => stub.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => { stub.closeAllConnections(); stub.close(); });
+  const gw = await startGatewayWithKey({ ...config, upstream_url: `http://127.0.0.1:${(stub.address() as AddressInfo).port}` }, a.reg.api_key as string);
+  t.teardown(() => gw.close());
+  const token = (await call(gw.url, 'POST', { message: initialize, proof: a })).headers['mcp-session-id'] as string;
+  t.match(token, /^s1\./);
+  const first = await call(gw.url, 'POST', { message: { jsonrpc: '2.0', id: 2, method: 'tools/list' }, session: token, proof: a });
+  t.equal(first.status, 404, 'the upstream no longer knows the session');
+  const again = await call(gw.url, 'POST', { message: { jsonrpc: '2.0', id: 3, method: 'tools/list' }, session: token, proof: a });
+  t.equal(again.status, 404);
+  t.equal(again.json?.error?.data?.code, 'mcp_session_not_found', 'the gateway refuses it itself now');
+  t.same(seen, ['POST -', 'POST stub-1'], 'the second request did not reach the upstream');
 });
