@@ -16,7 +16,7 @@ import type { AgentOperation } from './operation.js';
 export const GATEWAY_REFUSAL_CODES: ReadonlySet<string> = new Set([
   'proof_required', 'duplicate_proof_header', 'route_not_mapped', 'ambiguous_path', 'not_delegated', 'delegation_revoked',
   'delegation_expired', 'constraint_denied', 'proof_rejected', 'decision_indeterminate', 'verify_unavailable',
-  'upstream_unavailable', 'tool_not_mapped', 'batch_not_supported', 'body_not_forwarded', 'override_header_refused',
+  'upstream_unavailable', 'tool_not_mapped', 'batch_not_supported', 'body_not_forwarded', 'override_header_refused', 'mcp_session_forbidden',
 ]);
 
 /**

@@ -6,12 +6,68 @@
  * a fresh proof per request, one retry on a 401 challenge, and a refused
  * tool call rejecting with an {@link AgentAuthzError} that names the tool and
  * the decision reason.
+ *
+ * Answers to the server's requests (sampling, elicitation, roots: JSON-RPC
+ * responses the client POSTs) in a session the gateway bound to this agent
+ * carry a session proof instead (`X-Service-Session-Proof`, an HMAC of the
+ * body under the session key the gateway handed out with the session id;
+ * docs/mcp.md#answers-to-server-requests): no challenge, present or verify
+ * per answer. Without a session key (a gateway before issue 31, forward-auth
+ * mode) they get a full proof as before.
  */
 
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { StreamableHTTPClientTransportOptions } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { createHmac } from 'node:crypto';
 import { createAgentFetch } from './fetch.js';
-import type { AgentFetchOptions } from './fetch.js';
+import type { AgentFetch, AgentFetchOptions } from './fetch.js';
+
+const SESSION_HEADER = 'mcp-session-id';
+const SESSION_KEY_HEADER = 'x-service-session-key';
+const SESSION_PROOF_HEADER = 'x-service-session-proof';
+/** Most session keys one transport remembers (a transport has one session at a time; re-initializing adds one). */
+const MAX_SESSION_KEYS = 16;
+
+/** True for the text of one JSON-RPC response (an answer to a server request). */
+function isAnswer(body: string): boolean {
+  try {
+    const msg = JSON.parse(body) as Record<string, unknown> | null;
+    return msg !== null && typeof msg === 'object' && !Array.isArray(msg) && msg.method === undefined && msg.id !== undefined
+      && (msg.result !== undefined || msg.error !== undefined);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The agent fetch, plus session proofs for answers: remembers the session key
+ * the gateway hands out with a session id, and sends an answer in that
+ * session with the HMAC of its body (falling back to a full proof on a 403).
+ */
+function sessionFetch(agentFetch: AgentFetch, send: typeof fetch): AgentFetch {
+  const keys = new Map<string, string>();
+  return async (input, init) => {
+    const headers = new Headers(init?.headers);
+    const session = headers.get(SESSION_HEADER);
+    const key = session === null ? undefined : keys.get(session);
+    const body = init?.body;
+    if (key !== undefined && init?.method === 'POST' && typeof body === 'string' && isAnswer(body)) {
+      headers.set(SESSION_PROOF_HEADER, createHmac('sha256', Buffer.from(key, 'base64url')).update(body).digest('base64url'));
+      const res = await send(input, { ...init, headers });
+      if (res.status !== 403) return res;
+      await res.body?.cancel();
+    }
+    const res = await agentFetch(input, init);
+    const token = res.headers.get(SESSION_HEADER);
+    const issued = res.headers.get(SESSION_KEY_HEADER);
+    if (token !== null && issued !== null) {
+      if (keys.size >= MAX_SESSION_KEYS) keys.delete(keys.keys().next().value as string);
+      keys.set(token, issued);
+    }
+    if (init?.method === 'DELETE' && session !== null) keys.delete(session);
+    return res;
+  };
+}
 
 /**
  * Options of {@link createAgentMcpTransport}: the agent's {@link AgentFetchOptions},
@@ -46,5 +102,6 @@ export interface AgentMcpTransportOptions extends AgentFetchOptions {
  */
 export function createAgentMcpTransport(url: string | URL, options: AgentMcpTransportOptions): StreamableHTTPClientTransport {
   const { transport, ...agent } = options;
-  return new StreamableHTTPClientTransport(new URL(url), { ...transport, fetch: createAgentFetch(agent) });
+  const agentFetch = createAgentFetch(agent);
+  return new StreamableHTTPClientTransport(new URL(url), { ...transport, fetch: sessionFetch(agentFetch, agent.fetch ?? globalThis.fetch) });
 }

@@ -23,6 +23,12 @@
  *    a tool call needs its tool's scope (403 `tool_not_mapped` for a tool
  *    not in the table) and sends the tool as `context.tool`, public methods
  *    pass without a proof, anything else needs the route's scope.
+ * 3. MCP sessions (reverse proxy only, mcp/session.ts): a request on an MCP
+ *    route carrying `Mcp-Session-Id` must carry a session token of this
+ *    gateway (404 `mcp_session_not_found`, before any proof is read), and its
+ *    proof must be the token's agent's (403 `mcp_session_forbidden`); an
+ *    answer to a server request may prove the session instead, with
+ *    `X-Service-Session-Proof` (no verify).
  */
 
 import type { IncomingHttpHeaders } from 'node:http';
@@ -42,6 +48,8 @@ import { decodeProofJson, readProofHeader } from './proof.js';
 import { refuseOverrideHeaders } from './override.js';
 import type { OverrideHeaderPolicy } from './override.js';
 import type { RouteMatch, RouteTable } from './routes.js';
+import { MCP_SESSION_HEADER, SESSION_PROOF_HEADER } from './mcp/session.js';
+import type { McpSessions, SessionBinding } from './mcp/session.js';
 import type { SidecarClient } from './verify-client.js';
 
 /** The message of an `ambiguous_path` refusal, by the spelling that is routed differently. */
@@ -85,6 +93,12 @@ export interface Admission {
   readonly bundleJson: string | undefined;
   /** Set for POSTs to an MCP route (the refusal then is a JSON-RPC error). */
   readonly mcp: McpFacts | undefined;
+  /** The MCP session the request names (sessions bound to their agent: the reverse proxy only). */
+  readonly session: SessionBinding | undefined;
+  /** The session binding of the route (reverse proxy only). */
+  readonly sessions: McpSessions | undefined;
+  /** Why the session of a POST was refused (thrown by stage 2, in the JSON-RPC shape). */
+  readonly sessionError: ServiceError | undefined;
 }
 
 /** Facts about the client common to every decision. */
@@ -112,10 +126,23 @@ export interface PipelineOptions {
 export class DecisionPipeline {
   readonly #opts: PipelineOptions;
   readonly #sidecar: SidecarClient;
+  readonly #sessions: ((route: RouteMatch) => McpSessions | undefined) | undefined;
 
-  constructor(opts: PipelineOptions, sidecar: SidecarClient) {
+  /** `sessions`: the session binding of each MCP route (the reverse proxy, which can rewrite session ids). */
+  constructor(opts: PipelineOptions, sidecar: SidecarClient, sessions?: (route: RouteMatch) => McpSessions | undefined) {
     this.#opts = opts;
     this.#sidecar = sidecar;
+    this.#sessions = sessions;
+  }
+
+  /** The session a request on an MCP route names; 404 `mcp_session_not_found` for a token this gateway cannot open. */
+  #session(req: PipelineRequest, sessions: McpSessions | undefined): SessionBinding | undefined {
+    if (sessions === undefined) return undefined;
+    const value = req.headers[MCP_SESSION_HEADER];
+    if (value === undefined) return undefined;
+    const binding = typeof value === 'string' ? sessions.open(value) : undefined;
+    if (binding === undefined) throw new ServiceError('mcp_session_not_found');
+    return binding;
   }
 
   /** Stage 1, before the body: path, route, and the proof of plain protected routes. Throws a {@link ServiceError}. */
@@ -128,18 +155,28 @@ export class DecisionPipeline {
     }
     if (resolution.kind === 'none') throw new ServiceError('route_not_mapped');
     const route = resolution.route;
+    const sessions = route.mcp === undefined ? undefined : this.#sessions?.(route);
     if (route.mcp !== undefined && req.method === 'POST') {
-      return { target, route, bundleJson: undefined, mcp: { parsed: false, id: null, tool: undefined } };
+      const mcp: McpFacts = { parsed: false, id: null, tool: undefined };
+      // Refused in stage 2, once the refusal can take the JSON-RPC shape.
+      try {
+        return { target, route, bundleJson: undefined, mcp, session: this.#session(req, sessions), sessions, sessionError: undefined };
+      } catch (err) {
+        if (!(err instanceof ServiceError)) throw err;
+        return { target, route, bundleJson: undefined, mcp, session: undefined, sessions, sessionError: err };
+      }
     }
-    if (route.scope === undefined) return { target, route, bundleJson: undefined, mcp: undefined };
-    return { target, route, bundleJson: await this.#readProof(req, route.scope), mcp: undefined };
+    const session = route.mcp === undefined ? undefined : this.#session(req, sessions);
+    const base = { target, route, mcp: undefined, session, sessions, sessionError: undefined };
+    if (route.scope === undefined) return { ...base, bundleJson: undefined };
+    return { ...base, bundleJson: await this.#readProof(req, route.scope) };
   }
 
   /** Stage 2, with the body (`undefined`: not forwarded): context, verify, outcome. Throws a {@link ServiceError} unless allowed. */
   async decide(req: PipelineRequest, admission: Admission, body: Buffer | undefined): Promise<Decision> {
     const { route, target } = admission;
     const peer: Peer = deriveClientIp(req.peerAddress, req.headers['x-forwarded-for'], this.#opts.trustedProxies);
-    if (admission.mcp !== undefined) return this.#decideMcp(req, admission, body, peer);
+    if (admission.mcp !== undefined) return this.#bound(admission, await this.#decideMcp(req, admission, body, peer));
     if (route.scope === undefined) return { kind: 'public', ...peer };
     if (admission.bundleJson === undefined) throw new ServiceError('internal_error');
     const needsBody = route.amountPointer !== undefined || route.currencyPointer !== undefined;
@@ -153,7 +190,14 @@ export class DecisionPipeline {
       ...queryContext(target.query),
       ...(body === undefined ? {} : { body_sha256: sha256Hex(body) }),
     };
-    return this.#verify(admission.bundleJson, route.scope, context, req.id, peer);
+    return this.#bound(admission, await this.#verify(admission.bundleJson, route.scope, context, req.id, peer));
+  }
+
+  /** A request on a session passes only for the session's agent (a public method has no agent and passes). */
+  #bound(admission: Admission, decision: Decision): Decision {
+    const { session } = admission;
+    if (session !== undefined && decision.kind === 'allow' && decision.agentId !== session.agentId) throw new ServiceError('mcp_session_forbidden');
+    return decision;
   }
 
   async #decideMcp(req: PipelineRequest, admission: Admission, body: Buffer | undefined, peer: Peer): Promise<Decision> {
@@ -162,6 +206,7 @@ export class DecisionPipeline {
     if (mcp === undefined || route.scope === undefined || admission.mcp === undefined) throw new ServiceError('internal_error');
     if (body === undefined) throw new ServiceError('body_not_forwarded');
     const message = readMcpMessage(body, req.headers['content-type'], admission.mcp);
+    if (admission.sessionError !== undefined) throw admission.sessionError;
     const base = this.#peerContext(req, peer);
     // Members left undefined are dropped when the verify body is serialized.
     let scope = route.scope;
@@ -185,9 +230,24 @@ export class DecisionPipeline {
       };
     } else if (message.method !== undefined && isPublicMethod(mcp, message.method)) {
       return { kind: 'public', ...peer };
+    } else if (message.kind === 'response' && req.headers[SESSION_PROOF_HEADER] !== undefined) {
+      return this.#sessionAnswer(req, admission, body, peer);
     }
     const bundleJson = await this.#readProof(req, scope);
     return this.#verify(bundleJson, scope, { ...context, body_sha256: sha256Hex(body) }, req.id, peer);
+  }
+
+  /** An answer proved by the session key handed to the session's agent: allowed as that agent, without verify. */
+  #sessionAnswer(req: PipelineRequest, admission: Admission, body: Buffer, peer: Peer): Decision {
+    const { session, sessions, route } = admission;
+    const proof = req.headers[SESSION_PROOF_HEADER];
+    if (session === undefined || sessions === undefined || route.scope === undefined) {
+      throw new ServiceError('mcp_session_forbidden', 'A session proof needs the Mcp-Session-Id of a session this gateway bound.');
+    }
+    if (typeof proof !== 'string' || !sessions.checkAnswer(session.token, proof, body)) {
+      throw new ServiceError('mcp_session_forbidden', 'The session proof does not match this session and message.');
+    }
+    return { kind: 'allow', scope: route.scope, agentId: session.agentId, certId: undefined, ...peer };
   }
 
   /** `client_ip` and `tenant` of the context. */

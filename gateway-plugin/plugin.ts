@@ -6,12 +6,16 @@
  * Per request, in an encapsulated context around the proxy routes:
  * 1. onRequest: {@link DecisionPipeline.admit} (path, route, proof header of
  *    plain protected routes; see pipeline.ts).
- * 2. body: kept as the raw Buffer (413 `body_too_large` over the limit).
+ * 2. body: kept as the raw Buffer (413 `body_too_large` over the limit: the
+ *    route's MCP limit or `bodyLimit`; mcp/body.ts).
  * 3. preHandler: {@link DecisionPipeline.decide} (context, verify, outcome;
  *    MCP messages).
  * 4. handler: forward exactly the normalized path + original query + raw body
  *    with rewritten headers, behind the fail-open tripwire; the response gets
- *    the gateway's `X-Request-Id`.
+ *    the gateway's `X-Request-Id`, and its body is forwarded chunk by chunk
+ *    with an idle limit (SSE headers flushed at once; mcp/stream.ts). MCP
+ *    session ids are swapped for session tokens bound to the agent both ways
+ *    (mcp/session.ts, mcp/proxy.ts).
  * Refusals are rendered by refusal.ts (JSON-RPC errors on MCP routes).
  */
 
@@ -28,6 +32,12 @@ import { refusalReason, renderRefusal, toServiceError } from './refusal.js';
 import { countRequest, guardForward } from './metrics.js';
 import { upstreamRequestHeaders, upstreamResponseHeaders } from './headers.js';
 import { installServerAnswers } from './framework-errors.js';
+import { McpAnswerTooLarge, readLimitedBody } from './mcp/body.js';
+import { McpSessions, SESSION_PROOF_HEADER } from './mcp/session.js';
+import { forwardBody, isEventStream } from './mcp/stream.js';
+import { answerServer, rewriteSessionHeaders } from './mcp/proxy.js';
+import type { RouteMatch } from './routes.js';
+import type { Readable } from 'node:stream';
 
 interface RequestState {
   facts?: PipelineRequest;
@@ -64,7 +74,17 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
   });
   fastify.addHook('onClose', async () => sidecar.close());
   installServerAnswers(fastify.server, metrics);
-  const pipeline = new DecisionPipeline(opts, sidecar);
+  const sessionsByRoute = new Map<number, McpSessions>();
+  const sessionsFor = (route: RouteMatch): McpSessions | undefined => {
+    if (route.mcp === undefined) return undefined;
+    let sessions = sessionsByRoute.get(route.index);
+    if (sessions === undefined) {
+      sessions = new McpSessions(opts.apiKey, route.pattern, route.mcp.sessionTtlMs);
+      sessionsByRoute.set(route.index, sessions);
+    }
+    return sessions;
+  };
+  const pipeline = new DecisionPipeline(opts, sidecar, sessionsFor);
   const states = new WeakMap<FastifyRequest, RequestState>();
   const stateOf = (request: FastifyRequest): RequestState => {
     let state = states.get(request);
@@ -94,9 +114,31 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     reply.code(502).header('cache-control', 'no-store').header('x-request-id', request.id).send(errorBody('upstream_unavailable', undefined, { cause }));
   }
 
+  /** Reads a body with its route's limit; an MCP answer over it may still be read to answer the server (mcp/body.ts). */
+  function parseBody(request: FastifyRequest, payload: Readable, done: (err: Error | null, body?: Buffer) => void): void {
+    const admission = stateOf(request).admission;
+    const limit = admission?.route.mcp?.bodyLimit ?? opts.bodyLimit;
+    const proof = request.headers[SESSION_PROOF_HEADER];
+    const { session, sessions } = admission ?? {};
+    const overflow = session === undefined || sessions === undefined || typeof proof !== 'string'
+      ? undefined
+      : { key: sessions.answerKey(session.token), proof };
+    readLimitedBody(payload, request.headers['content-length'], limit, overflow, done);
+  }
+
+  /** The upstream answered: session ids, then the body, chunk by chunk with its idle limit. */
+  function onUpstreamResponse(request: FastifyRequest, reply: FastifyReply, res: { statusCode: number; stream: Readable }): void {
+    const { admission, decision } = stateOf(request);
+    if (admission?.sessions !== undefined) rewriteSessionHeaders(request.method, admission, decision, reply, res.statusCode);
+    const sse = isEventStream(reply.getHeader('content-type'));
+    const idleMs = sse ? admission?.route.mcp?.streamIdleMs ?? opts.upstreamTimeoutMs : opts.upstreamTimeoutMs;
+    const onIdle = (): void => request.log.info({ idle_ms: idleMs, sse }, 'gateway: upstream idle');
+    void reply.send(forwardBody(res.stream, reply.raw, sse, idleMs, onIdle));
+  }
+
   await fastify.register(async (scope) => {
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: opts.bodyLimit }, (_req, body, done) => done(null, body));
+    scope.addContentTypeParser('*', (request, payload, done) => parseBody(request, payload as unknown as Readable, done));
     scope.setErrorHandler((error: FastifyError, request, reply) => {
       const err = toServiceError(error, request);
       const state = stateOf(request);
@@ -104,6 +146,8 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
       const refusal = renderRefusal(err, state.admission?.mcp);
       void reply.code(refusal.status).headers({ ...refusal.headers, 'x-request-id': request.id })
         .type('application/json; charset=utf-8').send(refusal.body);
+      // An MCP answer over the limit: the server gets an error for its request, so nothing waits for it (mcp/answer.ts).
+      if (err instanceof McpAnswerTooLarge && state.admission !== undefined) answerServer(opts.upstream, request, state.admission, err);
     });
     scope.addHook('onRequest', onRequest);
     scope.addHook('preHandler', preHandler);
@@ -125,7 +169,8 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
       disableRequestLogging: true,
       destroyAgent: true,
       replyOptions: { rewriteHeaders: (headers, request) => upstreamResponseHeaders(headers, request?.id) },
-      undici: { connections: 128, pipelining: 1, keepAliveTimeout: 30_000, headersTimeout: opts.upstreamTimeoutMs, bodyTimeout: opts.upstreamTimeoutMs },
+      // The body's idle limit is the gateway's own (forwardBody: upstream_timeout_ms, or an MCP route's stream idle limit for SSE).
+      undici: { connections: 128, pipelining: 1, keepAliveTimeout: 30_000, headersTimeout: opts.upstreamTimeoutMs, bodyTimeout: 0 },
       handler: (request, reply, _dest, options) => {
         const state = stateOf(request);
         const { decision } = state;
@@ -152,9 +197,14 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
           ...options,
           ...(body === undefined ? {} : { body, contentType: contentType ?? 'application/octet-stream' }),
           queryString: () => target.query ?? '',
-          timeout: opts.upstreamTimeoutMs,
           retryDelay: () => null,
-          rewriteRequestHeaders: (_req, headers) => upstreamRequestHeaders({ ...headers }, decision, facts) as typeof headers,
+          rewriteRequestHeaders: (_req, headers) => {
+            const out = upstreamRequestHeaders({ ...headers }, decision, facts);
+            const session = state.admission?.session;
+            if (session !== undefined) out['mcp-session-id'] = session.upstreamId;
+            return out as typeof headers;
+          },
+          onResponse: (_req, rep, res) => onUpstreamResponse(request, rep as FastifyReply, res as never),
           onError: (errReply, { error }) => onUpstreamError(request, errReply as FastifyReply, error),
         });
       },

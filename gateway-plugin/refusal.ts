@@ -61,9 +61,15 @@ export function refusalReason(err: ServiceError): string {
   return err.code;
 }
 
-/** Maps anything thrown while handling a request to a {@link ServiceError} (unexpected ones are logged, 500). */
+/**
+ * Maps anything thrown while handling a request to a {@link ServiceError}: an upstream body idle
+ * before its first byte is 502 `upstream_unavailable` (cause `upstream_timeout`); unexpected ones are logged, 500.
+ */
 export function toServiceError(error: FastifyError | Error, request: FastifyRequest): ServiceError {
   if (error instanceof ServiceError) return error;
+  // The upstream's answer stalled before its first byte (mcp/stream.ts): the documented 502, not a 500.
+  const code = (error as { code?: unknown }).code;
+  if (code === 'UPSTREAM_IDLE' || code === 'UND_ERR_BODY_TIMEOUT') return new ServiceError('upstream_unavailable', undefined, { cause: 'upstream_timeout' });
   const status = (error as FastifyError).statusCode ?? 500;
   if ((error as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' || status === 413) return new ServiceError('body_too_large');
   if (status === 415) return new ServiceError('unsupported_media_type');

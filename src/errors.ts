@@ -114,6 +114,8 @@ export const ERRORS = {
   batch_not_supported: { status: 400, message: 'JSON-RPC batches are not accepted; send one message per request.' },
   body_not_forwarded: { status: 403, message: 'This route needs the request body, which the proxy did not send to the decision endpoint.' },
   override_header_refused: { status: 400, message: 'Method and URL override headers (X-HTTP-Method-Override, X-Original-URL, ...) are not accepted.' },
+  mcp_session_not_found: { status: 404, message: 'No such MCP session (it ended, expired, or was not opened through this gateway); initialize a new one.' },
+  mcp_session_forbidden: { status: 403, message: 'This MCP session belongs to another agent.' },
 } as const satisfies Record<string, ErrorSpec>;
 
 /**

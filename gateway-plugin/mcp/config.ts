@@ -7,7 +7,10 @@
  *   path: /mcp
  *   scope: execute:tool              # protocol methods, GET (SSE stream), DELETE (session end)
  *   mcp:
- *     public: [initialize, notifications/initialized, ping]
+ *     public: [notifications/initialized, ping]
+ *     body_limit_bytes: 4194304          # optional: largest message (default: the gateway's body limit)
+ *     stream_idle_timeout_ms: 300000     # optional: an SSE stream with no bytes for this long is ended
+ *     session_ttl_ms: 86400000           # optional: lifetime of a session bound to its agent
  *     tools:
  *       get_weather: data:read                      # shorthand: the scope
  *       send_payment:
@@ -20,7 +23,7 @@
  * of the route table. docs/mcp.md documents the semantics.
  */
 
-import { at, checkJsonPointer, checkObject, checkScope, fail, isPlainObject, item } from '../validate.js';
+import { at, checkInt, checkJsonPointer, checkObject, checkScope, fail, isPlainObject, item } from '../validate.js';
 
 /**
  * One tool of an MCP route, as written in options or the config file.
@@ -59,9 +62,16 @@ export interface McpRouteOptions {
   /**
    * JSON-RPC methods that pass without a proof, for example `initialize`,
    * `notifications/initialized`, `ping`; `notifications/*` covers every
-   * notification. `tools/call` can never be public.
+   * notification. `tools/call` and `initialize` (it opens a session bound to
+   * the agent that sent it) can never be public.
    */
   public?: string[];
+  /** Largest POSTed message in bytes (default: the gateway's `bodyLimit`). */
+  body_limit_bytes?: number;
+  /** An SSE answer with no bytes from the upstream for this long is ended (default {@link DEFAULT_STREAM_IDLE_TIMEOUT_MS}). */
+  stream_idle_timeout_ms?: number;
+  /** Lifetime of a session token from `initialize` (default {@link DEFAULT_SESSION_TTL_MS}). */
+  session_ttl_ms?: number;
 }
 
 /** A compiled tool. */
@@ -80,7 +90,20 @@ export interface McpRoute {
   readonly publicMethods: ReadonlySet<string>;
   /** `notifications/*` was listed: every notification is public. */
   readonly publicNotifications: boolean;
+  /** Largest POSTed message in bytes; `undefined`: the gateway's body limit. */
+  readonly bodyLimit: number | undefined;
+  /** Idle limit of an SSE answer in ms. */
+  readonly streamIdleMs: number;
+  /** Lifetime of a session token in ms. */
+  readonly sessionTtlMs: number;
 }
+
+/** Default `stream_idle_timeout_ms`: 5 minutes (the SDK client re-opens an ended GET stream with `Last-Event-ID`). */
+export const DEFAULT_STREAM_IDLE_TIMEOUT_MS = 300_000;
+/** Default `session_ttl_ms`: 24 hours. */
+export const DEFAULT_SESSION_TTL_MS = 86_400_000;
+/** The JSON-RPC method that opens a session. */
+export const INITIALIZE = 'initialize';
 
 /** Tool names (MCP: 1–128 characters of `A-Z a-z 0-9 _ - .`). */
 export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
@@ -104,7 +127,7 @@ function compileTool(name: string, value: unknown, path: string): McpTool {
 
 /** Validates and compiles the `mcp` member of a route entry. Throws a path-named `TypeError`. */
 export function compileMcp(value: unknown, path: string): McpRoute {
-  const mcp = checkObject(value, path, ['tools', 'public']);
+  const mcp = checkObject(value, path, ['tools', 'public', 'body_limit_bytes', 'stream_idle_timeout_ms', 'session_ttl_ms']);
   const toolsPath = at(path, 'tools');
   if (!isPlainObject(mcp.tools) || Object.keys(mcp.tools).length === 0) fail(toolsPath, 'must map at least one tool name to a scope');
   const tools = new Map<string, McpTool>();
@@ -119,10 +142,19 @@ export function compileMcp(value: unknown, path: string): McpRoute {
     const where = item(at(path, 'public'), i);
     if (typeof method !== 'string' || (method !== 'notifications/*' && !METHOD_PATTERN.test(method))) fail(where, 'must be a JSON-RPC method name such as "ping" or "notifications/*"');
     if (method === TOOLS_CALL) fail(where, 'tools/call cannot be public: every tool call needs its tool\'s scope');
+    if (method === INITIALIZE) fail(where, 'initialize cannot be public: it opens a session bound to the agent that sent it');
     if (publicMethods.has(method)) fail(where, `duplicate method ${method}`);
     publicMethods.add(method);
   });
-  return { tools, publicMethods, publicNotifications: publicMethods.has('notifications/*') };
+  const limit = mcp.body_limit_bytes === undefined ? undefined : checkInt(mcp.body_limit_bytes, at(path, 'body_limit_bytes'), 0, 1_073_741_824, 0);
+  return {
+    tools,
+    publicMethods,
+    publicNotifications: publicMethods.has('notifications/*'),
+    bodyLimit: limit,
+    streamIdleMs: checkInt(mcp.stream_idle_timeout_ms, at(path, 'stream_idle_timeout_ms'), 1, 86_400_000, DEFAULT_STREAM_IDLE_TIMEOUT_MS),
+    sessionTtlMs: checkInt(mcp.session_ttl_ms, at(path, 'session_ttl_ms'), 1_000, 2_592_000_000, DEFAULT_SESSION_TTL_MS),
+  };
 }
 
 /** True when JSON-RPC `method` passes without a proof on this route. */

@@ -47,6 +47,8 @@ export interface McpMessage {
   readonly tool: string | undefined;
   /** `params.arguments` of a `tools/call` (an object; `{}` when absent). */
   readonly arguments: JsonValue | undefined;
+  /** The id of a response (an answer to the server's request); refusals still carry `null` (docs/mcp.md#refusals). */
+  readonly answers: JsonRpcId | undefined;
 }
 
 const MAX_ID_LENGTH = 256;
@@ -81,16 +83,18 @@ export function readMcpMessage(body: Buffer, contentType: string | undefined, fa
   facts.parsed = true;
   if (Array.isArray(doc)) throw new ServiceError('batch_not_supported');
   if (!isObject(doc)) invalid('The MCP message must be a JSON-RPC object.');
-  if (doc.id !== undefined && !(doc.id === null && doc.method === undefined)) facts.id = readId(doc.id);
-  if (doc.jsonrpc !== '2.0') invalid('The MCP message must have "jsonrpc": "2.0".');
   const method = doc.method;
+  // A refusal of a response carries id null: its id names the server's request, not a request of the client.
+  const id = doc.id === undefined || (doc.id === null && method === undefined) ? null : readId(doc.id);
+  if (method !== undefined || (doc.result === undefined && doc.error === undefined)) facts.id = id;
+  if (doc.jsonrpc !== '2.0') invalid('The MCP message must have "jsonrpc": "2.0".');
   if (method === undefined) {
     if (doc.id === undefined || (doc.result === undefined) === (doc.error === undefined)) invalid('A JSON-RPC message needs a method, or an id with a result or an error.');
-    return { kind: 'response', method: undefined, tool: undefined, arguments: undefined };
+    return { kind: 'response', method: undefined, tool: undefined, arguments: undefined, answers: id };
   }
   if (typeof method !== 'string' || method.length === 0 || method.length > 256) invalid('The JSON-RPC method must be a non-empty string.');
   const kind = doc.id === undefined ? 'notification' : 'request';
-  if (method !== TOOLS_CALL) return { kind, method, tool: undefined, arguments: undefined };
+  if (method !== TOOLS_CALL) return { kind, method, tool: undefined, arguments: undefined, answers: undefined };
   if (kind !== 'request') invalid('tools/call must be a request with an id.');
   const params = doc.params;
   if (!isObject(params) || typeof params.name !== 'string') invalid('tools/call needs params.name.');
@@ -98,7 +102,7 @@ export function readMcpMessage(body: Buffer, contentType: string | undefined, fa
   if (TOOL_NAME_PATTERN.test(name)) facts.tool = name;
   const args = params.arguments;
   if (args !== undefined && !isObject(args)) invalid('tools/call params.arguments must be an object.');
-  return { kind, method, tool: name, arguments: args ?? Object.create(null) as JsonValue };
+  return { kind, method, tool: name, arguments: args ?? Object.create(null) as JsonValue, answers: undefined };
 }
 
 /** The tool-argument part of the constraint context (members only when the tool maps them and they resolve). */
@@ -141,4 +145,33 @@ export function toolContext(tool: McpTool, args: JsonValue): ToolContext {
     }
   }
   return out;
+}
+
+const ID = String.raw`(-?(?:0|[1-9][0-9]{0,15})|"[^"\\\x00-\x1f]{1,256}")`;
+/** A response whose `id` leads: `{"jsonrpc":"2.0","id":7,"result":` (the order most JSON-RPC libraries write). */
+const ID_FIRST = new RegExp(String.raw`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*${ID}\s*,\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"(?:result|error)"\s*:`);
+/** A response that starts with its result or error... */
+const RESULT_FIRST = /^\s*\{\s*"(?:result|error)"\s*:/;
+/** ...and ends with its `id` (`{result, jsonrpc, id}`: the order of the official MCP SDK). */
+const ID_LAST = new RegExp(String.raw`,\s*"id"\s*:\s*${ID}\s*\}\s*$`);
+
+function idValue(text: string | undefined): JsonRpcId | undefined {
+  if (text === undefined) return undefined;
+  if (text.startsWith('"')) return text.slice(1, -1);
+  const n = Number(text);
+  return Number.isSafeInteger(n) ? n : undefined;
+}
+
+/**
+ * The id of a JSON-RPC response too large to read whole, from its first and
+ * last bytes: `undefined` unless the message is recognizably a response
+ * whose top-level `id` leads or ends it. In valid JSON an unescaped `"id"`
+ * key followed by the closing brace of the message is the top-level id.
+ */
+export function answerIdOf(head: Buffer, tail: Buffer): JsonRpcId | undefined {
+  const start = head.toString('latin1');
+  const first = ID_FIRST.exec(start);
+  if (first !== null) return idValue(first[1]);
+  if (!RESULT_FIRST.test(start)) return undefined;
+  return idValue(ID_LAST.exec(tail.toString('latin1'))?.[1]);
 }

@@ -74,7 +74,9 @@ t.test('protocol messages need the route scope; notifications/* are public', asy
   t.equal(up.received.at(-1)?.headers['x-service-decision'], 'public');
   const response = await send(gw.url, '/mcp', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 'srv-1', result: {} }) });
   t.equal(response.status, 401, 'a JSON-RPC response needs the route scope');
-  t.equal(response.json?.id, 'srv-1');
+  // Issue 31: the id of a response names the server's request, so its refusal carries null (docs/mcp.md#refusals).
+  t.equal(response.json?.id, null, 'the refusal of a response has id null');
+  t.match(response.json?.error, { code: -32001, data: { code: 'proof_required' } });
   t.equal(sidecar.verifyCalls.length, calls, 'no verify without a proof');
   const get = await send(gw.url, '/mcp', { method: 'GET' });
   t.equal(get.status, 401, 'GET (the SSE stream) is a plain route with the route scope');
@@ -124,6 +126,12 @@ t.test('the mcp config is validated at startup with path-named errors', async (t
     [route({ mcp: { tools: { t1: { context: {} } } } }), /^gateway options: routes\[0\]\.mcp\.tools\.t1\.scope: is required$/],
     [route({ mcp: { tools: { t1: 'data:read' }, public: ['tools/call'] } }), /^gateway options: routes\[0\]\.mcp\.public\[0\]: tools\/call cannot be public/],
     [route({ mcp: { tools: { t1: 'data:read' }, public: ['ping', 'ping'] } }), /^gateway options: routes\[0\]\.mcp\.public\[1\]: duplicate method ping$/],
+    // Issue 31: initialize opens a session bound to its agent; the limits of an MCP route are its own settings.
+    [route({ mcp: { tools: { t1: 'data:read' }, public: ['initialize'] } }), /^gateway options: routes\[0\]\.mcp\.public\[0\]: initialize cannot be public: it opens a session/],
+    [route({ mcp: { tools: { t1: 'data:read' }, body_limit_bytes: -1 } }), /^gateway options: routes\[0\]\.mcp\.body_limit_bytes: must be an integer from 0 to 1073741824$/],
+    [route({ mcp: { tools: { t1: 'data:read' }, stream_idle_timeout_ms: 0 } }), /^gateway options: routes\[0\]\.mcp\.stream_idle_timeout_ms: must be an integer from 1 to 86400000$/],
+    [route({ mcp: { tools: { t1: 'data:read' }, session_ttl_ms: 1.5 } }), /^gateway options: routes\[0\]\.mcp\.session_ttl_ms: must be an integer from 1000 to 2592000000$/],
+    [route({ mcp: { tools: { t1: 'data:read' }, stream_idle_ms: 5 } }), /^gateway options: routes\[0\]\.mcp\.stream_idle_ms: unknown key/],
     [route({ mcp: { tools: { t1: 'data:read' }, extra: 1 } }), /^gateway options: routes\[0\]\.mcp\.extra: unknown key/],
     [route({ mcp: { tools: { t1: 'data:read' } }, context: { amount: '/a' } }), /^gateway options: routes\[0\]\.context: an MCP route takes its context from tool arguments/],
     [{ ...base, routes: [{ method: 'GET', path: '/mcp', scope: 'execute:tool', mcp: { tools: { t1: 'data:read' } } }] }, /^gateway options: routes\[0\]\.method: an MCP route must accept POST$/],

@@ -1,0 +1,133 @@
+/**
+ * MCP sessions bound to the agent that opened them (docs/mcp.md#sessions).
+ *
+ * The upstream's `Mcp-Session-Id` never reaches the client. On an answer that
+ * carries one, the gateway hands out its own session id, a token
+ *
+ * ```text
+ * s1.<agent id, base64url>.<upstream session id, base64url>.<issued at, ms base36>.<HMAC-SHA256, base64url>
+ * ```
+ *
+ * MACed under a key derived (HKDF) from the gateway's sidecar API key and the
+ * route's path pattern, so every replica of the gateway (same API key) reads
+ * it without shared state, a gateway restart keeps it, and it cannot be
+ * forged or moved to another agent or MCP route. Each later request on the
+ * session is mapped back to the upstream's id, and refused unless the agent
+ * its proof was verified for is the token's agent.
+ *
+ * With the token, the client gets `X-Service-Session-Key` (once, on the
+ * answer that opened the session): HMAC(key, "answer" + token). Answers to
+ * the server's requests (JSON-RPC responses) may then carry
+ * `X-Service-Session-Proof: base64url(HMAC-SHA256(session key, body))`
+ * instead of a full proof: no challenge, present or verify per answer, and
+ * only the agent that received the session key can compute it.
+ *
+ * A session ends on a DELETE the upstream accepted, or the upstream's 404 for
+ * it; the gateway then remembers the token as ended (bounded by count and by
+ * the token's lifetime) and refuses it with 404 `mcp_session_not_found`. A
+ * token older than its route's `session_ttl_ms` is refused the same way.
+ */
+
+import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+
+/** The answer header that hands the session key to the agent that opened the session. */
+export const SESSION_KEY_HEADER = 'x-service-session-key';
+/** The request header of an answer's session proof. */
+export const SESSION_PROOF_HEADER = 'x-service-session-proof';
+/** The MCP session header. */
+export const MCP_SESSION_HEADER = 'mcp-session-id';
+/** Most ended sessions remembered per gateway (oldest forgotten first; the upstream's 404 covers the rest). */
+export const MAX_ENDED_SESSIONS = 100_000;
+
+const PREFIX = 's1';
+const B64URL = /^[A-Za-z0-9_-]+$/;
+/** MCP: a session id is visible ASCII. */
+const SESSION_ID = /^[\x21-\x7e]{1,1024}$/;
+
+/** An opened token: who the session belongs to and the upstream's id. */
+export interface SessionBinding {
+  readonly token: string;
+  readonly agentId: string;
+  readonly upstreamId: string;
+  readonly issuedAt: number;
+}
+
+function b64(value: string | Buffer): string {
+  return Buffer.from(value).toString('base64url');
+}
+
+function unb64(value: string): string | undefined {
+  if (!B64URL.test(value)) return undefined;
+  const text = Buffer.from(value, 'base64url').toString('utf8');
+  return b64(text) === value ? text : undefined;
+}
+
+/** The session binding of one MCP route (one key, one set of ended sessions). */
+export class McpSessions {
+  readonly #key: Buffer;
+  readonly #ttlMs: number;
+  readonly #ended = new Map<string, number>();
+  readonly #now: () => number;
+
+  /** `secret`: the gateway's API key; `route`: the route's path pattern; `ttlMs`: a token's lifetime. */
+  constructor(secret: string, route: string, ttlMs: number, now: () => number = Date.now) {
+    this.#key = Buffer.from(hkdfSync('sha256', secret, 'agent-authz mcp session', `route ${route}`, 32));
+    this.#ttlMs = ttlMs;
+    this.#now = now;
+  }
+
+  #mac(text: string): string {
+    return createHmac('sha256', this.#key).update(text).digest('base64url');
+  }
+
+  /** A token binding the upstream's session id to `agentId`; `undefined` when the upstream's id is not an MCP session id. */
+  mint(agentId: string, upstreamId: string): string | undefined {
+    if (!SESSION_ID.test(upstreamId)) return undefined;
+    const body = `${PREFIX}.${b64(agentId)}.${b64(upstreamId)}.${this.#now().toString(36)}`;
+    return `${body}.${this.#mac(body)}`;
+  }
+
+  /** The binding of `token`, or `undefined` when it is not one of ours, was altered, has ended or expired. */
+  open(token: string): SessionBinding | undefined {
+    const parts = token.split('.');
+    if (parts.length !== 5 || parts[0] !== PREFIX) return undefined;
+    const body = parts.slice(0, 4).join('.');
+    const expected = Buffer.from(this.#mac(body));
+    const given = Buffer.from(parts[4] ?? '');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
+    const agentId = unb64(parts[1] ?? '');
+    const upstreamId = unb64(parts[2] ?? '');
+    const issuedAt = parseInt(parts[3] ?? '', 36);
+    if (agentId === undefined || upstreamId === undefined || !Number.isSafeInteger(issuedAt)) return undefined;
+    if (this.#now() - issuedAt > this.#ttlMs || this.#ended.has(token)) return undefined;
+    return { token, agentId, upstreamId, issuedAt };
+  }
+
+  /** The session key handed to the agent with `token`. */
+  answerKey(token: string): string {
+    return this.#mac(`answer ${token}`);
+  }
+
+  /** True when `proof` is the session proof of `body` under the token's session key. */
+  checkAnswer(token: string, proof: string, body: Buffer): boolean {
+    const key = Buffer.from(this.answerKey(token), 'base64url');
+    const expected = Buffer.from(createHmac('sha256', key).update(body).digest('base64url'));
+    const given = Buffer.from(proof);
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  }
+
+  /** Ends the session of `token`: it is refused from now on (until it would have expired anyway). */
+  end(binding: SessionBinding): void {
+    const now = this.#now();
+    for (const [token, expires] of this.#ended) {
+      if (this.#ended.size < MAX_ENDED_SESSIONS && expires > now) break;
+      this.#ended.delete(token);
+    }
+    this.#ended.set(binding.token, binding.issuedAt + this.#ttlMs);
+  }
+}
+
+/** The session proof of `body` for an agent holding `sessionKey` (the client side of {@link McpSessions.checkAnswer}). */
+export function sessionProof(sessionKey: string, body: Uint8Array): string {
+  return createHmac('sha256', Buffer.from(sessionKey, 'base64url')).update(body).digest('base64url');
+}

@@ -1,0 +1,78 @@
+/**
+ * Units of issue 31's MCP session binding and answer limits, without
+ * servers: session tokens (mint, open, tampering, another route or API key,
+ * lifetime, ending), session proofs, and finding the id of an answer too
+ * large to read whole (`answerIdOf`).
+ */
+
+import t from 'tap';
+import { createHmac } from 'node:crypto';
+import { McpSessions } from '../../gateway-plugin/mcp/session.js';
+import { answerIdOf } from '../../gateway-plugin/mcp/message.js';
+
+const KEY = 'gateway-api-key-0123456789';
+
+t.test('a token opens to its agent and upstream id, on any gateway with the same key and route', async (t) => {
+  const a = new McpSessions(KEY, '/mcp', 60_000);
+  const token = a.mint('agent-1', 'upstream-7') as string;
+  t.match(a.open(token), { agentId: 'agent-1', upstreamId: 'upstream-7', token });
+  t.match(new McpSessions(KEY, '/mcp', 60_000).open(token), { agentId: 'agent-1' }, 'another replica (a restart too)');
+  t.equal(new McpSessions(KEY, '/other', 60_000).open(token), undefined, 'not on another MCP route');
+  t.equal(new McpSessions('another-api-key-000', '/mcp', 60_000).open(token), undefined, 'not under another API key');
+  t.equal(a.mint('agent-1', 'bad id with spaces'), undefined, 'an upstream id that is not an MCP session id is not bound');
+});
+
+t.test('tampered tokens do not open', async (t) => {
+  const s = new McpSessions(KEY, '/mcp', 60_000);
+  const token = s.mint('agent-1', 'upstream-7') as string;
+  const parts = token.split('.');
+  const swap = (i: number, v: string): string => parts.map((p, j) => (j === i ? v : p)).join('.');
+  for (const [what, bad] of [
+    ['another agent', swap(1, Buffer.from('agent-2').toString('base64url'))],
+    ['another upstream id', swap(2, Buffer.from('upstream-8').toString('base64url'))],
+    ['a later issue time', swap(3, (Date.now() + 1000).toString(36))],
+    ['a flipped MAC', swap(4, (parts[4] as string).replace(/^./, (c) => (c === 'A' ? 'B' : 'A')))],
+    ['a missing part', parts.slice(0, 4).join('.')],
+    ['another version', swap(0, 's2')],
+  ] as const) t.equal(s.open(bad), undefined, what);
+});
+
+t.test('a token expires after its lifetime, and an ended one never opens again', async (t) => {
+  let now = 1_000_000;
+  const s = new McpSessions(KEY, '/mcp', 5_000, () => now);
+  const token = s.mint('agent-1', 'u-1') as string;
+  now += 5_000;
+  t.ok(s.open(token), 'alive at its lifetime');
+  now += 1;
+  t.equal(s.open(token), undefined, 'expired after it');
+  now = 1_000_000;
+  const other = s.mint('agent-1', 'u-2') as string;
+  s.end(s.open(other) as NonNullable<ReturnType<McpSessions['open']>>);
+  t.equal(s.open(other), undefined, 'ended');
+  t.ok(s.open(token), 'other sessions live on');
+});
+
+t.test('session proofs: the HMAC of the exact body under the session key', async (t) => {
+  const s = new McpSessions(KEY, '/mcp', 60_000);
+  const token = s.mint('agent-1', 'u-1') as string;
+  const body = Buffer.from('{"jsonrpc":"2.0","id":3,"result":{}}');
+  const proof = createHmac('sha256', Buffer.from(s.answerKey(token), 'base64url')).update(body).digest('base64url');
+  t.ok(s.checkAnswer(token, proof, body));
+  t.notOk(s.checkAnswer(token, proof, Buffer.from('{"jsonrpc":"2.0","id":4,"result":{}}')), 'another body');
+  const other = s.mint('agent-2', 'u-1') as string;
+  t.notOk(s.checkAnswer(other, proof, body), 'another session');
+  t.notOk(s.checkAnswer(token, 'x', body), 'garbage');
+});
+
+t.test('answerIdOf: the top-level id at the start or the end of a response, nothing else', async (t) => {
+  const id = (head: string, tail = head): unknown => answerIdOf(Buffer.from(head), Buffer.from(tail));
+  t.equal(id('{"jsonrpc":"2.0","id":7,"result":{"x":'), 7, 'id first (most libraries)');
+  t.equal(id('{"id":"a-1","jsonrpc":"2.0","error":{'), 'a-1');
+  t.equal(id('{"result":{"content":', 'xxxx"}},"jsonrpc":"2.0","id":12}'), 12, 'result first, id last (the official SDK)');
+  t.equal(id('{"result":{', '"}},"jsonrpc":"2.0","id":"s-9"}\n'), 's-9');
+  t.equal(id('{"result":{', '"x":{"id":5}}}'), undefined, 'a nested id is not the id');
+  t.equal(id('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{'), undefined, 'a request is not an answer');
+  t.equal(id('{"method":"x","params":{', ',"id":5}'), undefined, 'neither is one with its id last');
+  t.equal(id('{"result":{', '"id":"a\\"b"}'), undefined, 'an escaped string id is not guessed');
+  t.equal(id('{"result":{', ',"id":12345678901234567}'), undefined, 'not a safe integer');
+});
