@@ -142,7 +142,8 @@ t.test('`npm start` (the compiled sidecar) serves the console', async (t) => {
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
   let res: Response | undefined;
-  const deadline = Date.now() + 20_000;
+  // Start-up only (the compiled sidecar, no tsx): generous, since tap runs files in parallel on shared cores.
+  const deadline = Date.now() + 60_000;
   while (Date.now() < deadline && !res) {
     try { res = await fetch(`http://127.0.0.1:${port}/console/`); } catch { await new Promise((r) => setTimeout(r, 100)); }
   }

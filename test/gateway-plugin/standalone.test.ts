@@ -33,7 +33,7 @@ function run(args: string[], env: Record<string, string> = {}): Child {
   child.stdout.on('data', (c: Buffer) => { out += c.toString(); });
   child.stderr.on('data', (c: Buffer) => { err += c.toString(); });
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.on('exit', (code, signal) => done({ code, signal })));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+  const timer = setTimeout(() => child.kill('SIGKILL'), 90_000); // hang guard (files run in parallel)
   void exit.then(() => clearTimeout(timer));
   return { exit, stdout: () => out, stderr: () => err, kill: (s = 'SIGTERM') => child.kill(s) };
 }

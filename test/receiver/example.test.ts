@@ -22,7 +22,8 @@ t.test('the example receiver', async (t) => {
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
 
   let port: number | undefined;
-  for (let i = 0; i < 200 && port === undefined && child.exitCode === null; i++) {
+  // A start-up wait (a tsx child, slow while other test files run): up to 60 s.
+  for (let i = 0; i < 1200 && port === undefined && child.exitCode === null; i++) {
     port = Number(/listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out)?.[1]) || undefined;
     if (port === undefined) await new Promise((r) => setTimeout(r, 50));
   }

@@ -37,7 +37,7 @@ async function runOnce(store: string, exit: 'close' | 'exit', file: string): Pro
   child.stdout.on('data', (c: Buffer) => { out += c.toString(); });
   child.stderr.on('data', (c: Buffer) => { out += c.toString(); });
   const exited = new Promise<[number | null, NodeJS.Signals | null]>((done) => child.once('exit', (code, signal) => done([code, signal])));
-  const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+  const killer = setTimeout(() => child.kill('SIGKILL'), 90_000); // hang guard (files run in parallel)
   try {
     let port: number | undefined;
     for (let i = 0; i < 300 && port === undefined && child.exitCode === null; i++) {

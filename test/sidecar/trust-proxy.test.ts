@@ -52,7 +52,7 @@ t.test('the entry point exits 2 naming the variable, before creating its data di
   let err = '';
   child.stdout.on('data', (c: Buffer) => { out += c.toString(); });
   child.stderr.on('data', (c: Buffer) => { err += c.toString(); });
-  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+  const timer = setTimeout(() => child.kill('SIGKILL'), 90_000); // hang guard (files run in parallel)
   const code = await new Promise<number | null>((done) => child.on('close', (c) => done(c)));
   clearTimeout(timer);
   t.equal(code, 2, 'exit code 2 (bad configuration)');

@@ -185,7 +185,7 @@ function bin(args: string[]): Promise<{ code: number | null; stdout: string; std
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d; });
     child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000); // hang guard (files run in parallel)
     child.once('error', reject);
     child.once('close', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); });
   });

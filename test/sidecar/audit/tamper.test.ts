@@ -170,7 +170,7 @@ t.test('the command as a process: exit codes', async (t) => {
     });
     let stdout = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d; });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000); // hang guard (files run in parallel)
     child.once('error', reject);
     child.once('close', (code) => { clearTimeout(timer); resolve({ code, stdout }); });
   });
