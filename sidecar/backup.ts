@@ -15,7 +15,7 @@
  * Exit codes: 0 written, 1 backup failed, 2 usage or configuration error.
  */
 import path from 'node:path';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig } from './config/index.js';
 import { DB_FILE_NAME } from './store/index.js';
 import { backupDatabase } from './store/sqlite/backup.js';
 

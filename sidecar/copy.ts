@@ -14,8 +14,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ConfigError, loadConfig } from './config.js';
-import type { SidecarConfig } from './config.js';
+import { ConfigError, loadConfig } from './config/index.js';
+import type { SidecarConfig } from './config/index.js';
 import { DB_FILE_NAME, openSqliteStore } from './store/index.js';
 import { copySqliteToPostgres, TargetNotEmptyError } from './store/copy.js';
 import { checkMasterKey, MasterKeyMismatchError } from './store/key-check.js';

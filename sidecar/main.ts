@@ -18,8 +18,8 @@
  * is given a short grace, and the process exits 1. A second signal during
  * the shutdown exits 1 at once. Exit code 2: bad configuration or usage.
  */
-import { ConfigError, loadConfig } from './config.js';
-import type { SidecarConfig } from './config.js';
+import { ConfigError, loadConfig } from './config/index.js';
+import type { SidecarConfig } from './config/index.js';
 import { buildServer } from './server.js';
 import { installGracefulShutdown } from '../runtime/shutdown.js';
 import { getMlDsaBackend } from '../src/crypto/hybrid.js';

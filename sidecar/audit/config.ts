@@ -1,7 +1,7 @@
 /**
  * The audit settings (`SIDECAR_AUDIT_*`, `SIDECAR_DECISION_LOG*`): the hash
  * chain and its checkpoints, the decision log, and the push exports (NDJSON
- * over HTTP, OTLP/HTTP logs). Parsed once by `config.ts` with its helpers (so
+ * over HTTP, OTLP/HTTP logs). Parsed once by `config/index.ts` with its helpers (so
  * a bad value stops startup with the variable's name, like every setting).
  */
 

@@ -16,7 +16,7 @@ import type { BoundOperation } from '../../src/operation.js';
 import type { HybridSignatureJson } from '../../src/crypto/hybrid.js';
 import { AAD } from '../secrets.js';
 import type { ServiceContext } from '../context.js';
-import { CryptoPoolError } from '../crypto-pool.js';
+import { CryptoPoolError } from '../crypto/pool.js';
 import type { AgentRecord } from '../store/types.js';
 import { NoBody, iso } from '../http/resources.js';
 

@@ -12,7 +12,7 @@
  * {@link exerciseInstalledSidecar} starts `node_modules/.bin/agent-authz-sidecar` (compiled
  * JavaScript, plain `node`) with two crypto workers, runs the spec flow, verifies proofs
  * (allow), alters each signature half (400 `invalid_signature`), checks that every sign and
- * check ran on the compiled worker (`dist/sidecar/crypto-worker.js`), and stops it with
+ * check ran on the compiled worker (`dist/sidecar/crypto/worker.js`), and stops it with
  * SIGTERM (exit 0).
  */
 import fs from 'node:fs';

@@ -9,15 +9,15 @@
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { AUDIT_ENV_VARS, parseAuditConfig } from './audit/config.js';
-import type { AuditConfig } from './audit/config.js';
-import { ConfigError, flag, int } from './config-env.js';
-import { DATABASE_DEFAULTS, databaseConfig } from './config-database.js';
-import type { DatabaseConfig } from './config-database.js';
+import { AUDIT_ENV_VARS, parseAuditConfig } from '../audit/config.js';
+import type { AuditConfig } from '../audit/config.js';
+import { ConfigError, flag, int } from './env.js';
+import { DATABASE_DEFAULTS, databaseConfig } from './database.js';
+import type { DatabaseConfig } from './database.js';
 
-export { ConfigError } from './config-env.js';
-export { databaseConfig } from './config-database.js';
-export type { DatabaseConfig } from './config-database.js';
+export { ConfigError } from './env.js';
+export { databaseConfig } from './database.js';
+export type { DatabaseConfig } from './database.js';
 
 /**
  * The validated configuration `buildServer` takes (from {@link loadConfig}).

@@ -3,11 +3,11 @@
  * the {@link ProofCrypto} interface (hybrid proof signing for present, the
  * proof-signature check of verify), its bounds, and {@link InlineCrypto}, the
  * implementation that runs on the main thread, used when
- * `SIDECAR_CRYPTO_WORKERS=0` (the worker pool is `crypto-pool.ts`).
+ * `SIDECAR_CRYPTO_WORKERS=0` (the worker pool is `pool.ts`).
  */
 import { LRUCache } from 'lru-cache';
-import { createSigner, createVerifier, signatureToJson } from '../src/crypto/hybrid.js';
-import type { HybridPublicKey, HybridSignature, HybridSignatureJson, HybridSigner, HybridVerifier } from '../src/crypto/hybrid.js';
+import { createSigner, createVerifier, signatureToJson } from '../../src/crypto/hybrid.js';
+import type { HybridPublicKey, HybridSignature, HybridSignatureJson, HybridSigner, HybridVerifier } from '../../src/crypto/hybrid.js';
 
 /** Bounds of the pool and of each worker's key caches. */
 export interface PoolLimits {

@@ -4,7 +4,7 @@
  * used alone by `audit verify --database-url`.
  */
 import fs from 'node:fs';
-import { ConfigError, int } from './config-env.js';
+import { ConfigError, int } from './env.js';
 
 /** `SIDECAR_DATABASE_URL` and its companions. */
 export interface DatabaseConfig {

@@ -26,16 +26,16 @@
  * task) and are terminated by `close()` (the server's `onClose`).
  *
  * This file holds the policy (which worker, replacement and stalls); one
- * worker's task bookkeeping and batching is `crypto-slot.ts`, and the
- * messages between the threads are `crypto-protocol.ts`.
+ * worker's task bookkeeping and batching is `slot.ts`, and the
+ * messages between the threads are `protocol.ts`.
  */
 import type { Worker } from 'node:worker_threads';
-import { getMlDsaBackend } from '../src/crypto/hybrid.js';
-import type { HybridSignature, HybridSignatureJson } from '../src/crypto/hybrid.js';
-import { WORKER_READY } from './crypto-protocol.js';
-import type { CryptoWorkerInit, CryptoWorkerReply, CryptoWorkerRequest } from './crypto-protocol.js';
-import { WorkerSlot } from './crypto-slot.js';
-import type { Built, Task } from './crypto-slot.js';
+import { getMlDsaBackend } from '../../src/crypto/hybrid.js';
+import type { HybridSignature, HybridSignatureJson } from '../../src/crypto/hybrid.js';
+import { WORKER_READY } from './protocol.js';
+import type { CryptoWorkerInit, CryptoWorkerReply, CryptoWorkerRequest } from './protocol.js';
+import { WorkerSlot } from './slot.js';
+import type { Built, Task } from './slot.js';
 import { CryptoPoolError, InlineCrypto, POOL_LIMITS } from './proof-crypto.js';
 import type { CryptoOp, CryptoTaskHook, PoolLimits, ProofCrypto, SignKey, VerifyKey } from './proof-crypto.js';
 
