@@ -61,7 +61,7 @@ async function ownedApproval(ctx: ServiceContext, accountId: string, id: string)
 }
 
 /** Grants or denies a pending approval with its audit row and webhook. */
-async function decide(ctx: ServiceContext, a: ApprovalRecord, state: 'granted' | 'denied', note: string | null): Promise<ApprovalRecord> {
+async function settleApproval(ctx: ServiceContext, a: ApprovalRecord, state: 'granted' | 'denied', note: string | null): Promise<ApprovalRecord> {
   if (a.state !== 'pending') throw new ServiceError('approval_not_pending', `The approval is ${a.state}.`, { state: a.state });
   const now = ctx.clock();
   const grantExpiresAt = now + ctx.config.approvalTtlSeconds * 1000;
@@ -101,14 +101,14 @@ export async function registerApprovalRoutes(app: FastifyInstance, ctx: ServiceC
 
   app.post('/v1/service/approvals/:approval_id/approve', { schema: { params: IdParam, body: NoBody, tags: ['approvals'] }, config: { auth: 'session_csrf' } }, async (request) => {
     const a = await ownedApproval(ctx, request.session!.accountId, (request.params as { approval_id: string }).approval_id);
-    return approvalView(await decide(ctx, a, 'granted', null));
+    return approvalView(await settleApproval(ctx, a, 'granted', null));
   });
 
   app.post('/v1/service/approvals/:approval_id/deny', { schema: { params: IdParam, body: DenyBody, tags: ['approvals'] }, config: { auth: 'session_csrf' } }, async (request) => {
     const a = await ownedApproval(ctx, request.session!.accountId, (request.params as { approval_id: string }).approval_id);
     const raw = (request.body as { note?: string } | null | undefined)?.note;
     const note = raw === undefined ? null : requireText(raw, 'body.note', TEXT_RULES.reason);
-    return approvalView(await decide(ctx, a, 'denied', note === '' ? null : note));
+    return approvalView(await settleApproval(ctx, a, 'denied', note === '' ? null : note));
   });
 
   app.get('/v1/service/approvals/:approval_id/status', { schema: { params: IdParam, tags: ['approvals'] }, config: { auth: 'api_key' } }, async (request) => {
