@@ -28,7 +28,7 @@ import type { ReplayOptions, Stage, StageState } from './docker.js';
 import { cleanEnv, ROOT, run, startProc, waitFor } from './helpers.js';
 import type { Proc } from './helpers.js';
 import { freePort } from '../helpers/net.js';
-import { ensureNode24SqliteBinding, lockedSqliteVersion, NODE24, SQLITE24_BINDING } from '../../bench/node24.js';
+import { ensureNode24SqliteBinding, lockedSqliteVersion, NODE24, SQLITE24_BINDING } from '../shared/node24.js';
 
 t.setTimeout(15 * 60_000);
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'authz-docker-'));

@@ -5,7 +5,7 @@
  * {@link layoutSqliteBindings} lets one consumer install serve every Node: better-sqlite3
  * loads its addon through `bindings`, which looks in `build/Release/` first and then in
  * `compiled/<node version>/<platform>/<arch>/`. The test moves the machine's build there and
- * adds the builds for Node 22.12.0 (the floor) and Node 24 (bench/node24.ts builds them once
+ * adds the builds for Node 22.12.0 (the floor) and Node 24 (test/shared/node24.ts builds them once
  * into `.cache/`), so each Node loads the addon for its own ABI without a loader hook or a
  * product setting.
  *
@@ -18,7 +18,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Test } from 'tap';
-import { ensureSqliteBindingFor } from '../../bench/node24.js';
+import { ensureSqliteBindingFor } from '../shared/node24.js';
 import { cleanEnv, ROOT, run, startProc, waitFor } from './helpers.js';
 import { freePort } from '../helpers/net.js';
 import { remoteSidecar, specFlow } from '../helpers/sidecar.js';
