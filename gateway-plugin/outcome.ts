@@ -70,7 +70,8 @@ function unavailable(cause: string): Outcome {
   return refuse('verify_unavailable', { cause });
 }
 
-function parseObject(result: Extract<VerifyCallResult, { kind: 'response' }>, needJsonType: boolean): UntrustedVerifyResponse & Record<string, unknown> | undefined {
+function parseObject(result: Extract<VerifyCallResult, { kind: 'response' }>,
+  needJsonType: boolean): UntrustedVerifyResponse & Record<string, unknown> | undefined {
   const type = (result.contentType ?? '').split(';')[0]?.trim().toLowerCase();
   if (result.tooLarge || (needJsonType && type !== 'application/json') || result.body.trim() === '') return undefined;
   try {

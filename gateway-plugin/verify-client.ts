@@ -77,7 +77,8 @@ export class SidecarClient {
    * it passes, the call resolves to 'timeout' and the request is aborted as soon as undici hands
    * it a controller (at once when it is already on a socket).
    */
-  #call(method: 'GET' | 'POST', path: string, timeoutMs: number, requestId: string, json: string | undefined, withKey = true): Promise<Raw | 'timeout' | 'network'> {
+  #call(method: 'GET' | 'POST', path: string, timeoutMs: number, requestId: string, json: string | undefined,
+    withKey = true): Promise<Raw | 'timeout' | 'network'> {
     const headers: Record<string, string> = { 'x-request-id': requestId, accept: 'application/json' };
     if (withKey) headers[API_KEY_HEADER] = this.#options.apiKey;
     if (json !== undefined) headers['content-type'] = 'application/json';

@@ -265,12 +265,14 @@ export class CryptoPool implements ProofCrypto {
       if (!slot || slot.dead) continue;
       if (!slot.ready) {
         if (now - slot.startedAt < this.limits.startMs) continue;
-        this.log?.error({ worker: slot.index, waited_ms: Math.round(now - slot.startedAt) }, 'crypto worker did not finish loading; terminating and replacing it');
+        this.log?.error({ worker: slot.index, waited_ms: Math.round(now - slot.startedAt) },
+          'crypto worker did not finish loading; terminating and replacing it');
         this.retire(slot, new CryptoPoolError('crypto worker did not start'));
         continue;
       }
       if (slot.pending.size === 0 || now - slot.lastActivity < this.limits.stallMs) continue;
-      this.log?.error({ worker: slot.index, pending: slot.pending.size, stalled_ms: Math.round(now - slot.lastActivity) }, 'crypto worker stalled; terminating and replacing it');
+      this.log?.error({ worker: slot.index, pending: slot.pending.size, stalled_ms: Math.round(
+        now - slot.lastActivity) }, 'crypto worker stalled; terminating and replacing it');
       this.retire(slot, new CryptoPoolError('crypto worker stalled'));
     }
   }

@@ -53,7 +53,11 @@ export interface SignKey {
 export interface ProofCrypto {
   /** Worker threads (0 = inline on the main thread). */
   readonly workers: number;
-  /** `true` only when both halves of `signature` verify over `domain` + `message`. Rejects with {@link CryptoPoolError} when a worker fails, or with the underlying error when it ran on the main thread (e.g. a malformed key). */
+  /**
+   * `true` only when both halves of `signature` verify over `domain` + `message`. Rejects with
+   * {@link CryptoPoolError} when a worker fails, or with the underlying error when it ran on the
+   * main thread (e.g. a malformed key).
+   */
   verify(key: VerifyKey, domain: string, message: Uint8Array, signature: HybridSignature): Promise<boolean>;
   /** A hybrid signature (JSON form) over `domain` + `message`. Rejects with {@link CryptoPoolError} when a worker fails. */
   sign(key: SignKey, domain: string, message: Uint8Array): Promise<HybridSignatureJson>;
