@@ -88,7 +88,8 @@ export function createGatewayMetrics(registry: Registry = new Registry()): Gatew
   const registers = [registry];
   const failOpen = new Counter({ name: `${METRIC_PREFIX}fail_open_total`,
     help: 'Requests that reached the forwarding step without an allow decision (must stay 0; such requests are '
-      + 'refused).', registers });
+      + 'refused).',
+    registers });
   failOpen.inc(0);
   return {
     [BRAND]: true,
@@ -96,12 +97,12 @@ export function createGatewayMetrics(registry: Registry = new Registry()): Gatew
     exposition: async () => normalizeExposition(await registry.metrics()),
     requests: new Counter({ name: `${METRIC_PREFIX}requests_total`,
       help: 'Requests answered by the gateway, by outcome and reason.', labelNames: ['outcome', 'reason'], registers }),
-    verifyDuration: new Histogram(
-      { name: `${METRIC_PREFIX}verify_duration_seconds`, help: 'Latency of verify calls to the sidecar.', labelNames: [
-        'result'], buckets: [...VERIFY_BUCKETS], registers }),
-    upstreamDuration: new Histogram(
-      { name: `${METRIC_PREFIX}upstream_duration_seconds`, help: 'Latency of forwarded requests at the upstream.',
-        labelNames: ['status_class'], buckets: [...UPSTREAM_BUCKETS], registers }),
+    verifyDuration: new Histogram({ name: `${METRIC_PREFIX}verify_duration_seconds`,
+      help: 'Latency of verify calls to the sidecar.', labelNames: ['result'], buckets: [...VERIFY_BUCKETS],
+      registers }),
+    upstreamDuration: new Histogram({ name: `${METRIC_PREFIX}upstream_duration_seconds`,
+      help: 'Latency of forwarded requests at the upstream.', labelNames: ['status_class'],
+      buckets: [...UPSTREAM_BUCKETS], registers }),
     failOpen,
   };
 }

@@ -58,8 +58,8 @@ export function refuseOverrideHeaders(rawHeaders: readonly string[]): void {
     const header = overrideHeaderName(name);
     if (header !== undefined) {
       throw new ServiceError('override_header_refused',
-        `The ${header} header is not accepted: the upstream could run another method or URL than the one authorized.`, {
-          header });
+        `The ${header} header is not accepted: the upstream could run another method or URL than the one authorized.`,
+        { header });
     }
   }
 }

@@ -47,9 +47,8 @@ export async function runCopyCommand(argv: readonly string[]): Promise<number> {
     try { await checkMasterKey(src, createSecretBox(config.masterKey!)); } finally { await src.close(); }
     const counts = await copySqliteToPostgres(file, config.database);
     process.stdout.write(`${JSON.stringify({ copied: counts, source: file, verified: true })}\n`);
-    process.stderr.write(
-      'agent-authz copy-to-postgres: done and verified. Start the sidecars with SIDECAR_DATABASE_URL and the same '
-        + 'SIDECAR_MASTER_KEY; keep the SQLite file as a backup.\n');
+    process.stderr.write('agent-authz copy-to-postgres: done and verified. Start the sidecars with '
+      + 'SIDECAR_DATABASE_URL and the same SIDECAR_MASTER_KEY; keep the SQLite file as a backup.\n');
     return 0;
   } catch (err) {
     if (err instanceof MasterKeyMismatchError || err instanceof TargetNotEmptyError) return fail(1, (err as Error).message);

@@ -39,11 +39,11 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   serve: { usage: 'serve', summary: 'run the sidecar (the default)', run: async () => { await serve(); return -1; } },
   backup: { usage: 'backup <file>', summary: 'online backup of the SQLite database to a new file', run: runBackupCommand },
   audit: { usage: AUDIT_USAGE,
-    summary: 'check an audit trail offline (docs/audit.md; exit 0 verified, 1 broken, 3 unreadable)', run: (
-      args) => runAuditCommand(args) },
+    summary: 'check an audit trail offline (docs/audit.md; exit 0 verified, 1 broken, 3 unreadable)',
+    run: (args) => runAuditCommand(args) },
   'copy-to-postgres': { usage: 'copy-to-postgres',
     summary: 'copy the SQLite store into an empty PostgreSQL database (SIDECAR_DATABASE_URL), verify, print counts',
-      run: runCopyCommand },
+    run: runCopyCommand },
 };
 
 /** The `--help` text. */

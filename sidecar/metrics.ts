@@ -73,45 +73,37 @@ export function createMetrics(): SidecarMetrics {
 
   const m: SidecarMetrics = {
     registry,
-    verifyDecisions: new client.Counter(
-      { name: 'agent_authz_verify_decisions_total',
-        help: 'Verify decisions by decision (allow, deny, indeterminate) and reason.', labelNames: [
-          'decision', 'reason'], registers: reg }),
-    verifyErrors: new client.Counter(
-      { name: 'agent_authz_verify_errors_total', help: 'Verify calls answered with a 4xx/5xx error, by error code.',
-        labelNames: ['code'], registers: reg }),
-    verifyDuration: new client.Histogram(
-      { name: 'agent_authz_verify_duration_seconds',
-        help: 'Server time of a verify call, by outcome (allow, deny, indeterminate, error).', labelNames: ['outcome'],
-          buckets: LATENCY_BUCKETS, registers: reg }),
-    presentDuration: new client.Histogram(
-      { name: 'agent_authz_present_duration_seconds', help: 'Server time of a present call.', buckets: LATENCY_BUCKETS,
-        registers: reg }),
-    cryptoTasks: new client.Counter(
-      { name: 'agent_authz_crypto_tasks_total',
-        help: 'Hybrid signature tasks by op (verify, sign) and the thread that ran them (main, worker).', labelNames: [
-          'op', 'thread'], registers: reg }),
-    signDuration: new client.Histogram(
-      { name: 'agent_authz_sign_duration_seconds', help: 'Time of one hybrid signature, by kind (proof, certificate).',
-        labelNames: ['kind'], buckets: LATENCY_BUCKETS, registers: reg }),
-    challenges: new client.Counter(
-      { name: 'agent_authz_challenges_total',
-        help: 'Challenges by lifecycle event: issued, consumed (by verify), expired (used after its expiry).',
-          labelNames: ['event'], registers: reg }),
+    verifyDecisions: new client.Counter({ name: 'agent_authz_verify_decisions_total',
+      help: 'Verify decisions by decision (allow, deny, indeterminate) and reason.', labelNames: ['decision', 'reason'],
+      registers: reg }),
+    verifyErrors: new client.Counter({ name: 'agent_authz_verify_errors_total',
+      help: 'Verify calls answered with a 4xx/5xx error, by error code.', labelNames: ['code'], registers: reg }),
+    verifyDuration: new client.Histogram({ name: 'agent_authz_verify_duration_seconds',
+      help: 'Server time of a verify call, by outcome (allow, deny, indeterminate, error).', labelNames: ['outcome'],
+      buckets: LATENCY_BUCKETS, registers: reg }),
+    presentDuration: new client.Histogram({ name: 'agent_authz_present_duration_seconds',
+      help: 'Server time of a present call.', buckets: LATENCY_BUCKETS, registers: reg }),
+    cryptoTasks: new client.Counter({ name: 'agent_authz_crypto_tasks_total',
+      help: 'Hybrid signature tasks by op (verify, sign) and the thread that ran them (main, worker).',
+      labelNames: ['op', 'thread'], registers: reg }),
+    signDuration: new client.Histogram({ name: 'agent_authz_sign_duration_seconds',
+      help: 'Time of one hybrid signature, by kind (proof, certificate).', labelNames: ['kind'],
+      buckets: LATENCY_BUCKETS, registers: reg }),
+    challenges: new client.Counter({ name: 'agent_authz_challenges_total',
+      help: 'Challenges by lifecycle event: issued, consumed (by verify), expired (used after its expiry).',
+      labelNames: ['event'], registers: reg }),
     cache: new client.Counter({ name: 'agent_authz_cache_requests_total',
-      help: 'Decision-cache lookups by cache (revocation, certificate) and result (hit, miss).', labelNames: [
-        'cache', 'result'], registers: reg }),
-    webhookDeliveries: new client.Counter(
-      { name: 'agent_authz_webhook_deliveries_total',
-        help: 'Webhook delivery attempts by result (delivered, failed, dead, disabled).', labelNames: ['result'],
-          registers: reg }),
-    loginCodes: new client.Counter(
-      { name: 'agent_authz_login_codes_total', help: `Send-code requests by result: ${LOGIN_CODE_RESULTS.join(', ')}.`,
-        labelNames: ['result'], registers: reg }),
-    sqliteTx: new client.Histogram(
-      { name: 'agent_authz_sqlite_transaction_duration_seconds',
-        help: 'SQLite write-transaction latency, by result (commit, rollback).', labelNames: ['result'],
-          buckets: LATENCY_BUCKETS, registers: reg }),
+      help: 'Decision-cache lookups by cache (revocation, certificate) and result (hit, miss).',
+      labelNames: ['cache', 'result'], registers: reg }),
+    webhookDeliveries: new client.Counter({ name: 'agent_authz_webhook_deliveries_total',
+      help: 'Webhook delivery attempts by result (delivered, failed, dead, disabled).', labelNames: ['result'],
+      registers: reg }),
+    loginCodes: new client.Counter({ name: 'agent_authz_login_codes_total',
+      help: `Send-code requests by result: ${LOGIN_CODE_RESULTS.join(', ')}.`, labelNames: ['result'],
+      registers: reg }),
+    sqliteTx: new client.Histogram({ name: 'agent_authz_sqlite_transaction_duration_seconds',
+      help: 'SQLite write-transaction latency, by result (commit, rollback).', labelNames: ['result'],
+      buckets: LATENCY_BUCKETS, registers: reg }),
     bindSources(src) { sources = src; },
   };
 

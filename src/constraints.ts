@@ -156,9 +156,8 @@ function ipAllowed(ip: string, cidrs: string[]): boolean {
  * required scope is a `payments:*` scope. Returns the first failing
  * constraint (in a fixed order), with `missing` when its context was absent.
  */
-export function evaluateConstraints(
-  c: Constraints | null | undefined, ctx: ConstraintContext | undefined, requiredScope: string,
-    now: number): ConstraintResult {
+export function evaluateConstraints(c: Constraints | null | undefined, ctx: ConstraintContext | undefined,
+  requiredScope: string, now: number): ConstraintResult {
   if (!c) return { ok: true };
   const x = ctx ?? {};
   const deny = (constraint: ConstraintName, missing: boolean): ConstraintResult => ({ ok: false, constraint, missing });

@@ -83,8 +83,8 @@ async function forwardAuthPlugin(fastify: FastifyInstance, rawOptions: ForwardAu
     try {
       const rawUrl = request.raw.url ?? '';
       const envoyBase = `${opts.prefix}/envoy`;
-      if (flavor === 'envoy' && !rawUrl.startsWith(`${envoyBase}/`)) throw new ServiceError(
-        'invalid_request', `The check request path must start with ${envoyBase}/.`);
+      if (flavor === 'envoy' && !rawUrl.startsWith(`${envoyBase}/`)) throw new ServiceError('invalid_request',
+        `The check request path must start with ${envoyBase}/.`);
       const original = originalRequest(flavor, request, rawUrl.slice(envoyBase.length));
       const facts: PipelineRequest = {
         id: request.id,

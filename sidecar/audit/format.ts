@@ -70,8 +70,8 @@ export function checkpointLine(c: AuditCheckpointRecord): CheckpointLine {
 const str = (v: unknown): v is string => typeof v === 'string';
 const strOrNull = (v: unknown): v is string | null => v === null || typeof v === 'string';
 const ms = (v: unknown): number | null => (
-  str(v) && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/.test(v) && Number.isFinite(Date.parse(v)) ? Date.parse(
-    v) : null);
+  str(v) && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/.test(v) && Number.isFinite(Date.parse(v))
+    ? Date.parse(v) : null);
 const obj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Reads an event line back into a chained row; null when a field is missing or of the wrong type. */

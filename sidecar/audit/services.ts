@@ -25,8 +25,8 @@ export interface AuditDeps {
   store: Store;
   box: SecretBox;
   clock: () => number;
-  log: { error(obj: object, msg?: string): void; warn(obj: object, msg?: string): void; info(obj: object,
-    msg?: string): void; debug(obj: object, msg?: string): void };
+  log: { error(obj: object, msg?: string): void; warn(obj: object, msg?: string): void;
+    info(obj: object, msg?: string): void; debug(obj: object, msg?: string): void };
   registry: client.Registry;
   /** The sidecar's version (the OTLP resource's service.version). */
   serviceVersion: string;

@@ -103,8 +103,9 @@ export function otlpSink(o: { url: string; headers: Record<string, string>; time
       const now = o.clock();
       const records = events.map((e) => toLogRecord(e, now, resource));
       return new Promise<SinkResult>((resolve) => {
-        exporter.export(records, (r) => resolve({ ok: r.code === 0, retryAfterMs: null,
-          error: r.code === 0 ? null : String(r.error?.message ?? 'export failed').slice(0, 500) }));
+        exporter.export(records,
+          (r) => resolve({ ok: r.code === 0, retryAfterMs: null,
+            error: r.code === 0 ? null : String(r.error?.message ?? 'export failed').slice(0, 500) }));
       });
     },
     close: () => exporter.shutdown(),

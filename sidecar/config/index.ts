@@ -195,8 +195,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
   if (env.SIDECAR_MASTER_KEY) {
     const raw = env.SIDECAR_MASTER_KEY;
     const buf = Buffer.from(raw, 'base64');
-    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(raw) || buf.length !== 32) throw new ConfigError(
-      'SIDECAR_MASTER_KEY: must be base64 of exactly 32 bytes (e.g. `openssl rand -base64 32`)');
+    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(raw) || buf.length !== 32) throw new ConfigError('SIDECAR_MASTER_KEY: must '
+      + 'be base64 of exactly 32 bytes (e.g. `openssl rand -base64 32`)');
     masterKey = new Uint8Array(buf);
   } else if (production) {
     throw new ConfigError('SIDECAR_MASTER_KEY: required when NODE_ENV=production');

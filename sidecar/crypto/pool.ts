@@ -271,8 +271,9 @@ export class CryptoPool implements ProofCrypto {
         continue;
       }
       if (slot.pending.size === 0 || now - slot.lastActivity < this.limits.stallMs) continue;
-      this.log?.error({ worker: slot.index, pending: slot.pending.size, stalled_ms: Math.round(
-        now - slot.lastActivity) }, 'crypto worker stalled; terminating and replacing it');
+      this.log?.error(
+        { worker: slot.index, pending: slot.pending.size, stalled_ms: Math.round(now - slot.lastActivity) },
+        'crypto worker stalled; terminating and replacing it');
       this.retire(slot, new CryptoPoolError('crypto worker stalled'));
     }
   }

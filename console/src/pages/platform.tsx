@@ -79,8 +79,8 @@ export function PlatformPage(): JSX.Element {
           </dl>
           <form class="panel" onSubmit={saveCallback}>
             <h2>Webhook callback address</h2>
-            {platform.callback_disabled_at && <p class="warning">Deliveries were disabled on {when(platform.callback_disabled_at)}
-              {' '}after repeated failures. Saving the address enables them again.</p>}
+            {platform.callback_disabled_at && <p class="warning">Deliveries were disabled on {when(platform.callback_disabled_at)} after
+              repeated failures. Saving the address enables them again.</p>}
             <label for="callback">Callback URL (https; empty = no webhooks)</label>
             <input id="callback" type="url" value={cbValue} placeholder="https://example.com/agent-authz/webhooks"
               onInput={(e) => setCallback((e.target as HTMLInputElement).value)} />
