@@ -25,7 +25,7 @@ import { retryPort } from './sidecar.js';
 import type { Sidecar } from './sidecar.js';
 import { log, need, presentRate } from './common.js';
 import type { Run } from './common.js';
-import { NGINX_BIN, nginxSite } from '../test/gateway-plugin/proxies.js';
+import { NGINX_BIN, nginxSite } from '../test/shared/proxy-configs.js';
 
 /** The started servers of the agent rows. */
 export interface AgentProcs {

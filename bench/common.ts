@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import type { MailSink } from './flow.js';
-import { ROOT } from './node24.js';
+import { ROOT } from '../test/shared/node24.js';
 import type { Plan } from './plan.js';
 import { bestRps } from './report.js';
 import type { BackendResults, Results } from './report.js';

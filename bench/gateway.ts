@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import type { Backend } from './plan.js';
-import { ROOT } from './node24.js';
+import { ROOT } from '../test/shared/node24.js';
 import { Child, childEnv, cpuSeconds, freePort, tsArgs, waitForHttp } from './procs.js';
 import { makeBundles, pool } from './flow.js';
 import type { Setup } from './flow.js';

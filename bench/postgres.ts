@@ -1,6 +1,6 @@
 /**
  * The PostgreSQL step of the benchmark (`--only=postgres`), on one backend:
- * a throwaway PostgreSQL server with its durability defaults (bench/pg-server.ts),
+ * a throwaway PostgreSQL server with its durability defaults (test/shared/pg-server.ts),
  * then in the same run, with the same method (bundles made ahead, verify at
  * concurrency C for a bounded time):
  *
@@ -20,7 +20,7 @@
  * Skipped (with the reason in the log) when no PostgreSQL server can be started.
  */
 import type { Pool } from 'undici';
-import { launchPostgres } from './pg-server.js';
+import { launchPostgres } from '../test/shared/pg-server.js';
 import { makeBundles, pool, setUp } from './flow.js';
 import type { Setup } from './flow.js';
 import { quantile, summarize } from './load.js';

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { request } from 'undici';
-import { ROOT } from './node24.js';
+import { ROOT } from '../test/shared/node24.js';
 
 const live = new Set<ChildProcess>();
 let hooked = false;

@@ -8,7 +8,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ROOT } from './node24.js';
+import { ROOT } from '../test/shared/node24.js';
 
 /** A function in a V8 CPU profile. */
 export interface CallFrame { functionName: string; url: string; lineNumber: number }

@@ -22,7 +22,7 @@ import path from 'node:path';
 import crypto from 'node:crypto';
 import { parsePlan } from './plan.js';
 import type { Plan } from './plan.js';
-import { NODE24, ROOT, ensureNode24SqliteBinding, node24Available } from './node24.js';
+import { NODE24, ROOT, ensureNode24SqliteBinding, node24Available } from '../test/shared/node24.js';
 import { killAll, probeNodeFlags } from './procs.js';
 import type { Child } from './procs.js';
 import { setUp, startMailSink } from './flow.js';

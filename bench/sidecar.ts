@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { BenchSeedDb, dbBytes } from './seed-db.js';
 import { DB_FILE_NAME } from '../sidecar/store/index.js';
-import { NODE24, NODE24_SQLITE_PRELOAD } from './node24.js';
+import { NODE24, NODE24_SQLITE_PRELOAD } from '../test/shared/node24.js';
 import type { Backend } from './plan.js';
 import { Child, childEnv, freePort, tsArgs, waitForHttp } from './procs.js';
 import { log, sidecarTuningEnv, sleep } from './common.js';
@@ -51,7 +51,7 @@ async function startSidecarOnce(run: Run, backend: Backend, dataDir: string, o: 
   });
   delete env.NODE_ENV;
   const bin = backend === 'native' ? NODE24 : process.execPath;
-  // On Node 24, better-sqlite3 comes from its Node 24 build (bench/node24-sqlite.mjs; run.sqlite24 made sure it exists).
+  // On Node 24, better-sqlite3 comes from its Node 24 build (test/shared/node24-sqlite.mjs; run.sqlite24 made sure it exists).
   const preload = backend === 'native' ? ['--import', NODE24_SQLITE_PRELOAD] : [];
   const child = new Child(o.name ?? `sidecar(${backend})`, bin, tsArgs('sidecar/main.ts', [...preload, ...run.nodeFlags, ...(o.nodeFlags ?? [])]), env);
   const url = `http://127.0.0.1:${port}`;

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Pool } from 'undici';
-import { NODE24, ROOT } from './node24.js';
+import { NODE24, ROOT } from '../test/shared/node24.js';
 import type { Backend } from './plan.js';
 import { Child, childEnv, cpuSeconds, rssBytes, tsArgs } from './procs.js';
 import { makeBundles, makeChallenges, pool, presentAll } from './flow.js';

@@ -133,10 +133,12 @@ export class ApprovalWaiter {
     } catch {
       body = undefined;
     }
-    if (res.status === 200 && body !== null && typeof body === 'object' && typeof (body as Record<string, unknown>).state === 'string') return body as Record<string, unknown>;
+    if (res.status === 200 && body !== null && typeof body === 'object'
+      && typeof (body as Record<string, unknown>).state === 'string') return body as Record<string, unknown>;
     if (res.status >= 500 || res.status === 429 || res.status === 200) return undefined;
     const error = serviceErrorOf(body)?.error ?? { code: 'service_unavailable', message: `The approval status answered ${res.status}.` };
-    throw new AgentAuthzError('sidecar', res.status, error, { requestId: res.headers.get('x-request-id') ?? undefined, operation: refusal.operation, approvalId: id });
+    throw new AgentAuthzError('sidecar', res.status, error,
+      { requestId: res.headers.get('x-request-id') ?? undefined, operation: refusal.operation, approvalId: id });
   }
 
   /**

@@ -10,14 +10,14 @@
  * to the caller as a normal `Response`.
  */
 
+import { GATEWAY_ERROR_CODES } from '../src/errors.js';
 import type { AgentOperation } from './operation.js';
 
-/** Codes only the gateway (or the forward-auth endpoint) sends: a response with one of them is a refusal. */
-export const GATEWAY_REFUSAL_CODES: ReadonlySet<string> = new Set([
-  'proof_required', 'duplicate_proof_header', 'route_not_mapped', 'ambiguous_path', 'not_delegated', 'delegation_revoked',
-  'delegation_expired', 'constraint_denied', 'proof_rejected', 'decision_indeterminate', 'verify_unavailable',
-  'upstream_unavailable', 'tool_not_mapped', 'batch_not_supported', 'body_not_forwarded', 'override_header_refused', 'mcp_session_forbidden',
-]);
+/**
+ * Codes only the gateway (or the forward-auth endpoint) sends: a response with one of them is a
+ * refusal. The gateway part of the error table (`GATEWAY_ERRORS` of src/errors.ts, which imports nothing).
+ */
+export const GATEWAY_REFUSAL_CODES: ReadonlySet<string> = new Set<string>(GATEWAY_ERROR_CODES);
 
 /**
  * Where a refusal came from: the API's gateway, or the sidecar while making the proof.

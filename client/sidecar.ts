@@ -61,7 +61,8 @@ export class ProofMaker {
   /** A fresh challenge of the API key's connection. */
   async challenge(operation: AgentOperation): Promise<string> {
     const body = await this.#post(CHALLENGE_PATH, undefined, operation);
-    if (typeof body.challenge !== 'string') throw new AgentAuthzError('sidecar', 502, { code: 'service_unavailable', message: 'The challenge answer has no challenge.' }, { operation });
+    if (typeof body.challenge !== 'string') throw new AgentAuthzError('sidecar', 502,
+      { code: 'service_unavailable', message: 'The challenge answer has no challenge.' }, { operation });
     return body.challenge;
   }
 
@@ -75,7 +76,8 @@ export class ProofMaker {
     const path = `/v1/service/connections/${encodeURIComponent(this.#o.connectionId)}/agents/${encodeURIComponent(this.#o.agentId)}/present`;
     const bound = bind ? boundOperation(operation) : undefined;
     const body = await this.#post(path, bound === undefined ? { challenge } : { challenge, operation: bound }, operation);
-    if (typeof body.proof_header !== 'string') throw new AgentAuthzError('sidecar', 502, { code: 'service_unavailable', message: 'The present answer has no proof_header.' }, { operation });
+    if (typeof body.proof_header !== 'string') throw new AgentAuthzError('sidecar', 502,
+      { code: 'service_unavailable', message: 'The present answer has no proof_header.' }, { operation });
     return body.proof_header;
   }
 }

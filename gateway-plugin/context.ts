@@ -74,7 +74,8 @@ export function normalizeIp(address: string | undefined): string | undefined {
 }
 
 /** The client address and whether the socket peer is a trusted proxy. */
-export function deriveClientIp(peer: string | undefined, xff: string | string[] | undefined, trusted: TrustedProxies): { clientIp: string | undefined; trustedPeer: boolean } {
+export function deriveClientIp(peer: string | undefined, xff: string | string[] | undefined, trusted: TrustedProxies): {
+  clientIp: string | undefined; trustedPeer: boolean } {
   const peerIp = normalizeIp(peer);
   if (peerIp === undefined) return { clientIp: undefined, trustedPeer: false };
   if (!trusted.has(peerIp)) return { clientIp: peerIp, trustedPeer: false };
@@ -122,7 +123,8 @@ export function validateTenantRule(value: unknown, path: string, hasTrustedProxi
 }
 
 /** Derives the tenant, or `undefined`. */
-export function deriveTenant(rule: TenantRule | undefined, host: string | undefined, headers: Record<string, string | string[] | undefined>, trustedPeer: boolean): string | undefined {
+export function deriveTenant(rule: TenantRule | undefined, host: string | undefined,
+  headers: Record<string, string | string[] | undefined>, trustedPeer: boolean): string | undefined {
   if (rule === undefined) return undefined;
   let tenant: string | undefined;
   if (rule.kind === 'header') {
@@ -195,7 +197,8 @@ export function currencyAt(doc: JsonValue, pointer: string, where: string = poin
  * Throws 400 `invalid_request` for a JSON body that is not strict JSON or a
  * value of the wrong shape. A pointer that resolves to nothing gives nothing.
  */
-export function deriveAmountCurrency(body: Buffer, contentType: string | undefined, amountPointer: string | undefined, currencyPointer: string | undefined): { amount?: string; currency?: string } {
+export function deriveAmountCurrency(body: Buffer, contentType: string | undefined, amountPointer: string | undefined,
+  currencyPointer: string | undefined): { amount?: string; currency?: string } {
   if ((amountPointer === undefined && currencyPointer === undefined) || body.length === 0) return {};
   let doc: JsonValue;
   try {

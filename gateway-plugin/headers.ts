@@ -60,7 +60,8 @@ export const DECISION_HEADERS = {
   requestId: 'x-request-id',
 } as const;
 
-const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect', 'http2-settings'];
+const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'te', 'trailer',
+  'transfer-encoding', 'upgrade', 'expect', 'http2-settings'];
 const FORWARDING = ['forwarded', 'x-real-ip', 'x-forwarded-for', 'x-forwarded-host'];
 const FORWARDING_TRUSTED_ONLY = ['x-forwarded-proto', 'x-forwarded-port'];
 /** Names whose underscore spelling is dropped (on top of the lists above, `x-forwarded-*` and the tenant header). */
@@ -113,7 +114,8 @@ export function upstreamRequestHeaders(prepared: Headers, decision: ForwardDecis
     if (FORWARDING.includes(name) || name === DECISION_HEADERS.requestId || overrideHeaderName(name) !== undefined) continue;
     if (name !== lower) {
       // An underscore spelling of a header the gateway sets or vets is never passed on, even from a trusted proxy.
-      if (name.startsWith('x-forwarded-') || FORWARDING_TRUSTED_ONLY.includes(name) || name === facts.tenantHeader || UNDERSCORE_DROPPED.includes(name)) continue;
+      if (name.startsWith('x-forwarded-') || FORWARDING_TRUSTED_ONLY.includes(name) || name === facts.tenantHeader ||
+        UNDERSCORE_DROPPED.includes(name)) continue;
     }
     if (!facts.trustedPeer && (FORWARDING_TRUSTED_ONLY.includes(name) || name === facts.tenantHeader)) continue;
     if (!facts.hasBody && (name === 'content-length' || name === 'content-type')) continue;

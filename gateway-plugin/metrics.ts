@@ -42,7 +42,8 @@ export const UPSTREAM_BUCKETS: readonly number[] = [0.001, 0.0025, 0.005, 0.01, 
 export const DROPPED_DEFAULT_METRICS: readonly string[] = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']
   .map((name) => `${METRIC_PREFIX}${name}`);
 
-const KNOWN_CAUSES = new Set(['verify_timeout', 'verify_network', 'verify_bad_response', 'verify_unknown_decision', 'unspecified', 'authorized', 'public', 'upstream_error', 'upstream_timeout']);
+const KNOWN_CAUSES = new Set(['verify_timeout', 'verify_network', 'verify_bad_response', 'verify_unknown_decision',
+  'unspecified', 'authorized', 'public', 'upstream_error', 'upstream_timeout']);
 const BRAND: unique symbol = Symbol('agent-authz-gateway-metrics');
 
 /**
@@ -85,15 +86,23 @@ export interface GatewayMetrics {
  */
 export function createGatewayMetrics(registry: Registry = new Registry()): GatewayMetrics {
   const registers = [registry];
-  const failOpen = new Counter({ name: `${METRIC_PREFIX}fail_open_total`, help: 'Requests that reached the forwarding step without an allow decision (must stay 0; such requests are refused).', registers });
+  const failOpen = new Counter({ name: `${METRIC_PREFIX}fail_open_total`,
+    help: 'Requests that reached the forwarding step without an allow decision (must stay 0; such requests are '
+      + 'refused).',
+    registers });
   failOpen.inc(0);
   return {
     [BRAND]: true,
     registry,
     exposition: async () => normalizeExposition(await registry.metrics()),
-    requests: new Counter({ name: `${METRIC_PREFIX}requests_total`, help: 'Requests answered by the gateway, by outcome and reason.', labelNames: ['outcome', 'reason'], registers }),
-    verifyDuration: new Histogram({ name: `${METRIC_PREFIX}verify_duration_seconds`, help: 'Latency of verify calls to the sidecar.', labelNames: ['result'], buckets: [...VERIFY_BUCKETS], registers }),
-    upstreamDuration: new Histogram({ name: `${METRIC_PREFIX}upstream_duration_seconds`, help: 'Latency of forwarded requests at the upstream.', labelNames: ['status_class'], buckets: [...UPSTREAM_BUCKETS], registers }),
+    requests: new Counter({ name: `${METRIC_PREFIX}requests_total`,
+      help: 'Requests answered by the gateway, by outcome and reason.', labelNames: ['outcome', 'reason'], registers }),
+    verifyDuration: new Histogram({ name: `${METRIC_PREFIX}verify_duration_seconds`,
+      help: 'Latency of verify calls to the sidecar.', labelNames: ['result'], buckets: [...VERIFY_BUCKETS],
+      registers }),
+    upstreamDuration: new Histogram({ name: `${METRIC_PREFIX}upstream_duration_seconds`,
+      help: 'Latency of forwarded requests at the upstream.', labelNames: ['status_class'],
+      buckets: [...UPSTREAM_BUCKETS], registers }),
     failOpen,
   };
 }

@@ -169,7 +169,8 @@ export interface ResolvedGatewayOptions extends ResolvedDecisionOptions {
 }
 
 /** Option keys every mode shares. */
-export const DECISION_OPTION_KEYS = ['sidecarUrl', 'apiKey', 'routes', 'verifyTimeoutMs', 'challengeTimeoutMs', 'bodyLimit', 'trustedProxies', 'context', 'metrics', 'sidecarConnections'] as const;
+export const DECISION_OPTION_KEYS = ['sidecarUrl', 'apiKey', 'routes', 'verifyTimeoutMs', 'challengeTimeoutMs',
+  'bodyLimit', 'trustedProxies', 'context', 'metrics', 'sidecarConnections'] as const;
 const OPTION_KEYS = [
   'upstream', 'sidecarUrl', 'apiKey', 'routes', 'verifyTimeoutMs', 'challengeTimeoutMs', 'upstreamTimeoutMs', 'bodyLimit', 'trustedProxies',
   'context', 'metrics', 'sidecarConnections', 'overrideHeaders',

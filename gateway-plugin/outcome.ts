@@ -23,7 +23,7 @@ import type { ErrorCode } from '../src/errors.js';
 import type { DecisionReason } from '../src/decisions.js';
 import { APPROVAL_ID_HEADER, APPROVAL_ID_PATTERN } from '../src/protocol.js';
 import type { VerifyResponse } from '../src/protocol.js';
-import type { VerifyResult } from './verify-client.js';
+import type { VerifyCallResult } from './verify-client.js';
 
 /** A deny reason that is also a gateway error code (it becomes the 403 `error.code` itself). */
 export type DenyCode = DecisionReason & ErrorCode;
@@ -45,7 +45,7 @@ export type Outcome =
   | { readonly kind: 'refuse'; readonly error: ServiceError };
 
 /** Label of the verify-latency histogram for an outcome. */
-export function verifyResultLabel(result: VerifyResult, outcome: Outcome): string {
+export function verifyCallLabel(result: VerifyCallResult, outcome: Outcome): string {
   if (result.kind !== 'response') return result.kind;
   if (outcome.kind === 'allow') return 'allow';
   const code = outcome.error.code;
@@ -70,7 +70,8 @@ function unavailable(cause: string): Outcome {
   return refuse('verify_unavailable', { cause });
 }
 
-function parseObject(result: Extract<VerifyResult, { kind: 'response' }>, needJsonType: boolean): UntrustedVerifyResponse & Record<string, unknown> | undefined {
+function parseObject(result: Extract<VerifyCallResult, { kind: 'response' }>,
+  needJsonType: boolean): UntrustedVerifyResponse & Record<string, unknown> | undefined {
   const type = (result.contentType ?? '').split(';')[0]?.trim().toLowerCase();
   if (result.tooLarge || (needJsonType && type !== 'application/json') || result.body.trim() === '') return undefined;
   try {
@@ -82,7 +83,7 @@ function parseObject(result: Extract<VerifyResult, { kind: 'response' }>, needJs
 }
 
 /** Maps one verify result to the gateway's outcome for `requiredScope`. */
-export function mapVerifyResult(result: VerifyResult, requiredScope: string): Outcome {
+export function mapVerifyCall(result: VerifyCallResult, requiredScope: string): Outcome {
   if (result.kind === 'timeout') return unavailable('verify_timeout');
   if (result.kind === 'network') return unavailable('verify_network');
   if (result.status === 400) {

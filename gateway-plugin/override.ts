@@ -57,7 +57,9 @@ export function refuseOverrideHeaders(rawHeaders: readonly string[]): void {
     if (name.length < 13 || (name.charCodeAt(0) | 0x20) !== 0x78) continue; // every override header starts with x, 13+ long
     const header = overrideHeaderName(name);
     if (header !== undefined) {
-      throw new ServiceError('override_header_refused', `The ${header} header is not accepted: the upstream could run another method or URL than the one authorized.`, { header });
+      throw new ServiceError('override_header_refused',
+        `The ${header} header is not accepted: the upstream could run another method or URL than the one authorized.`,
+        { header });
     }
   }
 }

@@ -13,7 +13,7 @@
  *    read the proof header (403 `duplicate_proof_header`, 401
  *    `proof_required` with a fresh challenge, 403 `proof_rejected` /
  *    `invalid_proof` without calling verify).
- * 2. {@link DecisionPipeline.decide} (with the body, or `undefined` when a
+ * 2. {@link DecisionPipeline.verdict} (with the body, or `undefined` when a
  *    forward-auth proxy did not send it): derive the context, call verify and
  *    map its answer; only an explicit allow (or a public route or public MCP
  *    method) returns. A route whose context needs the body (amount/currency
@@ -41,7 +41,7 @@ import type { GatewayMetrics } from './metrics.js';
 import { isPublicMethod, TOOLS_CALL } from './mcp/config.js';
 import { readMcpMessage, toolContext } from './mcp/message.js';
 import type { McpFacts } from './mcp/message.js';
-import { mapVerifyResult, verifyResultLabel } from './outcome.js';
+import { mapVerifyCall, verifyCallLabel } from './outcome.js';
 import { normalizeRequestTarget } from '../src/path.js';
 import type { RequestTarget } from '../src/path.js';
 import { decodeProofJson, readProofHeader } from './proof.js';
@@ -108,7 +108,7 @@ interface Peer {
 }
 
 /** What the pipeline decided: the request may pass. */
-export type Decision = Peer & (
+export type GatewayVerdict = Peer & (
   | { readonly kind: 'public' }
   | { readonly kind: 'allow'; readonly scope: string; readonly agentId: string | undefined; readonly certId: string | undefined }
 );
@@ -173,10 +173,10 @@ export class DecisionPipeline {
   }
 
   /** Stage 2, with the body (`undefined`: not forwarded): context, verify, outcome. Throws a {@link ServiceError} unless allowed. */
-  async decide(req: PipelineRequest, admission: Admission, body: Buffer | undefined): Promise<Decision> {
+  async verdict(req: PipelineRequest, admission: Admission, body: Buffer | undefined): Promise<GatewayVerdict> {
     const { route, target } = admission;
     const peer: Peer = deriveClientIp(req.peerAddress, req.headers['x-forwarded-for'], this.#opts.trustedProxies);
-    if (admission.mcp !== undefined) return this.#bound(admission, await this.#decideMcp(req, admission, body, peer));
+    if (admission.mcp !== undefined) return this.#bound(admission, await this.#mcpVerdict(req, admission, body, peer));
     if (route.scope === undefined) return { kind: 'public', ...peer };
     if (admission.bundleJson === undefined) throw new ServiceError('internal_error');
     const needsBody = route.amountPointer !== undefined || route.currencyPointer !== undefined;
@@ -194,13 +194,13 @@ export class DecisionPipeline {
   }
 
   /** A request on a session passes only for the session's agent (a public method has no agent and passes). */
-  #bound(admission: Admission, decision: Decision): Decision {
+  #bound(admission: Admission, decision: GatewayVerdict): GatewayVerdict {
     const { session } = admission;
     if (session !== undefined && decision.kind === 'allow' && decision.agentId !== session.agentId) throw new ServiceError('mcp_session_forbidden');
     return decision;
   }
 
-  async #decideMcp(req: PipelineRequest, admission: Admission, body: Buffer | undefined, peer: Peer): Promise<Decision> {
+  async #mcpVerdict(req: PipelineRequest, admission: Admission, body: Buffer | undefined, peer: Peer): Promise<GatewayVerdict> {
     const { route, target } = admission;
     const mcp = route.mcp;
     if (mcp === undefined || route.scope === undefined || admission.mcp === undefined) throw new ServiceError('internal_error');
@@ -238,7 +238,7 @@ export class DecisionPipeline {
   }
 
   /** An answer proved by the session key handed to the session's agent: allowed as that agent, without verify. */
-  #sessionAnswer(req: PipelineRequest, admission: Admission, body: Buffer, peer: Peer): Decision {
+  #sessionAnswer(req: PipelineRequest, admission: Admission, body: Buffer, peer: Peer): GatewayVerdict {
     const { session, sessions, route } = admission;
     const proof = req.headers[SESSION_PROOF_HEADER];
     if (session === undefined || sessions === undefined || route.scope === undefined) {
@@ -273,11 +273,11 @@ export class DecisionPipeline {
     return decodeProofJson(header.value).json;
   }
 
-  async #verify(bundleJson: string, scope: string, context: VerifyContext, requestId: string, peer: Peer): Promise<Decision> {
+  async #verify(bundleJson: string, scope: string, context: VerifyContext, requestId: string, peer: Peer): Promise<GatewayVerdict> {
     const started = performance.now();
     const result = await this.#sidecar.verify({ proofBundleJson: bundleJson, required_scope: scope, context }, requestId);
-    const outcome = mapVerifyResult(result, scope);
-    this.#opts.metrics.verifyDuration.observe({ result: verifyResultLabel(result, outcome) }, (performance.now() - started) / 1000);
+    const outcome = mapVerifyCall(result, scope);
+    this.#opts.metrics.verifyDuration.observe({ result: verifyCallLabel(result, outcome) }, (performance.now() - started) / 1000);
     if (outcome.kind === 'refuse') throw outcome.error;
     return { kind: 'allow', scope: outcome.scope, agentId: outcome.agentId, certId: outcome.certId, ...peer };
   }

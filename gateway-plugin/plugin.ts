@@ -8,7 +8,7 @@
  *    plain protected routes; see pipeline.ts).
  * 2. body: kept as the raw Buffer (413 `body_too_large` over the limit: the
  *    route's MCP limit or `bodyLimit`; mcp/body.ts).
- * 3. preHandler: {@link DecisionPipeline.decide} (context, verify, outcome;
+ * 3. preHandler: {@link DecisionPipeline.verdict} (context, verify, outcome;
  *    MCP messages).
  * 4. handler: forward exactly the normalized path + original query + raw body
  *    with rewritten headers, behind the fail-open tripwire; the response gets
@@ -26,7 +26,7 @@ import { ServiceError, errorBody } from '../src/errors.js';
 import { resolveGatewayOptions } from './options.js';
 import type { GatewayOptions, ResolvedGatewayOptions } from './options.js';
 import { DecisionPipeline } from './pipeline.js';
-import type { Admission, Decision, PipelineRequest } from './pipeline.js';
+import type { Admission, GatewayVerdict, PipelineRequest } from './pipeline.js';
 import { SidecarClient } from './verify-client.js';
 import { refusalReason, renderRefusal, toServiceError } from './refusal.js';
 import { countRequest, guardForward } from './metrics.js';
@@ -42,7 +42,7 @@ import type { Readable } from 'node:stream';
 interface RequestState {
   facts?: PipelineRequest;
   admission?: Admission;
-  decision?: Decision;
+  decision?: GatewayVerdict;
   outcome?: [outcome: string, reason: string];
   forwardStart?: number;
 }
@@ -103,7 +103,7 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     const { facts, admission } = state;
     if (facts === undefined || admission === undefined) throw new ServiceError('internal_error');
     const body = Buffer.isBuffer(request.body) ? request.body : EMPTY;
-    state.decision = await pipeline.decide(facts, admission, body);
+    state.decision = await pipeline.verdict(facts, admission, body);
   }
 
   function onUpstreamError(request: FastifyRequest, reply: FastifyReply, error: Error): void {

@@ -4,7 +4,7 @@
  * One undici keep-alive {@link Pool} per gateway. Every call has a hard
  * deadline that covers connecting, the response headers AND the response
  * body (a sidecar that sends headers and then hangs is a timeout). Calls never
- * throw: they return a {@link VerifyResult} that `outcome.ts` maps to the
+ * throw: they return a {@link VerifyCallResult} that `outcome.ts` maps to the
  * response, so every failure mode ends in a refusal, never in the upstream.
  */
 
@@ -17,7 +17,7 @@ import type { VerifyRequest } from '../src/protocol.js';
 export const MAX_SIDECAR_RESPONSE_BYTES = 65_536;
 
 /** What one verify call produced. */
-export type VerifyResult =
+export type VerifyCallResult =
   | { readonly kind: 'response'; readonly status: number; readonly contentType: string | undefined; readonly body: string; readonly tooLarge: boolean }
   | { readonly kind: 'timeout' }
   | { readonly kind: 'network' };
@@ -77,7 +77,8 @@ export class SidecarClient {
    * it passes, the call resolves to 'timeout' and the request is aborted as soon as undici hands
    * it a controller (at once when it is already on a socket).
    */
-  #call(method: 'GET' | 'POST', path: string, timeoutMs: number, requestId: string, json: string | undefined, withKey = true): Promise<Raw | 'timeout' | 'network'> {
+  #call(method: 'GET' | 'POST', path: string, timeoutMs: number, requestId: string, json: string | undefined,
+    withKey = true): Promise<Raw | 'timeout' | 'network'> {
     const headers: Record<string, string> = { 'x-request-id': requestId, accept: 'application/json' };
     if (withKey) headers[API_KEY_HEADER] = this.#options.apiKey;
     if (json !== undefined) headers['content-type'] = 'application/json';
@@ -137,7 +138,7 @@ export class SidecarClient {
   }
 
   /** Calls verify. Never throws. */
-  async verify(request: VerifyRequest | VerifyRequestJson, requestId: string): Promise<VerifyResult> {
+  async verify(request: VerifyRequest | VerifyRequestJson, requestId: string): Promise<VerifyCallResult> {
     const r = await this.#call('POST', VERIFY_PATH, this.#options.verifyTimeoutMs, requestId, verifyBody(request));
     if (r === 'timeout' || r === 'network') return { kind: r };
     return { kind: 'response', ...r };

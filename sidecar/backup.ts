@@ -15,7 +15,7 @@
  * Exit codes: 0 written, 1 backup failed, 2 usage or configuration error.
  */
 import path from 'node:path';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig } from './config/index.js';
 import { DB_FILE_NAME } from './store/index.js';
 import { backupDatabase } from './store/sqlite/backup.js';
 
@@ -35,7 +35,8 @@ export async function runBackupCommand(argv: readonly string[]): Promise<number>
   try {
     const c = loadConfig();
     if (c.database) {
-      process.stderr.write('agent-authz backup: SIDECAR_DATABASE_URL is set: back up the PostgreSQL database with pg_dump or point-in-time recovery (docs/storage.md)\n');
+      process.stderr.write('agent-authz backup: SIDECAR_DATABASE_URL is set: back up the PostgreSQL database with '
+        + 'pg_dump or point-in-time recovery (docs/storage.md)\n');
       return 2;
     }
     ({ dataDir } = c);
@@ -50,7 +51,8 @@ export async function runBackupCommand(argv: readonly string[]): Promise<number>
   try {
     const r = await backupDatabase(src, argv[0]!);
     process.stdout.write(`${JSON.stringify({ backup: r.file, source: src, bytes: r.bytes, pages: r.pages, schema_version: r.schemaVersion })}\n`);
-    process.stderr.write('agent-authz backup: done. The backup is only usable with the same master key; keep SIDECAR_MASTER_KEY (or master.key) safe and separate.\n');
+    process.stderr.write('agent-authz backup: done. The backup is only usable with the same master key; keep '
+      + 'SIDECAR_MASTER_KEY (or master.key) safe and separate.\n');
     return 0;
   } catch (err) {
     process.stderr.write(`agent-authz backup: failed: ${(err as Error).message}\n`);

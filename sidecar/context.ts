@@ -5,13 +5,13 @@
  */
 import type { KeyObject } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import type { SidecarConfig } from './config.js';
+import type { SidecarConfig } from './config/index.js';
 import type { Store } from './store/types.js';
 import type { SecretBox } from './secrets.js';
 import type { Mailer } from './mail.js';
 import type { SidecarMetrics } from './metrics.js';
 import type { DecisionCaches } from './decide/caches.js';
-import type { ProofCrypto } from './crypto-pool.js';
+import type { ProofCrypto } from './crypto/pool.js';
 import type { AuditServices } from './audit/services.js';
 
 /** A clock returning Unix milliseconds; injectable for tests. */

@@ -14,8 +14,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { ConfigError, loadConfig } from './config.js';
-import type { SidecarConfig } from './config.js';
+import { ConfigError, loadConfig } from './config/index.js';
+import type { SidecarConfig } from './config/index.js';
 import { DB_FILE_NAME, openSqliteStore } from './store/index.js';
 import { copySqliteToPostgres, TargetNotEmptyError } from './store/copy.js';
 import { checkMasterKey, MasterKeyMismatchError } from './store/key-check.js';
@@ -47,7 +47,8 @@ export async function runCopyCommand(argv: readonly string[]): Promise<number> {
     try { await checkMasterKey(src, createSecretBox(config.masterKey!)); } finally { await src.close(); }
     const counts = await copySqliteToPostgres(file, config.database);
     process.stdout.write(`${JSON.stringify({ copied: counts, source: file, verified: true })}\n`);
-    process.stderr.write('agent-authz copy-to-postgres: done and verified. Start the sidecars with SIDECAR_DATABASE_URL and the same SIDECAR_MASTER_KEY; keep the SQLite file as a backup.\n');
+    process.stderr.write('agent-authz copy-to-postgres: done and verified. Start the sidecars with '
+      + 'SIDECAR_DATABASE_URL and the same SIDECAR_MASTER_KEY; keep the SQLite file as a backup.\n');
     return 0;
   } catch (err) {
     if (err instanceof MasterKeyMismatchError || err instanceof TargetNotEmptyError) return fail(1, (err as Error).message);

@@ -15,5 +15,5 @@
  */
 export { buildServer } from './server.js';
 export type { BuildOptions, SidecarServer } from './server.js';
-export { ConfigError, loadConfig } from './config.js';
-export type { SidecarConfig } from './config.js';
+export { ConfigError, loadConfig } from './config/index.js';
+export type { SidecarConfig } from './config/index.js';

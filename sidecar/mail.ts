@@ -16,7 +16,8 @@ export interface Mailer {
 
 /** Builds the message text (shared by both mailers and the tests). */
 export function loginCodeText(code: string, ttlMinutes: number): string {
-  return `Your agent-authz sign-in code is ${code}\n\nIt expires in ${ttlMinutes} minutes and can be used once.\nIf you did not ask for it, ignore this message.\n`;
+  return `Your agent-authz sign-in code is ${code}\n\nIt expires in ${ttlMinutes} minutes and can be used once.\n`
+    + 'If you did not ask for it, ignore this message.\n';
 }
 
 /** A nodemailer SMTP mailer (`smtp://user:pass@host:port`, or `smtps://`). */

@@ -18,8 +18,8 @@
  * is given a short grace, and the process exits 1. A second signal during
  * the shutdown exits 1 at once. Exit code 2: bad configuration or usage.
  */
-import { ConfigError, loadConfig } from './config.js';
-import type { SidecarConfig } from './config.js';
+import { ConfigError, loadConfig } from './config/index.js';
+import type { SidecarConfig } from './config/index.js';
 import { buildServer } from './server.js';
 import { installGracefulShutdown } from '../runtime/shutdown.js';
 import { getMlDsaBackend } from '../src/crypto/hybrid.js';
@@ -38,8 +38,12 @@ interface Command {
 export const COMMANDS: Readonly<Record<string, Command>> = {
   serve: { usage: 'serve', summary: 'run the sidecar (the default)', run: async () => { await serve(); return -1; } },
   backup: { usage: 'backup <file>', summary: 'online backup of the SQLite database to a new file', run: runBackupCommand },
-  audit: { usage: AUDIT_USAGE, summary: 'check an audit trail offline (docs/audit.md; exit 0 verified, 1 broken, 2 usage, 3 unreadable, 4 cannot run)', run: (args) => runAuditCommand(args) },
-  'copy-to-postgres': { usage: 'copy-to-postgres', summary: 'copy the SQLite store into an empty PostgreSQL database (SIDECAR_DATABASE_URL), verify, print counts', run: runCopyCommand },
+  audit: { usage: AUDIT_USAGE,
+    summary: 'check an audit trail offline (docs/audit.md; exit 0 verified, 1 broken, 2 usage, 3 unreadable, 4 cannot run)',
+    run: (args) => runAuditCommand(args) },
+  'copy-to-postgres': { usage: 'copy-to-postgres',
+    summary: 'copy the SQLite store into an empty PostgreSQL database (SIDECAR_DATABASE_URL), verify, print counts',
+    run: runCopyCommand },
 };
 
 /** The `--help` text. */

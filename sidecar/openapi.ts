@@ -4,19 +4,19 @@
  * The fixed parts (info, servers, security schemes, the error shape) are
  * here; paths, parameters and request bodies come from the route schemas
  * through @fastify/swagger; each operation's id, summary, description and
- * success schema come from the operation table (`api/operations.ts`), which
- * {@link attachOperation} puts on the route itself, so the document describes
+ * success schema come from the route's definition (`api/route.ts`: `mount` puts it in
+ * `config.operation`), which {@link attachOperation} puts on the route schema, so the document describes
  * exactly what Fastify validates and serializes. {@link openapiTransform}
  * completes each operation in the DOCUMENT only:
  *
  * - `security` from the route's `config.auth` (`session` → cookie,
  *   `session_csrf` → cookie + CSRF header, `api_key` → API-key header); verify
- *   authenticates inside its pipeline and is listed in {@link SECURITY_OVERRIDES};
+ *   authenticates inside its pipeline and says so in its operation (`handlerAuth`);
  * - one response per error status, each the shared `Error` shape with the
  *   codes this operation can answer at that status as an `enum`
  *   (`test/sidecar/ops/openapi-errors.test.ts` probes a real sidecar to keep
  *   the lists complete);
- * - the documented-only refinements of the operation table: a body the
+ * - the documented-only refinements of the operation: a body the
  *   handler checks itself (`body`), body members documented more precisely
  *   than the route validates them (`bodyMembers`: the approve body's typed
  *   `constraints`), query parameters as the handler parses them (`query`:
@@ -33,7 +33,8 @@ import type { RouteOptions } from 'fastify';
 import { ERRORS } from '../src/errors.js';
 import type { ErrorCode } from '../src/errors.js';
 import type { AuthMode } from './http/auth.js';
-import { OPERATIONS, commonErrors } from './api/operations.js';
+import { commonErrors } from './api/route.js';
+import type { OperationDoc } from './api/route.js';
 import { webhooksSection } from './api/webhooks.js';
 
 /** The shape of every error body: `{error:{code,message,status}}` (extra members allowed). */
@@ -64,13 +65,15 @@ export const OPENAPI_INFO: NonNullable<FastifyDynamicSwaggerOptions['openapi']> 
     title: 'agent-authz sidecar',
     version: '0.2.0',
     license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
-    description: 'Authorization decisions for AI agent actions. See docs/ for the filled gaps of the service specification. '
+    description: 'Authorization decisions for AI agent actions. See docs/ for the filled gaps of the service '
+      + 'specification. '
       + 'Every refusal is `{error:{code,message,status}}` with a code from docs/errors.md. '
       + 'GET /metrics (Prometheus text) is not listed here.',
   },
   // OpenAPI 3.1 webhooks: what the sidecar POSTs to a platform's callback URL (api/webhooks.ts).
   webhooks: webhooksSection(),
-  servers: [{ url: 'http://127.0.0.1:8700', description: 'A local sidecar (npm start). Use your sidecar\'s own address.' }],
+  servers: [{ url: 'http://127.0.0.1:8700',
+    description: 'A local sidecar (npm start). Use your sidecar\'s own address.' }],
   tags: [
     { name: 'operations', description: 'Health and readiness.' },
     { name: 'auth', description: 'E-mail code sign-in and sessions (spec 4.1–4.3).' },
@@ -87,12 +90,15 @@ export const OPENAPI_INFO: NonNullable<FastifyDynamicSwaggerOptions['openapi']> 
   ],
   components: {
     securitySchemes: {
-      session: { type: 'apiKey', in: 'cookie', name: 'service_session', description: 'Session cookie set by verify-code and refresh (15 minutes).' },
+      session: { type: 'apiKey', in: 'cookie', name: 'service_session',
+        description: 'Session cookie set by verify-code and refresh (15 minutes).' },
       csrf: {
         type: 'apiKey', in: 'header', name: 'X-Service-CSRF',
-        description: 'Double submit: must equal the `service_csrf` cookie, which is signed and bound to the session. Re-read it after sign-in and after each refresh.',
+        description: 'Double submit: must equal the `service_csrf` cookie, which is signed and bound to the '
+          + 'session. Re-read it after sign-in and after each refresh.',
       },
-      apiKey: { type: 'apiKey', in: 'header', name: 'X-Service-API-Key', description: 'Platform API key, shown once at registration or rotation.' },
+      apiKey: { type: 'apiKey', in: 'header', name: 'X-Service-API-Key',
+        description: 'Platform API key, shown once at registration or rotation.' },
     },
   },
 };
@@ -105,21 +111,13 @@ export const AUTH_SECURITY: Readonly<Record<AuthMode, readonly Record<string, st
   api_key: [{ apiKey: [] }],
 };
 
-/**
- * Routes whose authentication is not enforced by the `config.auth` hook but
- * inside the handler (`METHOD /path` → mode). Verify authenticates inside the
- * decision pipeline so that store faults there fail closed.
- */
-export const SECURITY_OVERRIDES: Readonly<Record<string, AuthMode>> = {
-  'POST /v1/service/verify': 'api_key',
-};
-
 /** Routes left out of the document on purpose (operational, not part of the JSON API). */
-export const HIDDEN_ROUTES = ['GET /metrics', 'GET /openapi.json', 'GET /console', 'GET /console/', 'GET /console/*'] as const;
+export const HIDDEN_ROUTES = [
+  'GET /metrics', 'GET /openapi.json', 'GET /console', 'GET /console/', 'GET /console/*'] as const;
 
-/** The authentication mode of one route, from its method, URL and `config.auth`. */
-export function authModeOf(method: string, url: string, auth: AuthMode | undefined): AuthMode {
-  return SECURITY_OVERRIDES[`${method} ${url}`] ?? auth ?? 'none';
+/** The authentication mode a route documents: its operation's `handlerAuth`, else its `config.auth`. */
+export function authModeOf(config: { auth?: AuthMode; operation?: OperationDoc } | undefined): AuthMode {
+  return config?.operation?.handlerAuth ?? config?.auth ?? 'none';
 }
 
 /**
@@ -129,8 +127,7 @@ export function authModeOf(method: string, url: string, auth: AuthMode | undefin
  * (a test fails for them).
  */
 export function attachOperation(route: RouteOptions): void {
-  const method = Array.isArray(route.method) ? String(route.method[0]) : String(route.method);
-  const doc = OPERATIONS[`${method} ${route.url}`];
+  const doc = route.config?.operation;
   if (doc === undefined) return;
   route.schema = {
     ...route.schema,
@@ -155,7 +152,9 @@ export function errorResponses(codes: readonly ErrorCode[]): Record<string, unkn
       description: `Refused: ${list.map((c) => `\`${c}\``).join(', ')} (docs/errors.md).`,
       allOf: [
         { $ref: 'ErrorResponse#' },
-        { type: 'object', properties: { error: { type: 'object', properties: { code: { type: 'string', enum: list }, status: { type: 'integer', const: status } } } } },
+        { type: 'object', properties: {
+          error: { type: 'object', properties: { code: { type: 'string', enum: list }, status: { type: 'integer',
+            const: status } } } } },
       ],
     };
   }
@@ -167,7 +166,8 @@ export function errorResponses(codes: readonly ErrorCode[]): Record<string, unkn
  * own schema is not changed: it still validates). Throws when a member is not in it, so the
  * operation table cannot document a member the route does not have.
  */
-function withMembers(schema: unknown, members: Readonly<Record<string, unknown>>, where: string): Record<string, unknown> {
+function withMembers(schema: unknown, members: Readonly<Record<string, unknown>>, where: string): Record<string,
+  unknown> {
   const s = schema as { properties?: Record<string, unknown> } | undefined;
   for (const name of Object.keys(members)) {
     if (s?.properties?.[name] === undefined) throw new TypeError(`${where}: no member ${name} to document`);
@@ -181,19 +181,21 @@ function withMembers(schema: unknown, members: Readonly<Record<string, unknown>>
  */
 export const openapiTransform: SwaggerTransform = ({ schema, url, route }) => {
   const method = Array.isArray(route.method) ? String(route.method[0]) : String(route.method);
-  const mode = authModeOf(method, url, (route.config as { auth?: AuthMode } | undefined)?.auth);
+  const config = route.config as { auth?: AuthMode; operation?: OperationDoc } | undefined;
+  const mode = authModeOf(config);
   const doc: Record<string, unknown> = { ...(schema ?? {}) };
   // An operation without a body validates with NoBody (no body, empty or {}); it documents none.
   if ((doc.body as { title?: unknown } | undefined)?.title === 'NoBody') delete doc.body;
   doc.security = AUTH_SECURITY[mode].map((r) => ({ ...r }));
-  const op = OPERATIONS[`${method} ${url}`];
+  const op = config?.operation;
   if (doc.body === undefined && op?.body !== undefined) doc.body = op.body;
   if (op?.bodyMembers) doc.body = withMembers(doc.body, op.bodyMembers, `${method} ${url} body`);
   if (op?.query) doc.querystring = withMembers(doc.querystring, op.query, `${method} ${url} query`);
   // Every POST and PUT parses a body when one is sent (415 for another type, 413 over the limit).
   const hasBody = doc.body !== undefined || method === 'POST' || method === 'PUT';
   const other: Record<string, unknown> = {};
-  for (const [status, s] of Object.entries(op?.responses ?? {})) other[status] = { description: s.description ?? '', $ref: `${String(s.$id)}#` };
+  for (const [status, s] of Object.entries(op?.responses ?? {})) other[status] = {
+    description: s.description ?? '', $ref: `${String(s.$id)}#` };
   doc.response = {
     ...(doc.response as Record<string, unknown> | undefined),
     ...errorResponses([...commonErrors(mode, hasBody), ...(op?.errors ?? [])]),
@@ -212,7 +214,8 @@ export const openapiTransformObject: SwaggerTransformObject = (document) => {
   if (!('openapiObject' in document)) return document.swaggerObject;
   const { openapiObject } = document;
   for (const item of Object.values(openapiObject.paths ?? {})) {
-    for (const op of Object.values(item ?? {}) as { requestBody?: { required?: boolean; content?: Record<string, { schema?: { anyOf?: { type?: unknown }[] } }> } }[]) {
+    for (const op of Object.values(item ?? {}) as { requestBody?: { required?: boolean; content?: Record<string, {
+      schema?: { anyOf?: { type?: unknown }[] } }> } }[]) {
       const schema = op?.requestBody?.content?.['application/json']?.schema;
       if (schema?.anyOf?.some((s) => s.type === 'null')) op.requestBody!.required = false;
     }
@@ -226,5 +229,6 @@ export const OPENAPI_OPTIONS: FastifyDynamicSwaggerOptions = {
   transform: openapiTransform,
   transformObject: openapiTransformObject,
   // Shared schemas keep their `$id` as the component name (`#/components/schemas/Platform`).
-  refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+  refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (
+    typeof json.$id === 'string' ? json.$id : `def-${i}`) },
 };

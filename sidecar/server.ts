@@ -10,7 +10,7 @@ import Fastify from 'fastify';
 import type { FastifyInstance, FastifyReply, FastifyServerOptions } from 'fastify';
 import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
-import type { SidecarConfig } from './config.js';
+import type { SidecarConfig } from './config/index.js';
 import type { Clock, ServiceContext } from './context.js';
 import type { Store } from './store/types.js';
 import { openStore } from './store/index.js';
@@ -22,8 +22,8 @@ import { createLogMailer, createSmtpMailer } from './mail.js';
 import type { Mailer } from './mail.js';
 import { createMetrics } from './metrics.js';
 import { DecisionCaches } from './decide/caches.js';
-import { createProofCrypto } from './crypto-pool.js';
-import type { PoolLimits } from './crypto-pool.js';
+import { createProofCrypto } from './crypto/pool.js';
+import type { PoolLimits } from './crypto/pool.js';
 import { installErrorHandlers } from './http/errors.js';
 import { answerClientError, answerConnect, answerExpectationFailed, frameworkErrorCode } from '../runtime/client-error.js';
 import { ERRORS, errorBody } from '../src/errors.js';
@@ -144,7 +144,8 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     // or an over-long path parameter (Fastify's router), a request Node's HTTP parser rejects.
     frameworkErrors: (err, request, reply: FastifyReply) => {
       const { code, message } = frameworkErrorCode(err.code);
-      void reply.code(ERRORS[code].status).header('cache-control', 'no-store').header('x-request-id', request.id).type('application/json; charset=utf-8').send(errorBody(code, message));
+      void reply.code(ERRORS[code].status).header('cache-control', 'no-store').header('x-request-id', request.id)
+        .type('application/json; charset=utf-8').send(errorBody(code, message));
     },
     clientErrorHandler: (err, socket) => answerClientError(err, socket),
   });
@@ -153,13 +154,16 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   answerConnect(app.server, 'method_not_allowed', 'CONNECT is not supported.');
   const metrics = createMetrics();
   const master = resolveMasterKey(config);
-  if (master.generated) app.log.warn({ file: master.file }, 'SIDECAR_MASTER_KEY is not set: generated a development master key file. Set SIDECAR_MASTER_KEY in production.');
+  if (master.generated) app.log.warn({ file: master.file },
+    'SIDECAR_MASTER_KEY is not set: generated a development master key file. Set SIDECAR_MASTER_KEY in production.');
   else if (master.file) app.log.warn({ file: master.file }, 'SIDECAR_MASTER_KEY is not set: using the development master key file.');
-  if (config.webhookAllowInsecure) app.log.warn('SIDECAR_WEBHOOK_ALLOW_INSECURE=1: webhooks may go to http and private addresses. FOR DEVELOPMENT AND TESTS ONLY.');
+  if (config.webhookAllowInsecure) app.log.warn('SIDECAR_WEBHOOK_ALLOW_INSECURE=1: webhooks may go to http and '
+    + 'private addresses. FOR DEVELOPMENT AND TESTS ONLY.');
   if (config.insecureCookies) app.log.warn('SIDECAR_INSECURE_COOKIES=1: session cookies are sent without Secure. FOR LOOPBACK DEVELOPMENT ONLY.');
 
   const storeMetrics = createStoreMetrics(metrics.registry, (s, ok) => metrics.sqliteTx.observe({ result: ok ? 'commit' : 'rollback' }, s));
-  const store = opts.store ?? await openStore({ dataDir: config.dataDir, database: config.database, monitor: storeMetrics.monitor, auditChain: config.audit.chain });
+  const store = opts.store ?? await openStore({ dataDir: config.dataDir, database: config.database,
+    monitor: storeMetrics.monitor, auditChain: config.audit.chain });
   storeMetrics.bindPool(() => store.poolStats());
   const box = createSecretBox(master.key);
   try {
@@ -204,7 +208,9 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   followChanges(store, {
     revoked: (id) => ctx.caches.markRevoked(id), keysChanged: (id) => ctx.caches.apiKeys.invalidateConnection(id),
     suspend: () => ctx.caches.suspend(), resume: (ids) => ctx.caches.resume(ids),
-  }, { onResync: () => storeMetrics.monitor.resync?.(), onError: (err) => app.log.warn({ err: { message: (err as Error).message } }, 'change feed resync failed; caches keep reading through') });
+  }, { onResync: () => storeMetrics.monitor.resync?.(),
+    onError: (err) => app.log.warn({ err: { message: (err as Error).message } },
+      'change feed resync failed; caches keep reading through') });
 
   app.decorate('ctx', ctx);
   // Callback-style hooks (here and in installAuth): no promise per request on the hot path.

@@ -34,9 +34,12 @@ export function validateApprovalRule(r: unknown): string | null {
   }
   if (o.above !== undefined) {
     const a = o.above as Record<string, unknown>;
-    if (!a || typeof a !== 'object' || Array.isArray(a) || Object.keys(a).some((k) => k !== 'amount' && k !== 'currency')) return 'constraints.require_approval.above must be {amount, currency}';
+    if (!a || typeof a !== 'object' || Array.isArray(a) || Object.keys(a).some(
+      (k) => k !== 'amount' &&
+        k !== 'currency')) return 'constraints.require_approval.above must be {amount, currency}';
     if (typeof a.amount !== 'string' || !AMOUNT_RE.test(a.amount)) return 'constraints.require_approval.above.amount must be a decimal string like "100.00"';
-    if (typeof a.currency !== 'string' || !/^[A-Z]{3}$/.test(a.currency)) return 'constraints.require_approval.above.currency must be a 3-letter uppercase code';
+    if (typeof a.currency !== 'string' || !/^[A-Z]{3}$/.test(
+      a.currency)) return 'constraints.require_approval.above.currency must be a 3-letter uppercase code';
   }
   return null;
 }

@@ -91,7 +91,8 @@ export class AccountChainChecker {
       if (r.position > 1 && !this.partial) {
         const anchor = this.valid.get(r.position - 1);
         if (!anchor || anchor.kind !== 'anchor') {
-          return fail('unanchored_start', `the chain starts at position ${r.position} without a signed retention anchor at ${r.position - 1}: rows 1–${r.position - 1} are missing`, 1);
+          return fail('unanchored_start',
+            `the chain starts at position ${r.position} without a signed retention anchor at ${r.position - 1}: rows 1–${r.position - 1} are missing`, 1);
         }
         if (anchor.head !== r.prevHash) return fail('link_broken', `the row does not link to the retention anchor at position ${anchor.position}`);
       }
@@ -111,7 +112,9 @@ export class AccountChainChecker {
     if (computed !== r.hash) return fail('row_changed', 'the row\'s contents do not match its hash: the row was changed');
     const cp = this.valid.get(r.position);
     if (cp) {
-      if (cp.head !== r.hash) return fail('checkpoint_mismatch', `the signed checkpoint ${cp.id} at this position names another hash: the chain was rewritten up to here`);
+      if (cp.head !== r.hash) return fail(
+        'checkpoint_mismatch',
+          `the signed checkpoint ${cp.id} at this position names another hash: the chain was rewritten up to here`);
       this.signedTo = r.position;
     }
     this.first ??= r;
@@ -121,7 +124,9 @@ export class AccountChainChecker {
 
   /** Rows without chain fields (written with the chain off, or inserted): the first one is a problem. */
   unchained(count: number, firstEventId: string): void {
-    if (count > 0) this.problems.push({ kind: 'unchained_row', accountId: this.accountId, position: null, eventId: firstEventId, message: `${count} row(s) carry no chain link (written with SIDECAR_AUDIT_CHAIN=off, or inserted)` });
+    if (count > 0) this.problems.push(
+      { kind: 'unchained_row', accountId: this.accountId, position: null, eventId: firstEventId,
+        message: `${count} row(s) carry no chain link (written with SIDECAR_AUDIT_CHAIN=off, or inserted)` });
   }
 
   /**
@@ -135,13 +140,16 @@ export class AccountChainChecker {
       const beyond = [...this.valid.values()].filter((c) => c.position > (lastPos ?? 0) && !(this.rows === 0 && c.kind === 'anchor'))
         .sort((a, b) => a.position - b.position)[0];
       if (beyond) {
-        this.problem('rows_missing', (lastPos ?? 0) + 1, null, `the signed checkpoint ${beyond.id} covers position ${beyond.position}, but the rows end at ${lastPos ?? 'none'}: rows were removed from the end`);
+        this.problem('rows_missing', (lastPos ?? 0) + 1, null,
+          `the signed checkpoint ${beyond.id} covers position ${beyond.position}, but the rows end at ${lastPos ?? 'none'}: rows were removed from the end`);
       } else if (head !== undefined && head !== null) {
         const anchor = this.rows === 0 ? [...this.valid.values()].find((c) => c.kind === 'anchor' && c.position === head.position) : undefined;
         const endHash = this.last?.hash ?? anchor?.head;
         const endPos = lastPos ?? anchor?.position;
         if (endPos !== head.position || endHash !== head.hash) {
-          this.problem('head_mismatch', endPos === undefined ? 1 : endPos + 1, null, `the stored chain head is position ${head.position}, but the rows end at ${endPos ?? 'none'}: rows were removed from the end, or the head was changed`);
+          this.problem('head_mismatch', endPos === undefined ? 1 : endPos + 1, null,
+            `the stored chain head is position ${head.position}, but the rows end at ${endPos ?? 'none'}: `
+            + 'rows were removed from the end, or the head was changed');
         }
       }
     }
@@ -162,7 +170,8 @@ export class AccountChainChecker {
       return { ...at, kind: 'malformed', message: `checkpoint ${c.id} is malformed` };
     }
     const verifier = keys.get(c.keyId);
-    if (!verifier) return { ...at, kind: 'checkpoint_unknown_key', message: `checkpoint ${c.id} is signed by key ${c.keyId}, which is not a trusted service key` };
+    if (!verifier) return { ...at, kind: 'checkpoint_unknown_key',
+      message: `checkpoint ${c.id} is signed by key ${c.keyId}, which is not a trusted service key` };
     const sig = signatureFromJson(c.signature);
     let ok = false;
     try {

@@ -70,7 +70,8 @@ function exactKeys(o: unknown, keys: string[]): o is Record<string, unknown> {
 export function certificateShapeError(cert: unknown): string | null {
   if (!exactKeys(cert, ['payload', 'signature'])) return 'certificate must be {payload, signature}';
   const p = cert.payload;
-  if (!exactKeys(p, ['v', 'typ', 'cert_id', 'request_id', 'issuer', 'subject', 'connection_id', 'scopes', 'constraints', 'issued_at', 'expires_at'])) return 'payload members';
+  if (!exactKeys(p, ['v', 'typ', 'cert_id', 'request_id', 'issuer', 'subject', 'connection_id', 'scopes', 'constraints',
+    'issued_at', 'expires_at'])) return 'payload members';
   if (p.v !== 1 || p.typ !== CERT_TYPE) return 'version or type';
   if (typeof p.cert_id !== 'string' || !p.cert_id.startsWith('cert-') || !UUID_RE.test(p.cert_id.slice(5))) return 'cert_id';
   if (typeof p.request_id !== 'string' || !UUID_RE.test(p.request_id)) return 'request_id';

@@ -86,19 +86,22 @@ function parseCidr(s: string): { addr: string; prefix: number; family: 'ipv4' | 
 /** Validates untrusted constraints input; returns an error message naming the member, or null when valid. */
 export function validateConstraints(c: unknown): string | null {
   if (c === null || typeof c !== 'object' || Array.isArray(c)) return 'constraints must be an object';
-  const allowed = new Set(['max_amount', 'methods', 'path_prefixes', 'client_ips', 'tenants', 'time_window', 'require_bound_operation', 'require_approval', 'budget', 'max_calls']);
+  const allowed = new Set(['max_amount', 'methods', 'path_prefixes', 'client_ips', 'tenants', 'time_window',
+    'require_bound_operation', 'require_approval', 'budget', 'max_calls']);
   for (const k of Object.keys(c)) if (!allowed.has(k)) return `constraints.${k} is not a known constraint`;
   const o = c as Record<string, unknown>;
   const list = (k: string, ok: (x: string) => boolean): string | null => {
     const v = o[k];
     if (v === undefined) return null;
     if (!Array.isArray(v) || v.length === 0 || v.length > 64) return `constraints.${k} must be a non-empty array of at most 64 entries`;
-    for (const x of v) if (typeof x !== 'string' || !ok(x)) return `constraints.${k} has an invalid entry ${typeof x === 'string' ? JSON.stringify(x.slice(0, 140)) : describeValue(x)}`;
+    for (const x of v) if (typeof x !== 'string' || !ok(
+      x)) return `constraints.${k} has an invalid entry ${typeof x === 'string' ? JSON.stringify(x.slice(0, 140)) : describeValue(x)}`;
     return null;
   };
   if (o.max_amount !== undefined) {
     const m = o.max_amount as Record<string, unknown>;
-    if (!m || typeof m !== 'object' || Array.isArray(m) || Object.keys(m).some((k) => k !== 'amount' && k !== 'currency')) return 'constraints.max_amount must be {amount, currency}';
+    if (!m || typeof m !== 'object' || Array.isArray(m) || Object.keys(m).some(
+      (k) => k !== 'amount' && k !== 'currency')) return 'constraints.max_amount must be {amount, currency}';
     if (typeof m.amount !== 'string' || !AMOUNT_RE.test(m.amount)) return 'constraints.max_amount.amount must be a decimal string like "50.00"';
     if (typeof m.currency !== 'string' || !CURRENCY_RE.test(m.currency)) return 'constraints.max_amount.currency must be a 3-letter uppercase code';
   }
@@ -107,7 +110,9 @@ export function validateConstraints(c: unknown): string | null {
     ?? list('client_ips', (x) => parseCidr(x) !== null)
     ?? list('tenants', (x) => TENANT_RE.test(x))
     ?? validateWindow(o.time_window)
-    ?? (o.require_bound_operation === undefined || typeof o.require_bound_operation === 'boolean' ? null : 'constraints.require_bound_operation must be true or false')
+    ?? (o.require_bound_operation === undefined ||
+      typeof o.require_bound_operation === 'boolean' ? null : 'constraints.require_bound_operation must be true or '
+        + 'false')
     ?? validateApprovalRule(o.require_approval)
     ?? validateBudget(o.budget)
     ?? validateMaxCalls(o.max_calls);
@@ -151,7 +156,8 @@ function ipAllowed(ip: string, cidrs: string[]): boolean {
  * required scope is a `payments:*` scope. Returns the first failing
  * constraint (in a fixed order), with `missing` when its context was absent.
  */
-export function evaluateConstraints(c: Constraints | null | undefined, ctx: ConstraintContext | undefined, requiredScope: string, now: number): ConstraintResult {
+export function evaluateConstraints(c: Constraints | null | undefined, ctx: ConstraintContext | undefined,
+  requiredScope: string, now: number): ConstraintResult {
   if (!c) return { ok: true };
   const x = ctx ?? {};
   const deny = (constraint: ConstraintName, missing: boolean): ConstraintResult => ({ ok: false, constraint, missing });

@@ -27,9 +27,15 @@ export const DECISION_REASONS = {
   delegation_revoked: { decision: 'deny', meaning: 'The certificate was revoked (directly or by removing its connection).' },
   delegation_expired: { decision: 'deny', meaning: 'The certificate\'s expires_at has passed.' },
   constraint_denied: { decision: 'deny', meaning: 'A constraint of the certificate does not hold, or its context is missing; `constraint` names it.' },
-  operation_mismatch: { decision: 'deny', meaning: 'The proof is bound to another operation: its scope, method, path, tool or body hash differs from the request verified.' },
-  operation_unbound: { decision: 'deny', meaning: 'The certificate (`require_bound_operation`) or the service (`SIDECAR_REQUIRE_BOUND_OPERATION`) requires an operation-bound proof, and this one is not bound.' },
-  approval_required: { decision: 'deny', meaning: 'A person must approve this action first; `approval_id` names the pending approval. Retry with a fresh proof once it is granted.' },
+  operation_mismatch: { decision: 'deny',
+    meaning: 'The proof is bound to another operation: its scope, method, path, tool or body hash differs from the '
+      + 'request verified.' },
+  operation_unbound: { decision: 'deny',
+    meaning: 'The certificate (`require_bound_operation`) or the service (`SIDECAR_REQUIRE_BOUND_OPERATION`) '
+      + 'requires an operation-bound proof, and this one is not bound.' },
+  approval_required: { decision: 'deny',
+    meaning: 'A person must approve this action first; `approval_id` names the pending approval. Retry with a fresh '
+      + 'proof once it is granted.' },
   approval_denied: { decision: 'deny', meaning: 'The account holder denied the approval of this action (`approval_id`).' },
   approval_expired: { decision: 'deny', meaning: 'The approval of this action (`approval_id`) expired before it was decided or used.' },
   approval_used: { decision: 'deny', meaning: 'The approval of this action (`approval_id`) was already used: one approval allows one verify.' },

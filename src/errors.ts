@@ -24,6 +24,39 @@ export interface ErrorSpec {
 }
 
 /**
+ * The codes only the gateway plugin (or its forward-auth endpoint) sends, to the agent: part
+ * of {@link ERRORS}. The agent-side client reads a response with one of them as the gateway's
+ * refusal (client/errors.ts), so a code added here is recognized there with no second list.
+ *
+ * ```ts
+ * GATEWAY_ERRORS.proof_required.status;   // 401
+ * ```
+ */
+export const GATEWAY_ERRORS = {
+  proof_required: { status: 401, message: 'An X-Service-Proof header is required.' },
+  duplicate_proof_header: { status: 403, message: 'Send exactly one X-Service-Proof header.' },
+  route_not_mapped: { status: 403, message: 'This route is not mapped to a scope.' },
+  ambiguous_path: { status: 400, message: 'The request path is ambiguous.' },
+  not_delegated: { status: 403, message: 'The scope was never delegated to this agent.' },
+  delegation_revoked: { status: 403, message: 'The delegation certificate was revoked.' },
+  delegation_expired: { status: 403, message: 'The delegation certificate has expired.' },
+  constraint_denied: { status: 403, message: 'A constraint of the delegation denies this request.' },
+  proof_rejected: { status: 403, message: 'The proof does not demonstrate authority for this request.' },
+  decision_indeterminate: { status: 503, message: 'No authorization decision could be made.' },
+  verify_unavailable: { status: 503, message: 'The authorization service is unavailable.' },
+  upstream_unavailable: { status: 502, message: 'The upstream service is unavailable.' },
+  tool_not_mapped: { status: 403, message: 'This MCP tool is not mapped to a scope.' },
+  batch_not_supported: { status: 400, message: 'JSON-RPC batches are not accepted; send one message per request.' },
+  body_not_forwarded: { status: 403, message: 'This route needs the request body, which the proxy did not send to the decision endpoint.' },
+  override_header_refused: { status: 400, message: 'Method and URL override headers (X-HTTP-Method-Override, X-Original-URL, ...) are not accepted.' },
+  mcp_session_not_found: {
+    status: 404,
+    message: 'No such MCP session (it ended, expired, or was not opened through this gateway); initialize a new one.',
+  },
+  mcp_session_forbidden: { status: 403, message: 'This MCP session belongs to another agent.' },
+} as const satisfies Record<string, ErrorSpec>;
+
+/**
  * The error-code table: `code → {status, message}`. Every refusal of the
  * sidecar and the gateway carries one of these codes (docs/errors.md).
  *
@@ -98,24 +131,7 @@ export const ERRORS = {
   callback_not_configured: { status: 409, message: 'The platform has no callback URL.' },
 
   // gateway plugin (sent by the gateway to the agent)
-  proof_required: { status: 401, message: 'An X-Service-Proof header is required.' },
-  duplicate_proof_header: { status: 403, message: 'Send exactly one X-Service-Proof header.' },
-  route_not_mapped: { status: 403, message: 'This route is not mapped to a scope.' },
-  ambiguous_path: { status: 400, message: 'The request path is ambiguous.' },
-  not_delegated: { status: 403, message: 'The scope was never delegated to this agent.' },
-  delegation_revoked: { status: 403, message: 'The delegation certificate was revoked.' },
-  delegation_expired: { status: 403, message: 'The delegation certificate has expired.' },
-  constraint_denied: { status: 403, message: 'A constraint of the delegation denies this request.' },
-  proof_rejected: { status: 403, message: 'The proof does not demonstrate authority for this request.' },
-  decision_indeterminate: { status: 503, message: 'No authorization decision could be made.' },
-  verify_unavailable: { status: 503, message: 'The authorization service is unavailable.' },
-  upstream_unavailable: { status: 502, message: 'The upstream service is unavailable.' },
-  tool_not_mapped: { status: 403, message: 'This MCP tool is not mapped to a scope.' },
-  batch_not_supported: { status: 400, message: 'JSON-RPC batches are not accepted; send one message per request.' },
-  body_not_forwarded: { status: 403, message: 'This route needs the request body, which the proxy did not send to the decision endpoint.' },
-  override_header_refused: { status: 400, message: 'Method and URL override headers (X-HTTP-Method-Override, X-Original-URL, ...) are not accepted.' },
-  mcp_session_not_found: { status: 404, message: 'No such MCP session (it ended, expired, or was not opened through this gateway); initialize a new one.' },
-  mcp_session_forbidden: { status: 403, message: 'This MCP session belongs to another agent.' },
+  ...GATEWAY_ERRORS,
 } as const satisfies Record<string, ErrorSpec>;
 
 /**
@@ -126,6 +142,18 @@ export const ERRORS = {
  * ```
  */
 export type ErrorCode = keyof typeof ERRORS;
+
+/** A code of {@link GATEWAY_ERRORS}. */
+export type GatewayErrorCode = keyof typeof GATEWAY_ERRORS;
+
+/**
+ * The codes of {@link GATEWAY_ERRORS}, in table order.
+ *
+ * ```ts
+ * const refusal = new Set<string>(GATEWAY_ERROR_CODES).has(body.error.code);
+ * ```
+ */
+export const GATEWAY_ERROR_CODES: readonly GatewayErrorCode[] = Object.freeze(Object.keys(GATEWAY_ERRORS) as GatewayErrorCode[]);
 
 /**
  * True when `code` is in the error table.

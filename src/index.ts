@@ -20,8 +20,8 @@
  * verify protocol, the decision reasons, and webhook signatures. The services'
  * internals (`ServiceError`, the custom-scope grammar table) are not.
  */
-export { ERRORS, errorBody, isErrorCode } from './errors.js';
-export type { ErrorBody, ErrorCode, ErrorSpec } from './errors.js';
+export { ERRORS, GATEWAY_ERRORS, GATEWAY_ERROR_CODES, errorBody, isErrorCode } from './errors.js';
+export type { ErrorBody, ErrorCode, ErrorSpec, GatewayErrorCode } from './errors.js';
 export { CANONICAL_SCOPES, MAX_SCOPES_PER_LIST, isCanonicalScope, isCustomScope, isSensitiveScope, isValidScope } from './scopes.js';
 export type { CanonicalScope } from './scopes.js';
 export { API_KEY_HEADER, CHALLENGE_PATH, PROOF_HEADER, VERIFY_PATH } from './protocol.js';

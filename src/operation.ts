@@ -69,7 +69,8 @@ export function parseOperation(input: unknown): OperationCheck {
   if (o.path !== undefined && (typeof o.path !== 'string' || !o.path.startsWith('/') || o.path.length > MAX_BOUND_PATH_LENGTH || !isNormalizedPath(o.path))) {
     return fail('path', 'must be an absolute path in the gateway\'s normalized form (docs/gateway.md, path rules)');
   }
-  if (o.tool !== undefined && (typeof o.tool !== 'string' || !TOOL_NAME_RE.test(o.tool))) return fail('tool', 'must be an MCP tool name (1-128 of A-Z a-z 0-9 _ - .)');
+  if (o.tool !== undefined && (typeof o.tool !== 'string' || !TOOL_NAME_RE.test(o.tool))) return fail('tool',
+    'must be an MCP tool name (1-128 of A-Z a-z 0-9 _ - .)');
   if (o.scope !== undefined && !isValidScope(o.scope)) return fail('scope', 'must be a scope of the vocabulary');
   if (o.query_sha256 !== undefined && (typeof o.query_sha256 !== 'string' || !SHA256_RE.test(o.query_sha256))) {
     return fail('query_sha256', 'must be 64 lowercase hex digits');

@@ -14,7 +14,8 @@ export interface Registration {
   signing_secret: string; webhook_signing_secret: string;
 }
 /** A connection. */
-export interface Connection { connection_id: string; platform_id: string; allowed_scopes: string[]; status: string; removed_at: string | null; created_at: string }
+export interface Connection {
+  connection_id: string; platform_id: string; allowed_scopes: string[]; status: string; removed_at: string | null; created_at: string }
 /** An agent. */
 export interface Agent { agent_id: string; name: string; agent_type: string; custody_mode: string; connection_id?: string; created_at?: string }
 /** A delegation request. */
@@ -31,14 +32,17 @@ export interface Certificate {
 /** A step-up approval of one action (docs/api.md, Approvals). */
 export interface ActionApproval {
   approval_id: string; state: 'pending' | 'granted' | 'denied' | 'used' | 'expired'; summary: string; scope: string;
-  action: { method: string | null; path: string | null; tool: string | null; amount: string | null; currency: string | null; tenant: string | null; bound: boolean };
+  action: {
+    method: string | null; path: string | null; tool: string | null; amount: string | null; currency: string | null; tenant: string | null; bound: boolean };
   agent_id: string; connection_id: string; cert_id: string; context: Record<string, string>; operation: Record<string, string> | null;
   note: string | null; created_at: string | null; expires_at: string | null; decided_at: string | null; settled_at: string | null;
 }
 /** What a certificate's limits used and have left in the current window (docs/api.md, Budgets and rate limits). */
 export interface CertificateUsage {
   cert_id: string;
-  budget: { amount: string; currency: string; period: string; window_start: string; window_end: string | null; spent: string; left: string; spent_micros: number; left_micros: number } | null;
+  budget: {
+    amount: string; currency: string; period: string; window_start: string; window_end: string | null;
+    spent: string; left: string; spent_micros: number; left_micros: number } | null;
   max_calls: { count: number; period: string; window_start: string; window_end: string | null; used: number; left: number } | null;
 }
 /** An audit event. */

@@ -7,8 +7,9 @@
  * | nginx   | `{prefix}/nginx`      | `X-Original-Method` / `X-Original-URI`   | `X-Forwarded-Host`, else Host  | never (auth_request sends none) |
  * | traefik | `{prefix}/traefik`    | `X-Forwarded-Method` / `X-Forwarded-Uri` | `X-Forwarded-Host`, else Host  | when sent (`forwardBody: true`) |
  * | caddy   | `{prefix}/caddy`      | `X-Forwarded-Method` / `X-Forwarded-Uri` | `X-Forwarded-Host`, else Host  | when sent |
- * | envoy   | `{prefix}/envoy` + original path | the check request's own method and path (`path_prefix`) | Host | when `x-envoy-auth-partial-body: false` (`with_request_body`, complete) |
+ * | envoy   | `{prefix}/envoy` + path | the check request's own method and path (`path_prefix`) | Host | see below |
  *
+ * Envoy's body: when `x-envoy-auth-partial-body: false` (`with_request_body`, complete).
  * A body is "sent" when the check request carries a non-empty one; an empty
  * check request body means "not forwarded", never "empty body" (fail closed:
  * a route that needs the body is then 403 `body_not_forwarded`).
@@ -53,7 +54,8 @@ function single(request: FastifyRequest, name: string): string {
     if (value !== undefined) throw new ServiceError('invalid_request', `The forward-auth request has more than one ${name} header.`);
     value = raw[i + 1] as string;
   }
-  if (value === undefined || value === '') throw new ServiceError('invalid_request', `The forward-auth request lacks the ${name} header; check the proxy configuration.`);
+  if (value === undefined || value === '') throw new ServiceError(
+    'invalid_request', `The forward-auth request lacks the ${name} header; check the proxy configuration.`);
   return value;
 }
 
@@ -75,10 +77,12 @@ function forwardedHost(request: FastifyRequest): string | undefined {
 export function originalRequest(flavor: Flavor, request: FastifyRequest, envoyPath: string): OriginalRequest {
   switch (flavor) {
     case 'nginx':
-      return { method: method(single(request, 'x-original-method')), rawUrl: single(request, 'x-original-uri'), host: forwardedHost(request), bodyForwarded: 'never' };
+      return { method: method(single(request, 'x-original-method')), rawUrl: single(request, 'x-original-uri'),
+        host: forwardedHost(request), bodyForwarded: 'never' };
     case 'traefik':
     case 'caddy':
-      return { method: method(single(request, 'x-forwarded-method')), rawUrl: single(request, 'x-forwarded-uri'), host: forwardedHost(request), bodyForwarded: 'if-present' };
+      return { method: method(single(request, 'x-forwarded-method')), rawUrl: single(request, 'x-forwarded-uri'),
+        host: forwardedHost(request), bodyForwarded: 'if-present' };
     case 'envoy': {
       const partial = request.headers['x-envoy-auth-partial-body'];
       return { method: method(request.method), rawUrl: envoyPath, host: request.headers.host, bodyForwarded: partial === 'false' ? 'yes' : 'never' };

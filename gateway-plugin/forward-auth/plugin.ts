@@ -21,7 +21,7 @@ import { DECISION_HEADERS } from '../headers.js';
 import { countRequest, guardForward } from '../metrics.js';
 import { installServerAnswers } from '../framework-errors.js';
 import { DecisionPipeline } from '../pipeline.js';
-import type { Admission, Decision, PipelineRequest } from '../pipeline.js';
+import type { Admission, GatewayVerdict, PipelineRequest } from '../pipeline.js';
 import { refusalReason, renderRefusal, toServiceError } from '../refusal.js';
 import { SidecarClient } from '../verify-client.js';
 import { FLAVORS, forwardedBody, originalRequest, refusalForFlavor } from './flavors.js';
@@ -43,7 +43,7 @@ async function unparsedBody(request: FastifyRequest, limit: number): Promise<Buf
   return Buffer.concat(chunks);
 }
 
-function decisionHeaders(decision: Decision, requestId: string): Record<string, string> {
+function decisionHeaders(decision: GatewayVerdict, requestId: string): Record<string, string> {
   const headers: Record<string, string> = { [DECISION_HEADERS.decision]: decision.kind, [DECISION_HEADERS.requestId]: requestId, 'cache-control': 'no-store' };
   if (decision.kind === 'allow') {
     headers[DECISION_HEADERS.scope] = decision.scope;
@@ -79,11 +79,12 @@ async function forwardAuthPlugin(fastify: FastifyInstance, rawOptions: ForwardAu
       .type('application/json; charset=utf-8').send(text);
   }
 
-  async function decide(flavor: Flavor, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  async function respond(flavor: Flavor, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     try {
       const rawUrl = request.raw.url ?? '';
       const envoyBase = `${opts.prefix}/envoy`;
-      if (flavor === 'envoy' && !rawUrl.startsWith(`${envoyBase}/`)) throw new ServiceError('invalid_request', `The check request path must start with ${envoyBase}/.`);
+      if (flavor === 'envoy' && !rawUrl.startsWith(`${envoyBase}/`)) throw new ServiceError('invalid_request',
+        `The check request path must start with ${envoyBase}/.`);
       const original = originalRequest(flavor, request, rawUrl.slice(envoyBase.length));
       const facts: PipelineRequest = {
         id: request.id,
@@ -97,7 +98,7 @@ async function forwardAuthPlugin(fastify: FastifyInstance, rawOptions: ForwardAu
       const admission = await pipeline.admit(facts);
       admissions.set(request, admission);
       const received = Buffer.isBuffer(request.body) ? request.body : await unparsedBody(request, opts.bodyLimit);
-      const decision = await pipeline.decide(facts, admission, forwardedBody(original, received));
+      const decision = await pipeline.verdict(facts, admission, forwardedBody(original, received));
       // Tripwire: only an explicit allow (or a public route) may be answered 200.
       if (!guardForward(metrics, decision.kind)) throw new ServiceError('internal_error');
       countRequest(metrics, decision.kind === 'allow' ? 'allowed' : 'public', decision.kind === 'allow' ? 'authorized' : 'public');
@@ -120,7 +121,7 @@ async function forwardAuthPlugin(fastify: FastifyInstance, rawOptions: ForwardAu
         url: flavor === 'envoy' ? `${opts.prefix}/envoy/*` : `${opts.prefix}/${flavor}`,
         exposeHeadRoute: false,
         config: { flavor },
-        handler: (request, reply) => decide(flavor, request, reply),
+        handler: (request, reply) => respond(flavor, request, reply),
       });
     }
   });

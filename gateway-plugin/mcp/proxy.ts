@@ -9,13 +9,13 @@
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DECISION_HEADERS } from '../headers.js';
-import type { Admission, Decision } from '../pipeline.js';
+import type { Admission, GatewayVerdict } from '../pipeline.js';
 import { answerOnBehalf } from './answer.js';
 import type { McpAnswerTooLarge } from './body.js';
 import { MCP_SESSION_HEADER, SESSION_KEY_HEADER } from './session.js';
 
 /** Rewrites the session headers of an upstream answer (see the file header). */
-export function rewriteSessionHeaders(method: string, admission: Admission, decision: Decision | undefined, reply: FastifyReply, status: number): void {
+export function rewriteSessionHeaders(method: string, admission: Admission, decision: GatewayVerdict | undefined, reply: FastifyReply, status: number): void {
   const { session, sessions } = admission;
   // Only the gateway hands out session keys.
   reply.removeHeader(SESSION_KEY_HEADER);

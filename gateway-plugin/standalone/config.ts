@@ -167,7 +167,9 @@ export function resolveConfig(raw: unknown, env: NodeJS.ProcessEnv): GatewayConf
       upstreamTimeoutMs: checkInt(c.upstream_timeout_ms, at(L, 'upstream_timeout_ms'), 1, 3_600_000, DEFAULT_UPSTREAM_TIMEOUT_MS),
       overrideHeaders: checkOverridePolicy(c.override_headers, at(L, 'override_headers')),
     }
-    : { ...common, prefix: forwardAuth.path_prefix === undefined ? DEFAULT_FORWARD_AUTH_PREFIX : checkPathname(forwardAuth.path_prefix, at(at(L, 'forward_auth'), 'path_prefix')) };
+    : { ...common,
+      prefix: forwardAuth.path_prefix === undefined ? DEFAULT_FORWARD_AUTH_PREFIX : checkPathname(
+        forwardAuth.path_prefix, at(at(L, 'forward_auth'), 'path_prefix')) };
   return {
     mode,
     plugin,

@@ -113,12 +113,14 @@ export async function buildGateway(rawConfig: unknown, env: NodeJS.ProcessEnv = 
     healthApp.get(config.health.readinessPath, async (request, reply) => {
       void reply.header('x-request-id', request.id);
       if (shuttingDown) {
-        return reply.code(503).header('cache-control', 'no-store').send(errorBody('verify_unavailable', 'The gateway is shutting down.', { cause: 'shutting_down' }));
+        return reply.code(503).header('cache-control', 'no-store').send(
+          errorBody('verify_unavailable', 'The gateway is shutting down.', { cause: 'shutting_down' }));
       }
       const readiness = await sidecarCheck.readiness(request.id);
       sidecarCheck.report(readiness);
       if (readiness.ready) return { status: 'ready' };
-      return reply.code(503).header('cache-control', 'no-store').send(errorBody('verify_unavailable', 'The sidecar is not ready.', { cause: 'sidecar_not_ready' }));
+      return reply.code(503).header('cache-control', 'no-store').send(
+        errorBody('verify_unavailable', 'The sidecar is not ready.', { cause: 'sidecar_not_ready' }));
     });
   }
 

@@ -51,7 +51,8 @@ export class SidecarCheck {
   }
 
   /** One request with the deadline; the body is read (at most 4 KiB kept). */
-  async #request(method: 'GET' | 'POST', path: string, headers: Record<string, string>): Promise<{ status: number; body: string } | { error: string; timeout: boolean }> {
+  async #request(method: 'GET' | 'POST', path: string, headers: Record<string, string>): Promise<{
+    status: number; body: string } | { error: string; timeout: boolean }> {
     try {
       const res = await this.#pool.request({
         method, path: this.#base + path, headers, signal: AbortSignal.timeout(this.#timeoutMs),
@@ -81,7 +82,9 @@ export class SidecarCheck {
 
   /** Checks the API key with one challenge. Never throws. */
   async apiKey(requestId: string): Promise<KeyCheck> {
-    const r = await this.#request('POST', '/v1/service/challenge', { 'x-request-id': requestId, accept: 'application/json', 'x-service-api-key': this.#apiKey });
+    const r = await this.#request(
+      'POST', '/v1/service/challenge', {
+        'x-request-id': requestId, accept: 'application/json', 'x-service-api-key': this.#apiKey });
     if ('error' in r) return { result: 'unknown', detail: `the API key could not be checked (${r.error})` };
     if (r.status === 200) return { result: 'accepted' };
     if (r.status === 401 || r.status === 403) return { result: 'refused', code: errorCode(r.body) ?? String(r.status) };
@@ -113,7 +116,9 @@ export class SidecarCheck {
     if (readiness.ready || readiness.cause === 'sidecar_not_ready') {
       apiKey = await this.apiKey('startup-check');
       if (apiKey.result === 'refused') {
-        this.#log.error({ code: apiKey.code, sidecar_url: this.#url }, `the sidecar refused the gateway's API key (${apiKey.code}): every request to a protected route is refused with 503 verify_unavailable until api_key_env names a valid key`);
+        this.#log.error({ code: apiKey.code, sidecar_url: this.#url },
+          `the sidecar refused the gateway's API key (${apiKey.code}): every request to a protected route is refused `
+          + 'with 503 verify_unavailable until api_key_env names a valid key');
       } else if (apiKey.result === 'unknown') {
         this.#log.warn({ sidecar_url: this.#url }, apiKey.detail);
       }

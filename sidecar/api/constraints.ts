@@ -64,14 +64,17 @@ const PATH_PREFIX = "^(?!.*//)(?!.*\\.\\.)(?!(?:.*/)?\\.(?:/|$))/[A-Za-z0-9._~!$
 
 /** A scope of the vocabulary: canonical, or `custom:` and 1–8 segments. */
 const SEGMENT = inner(CUSTOM_SCOPE_RULES.segment);
-const SCOPE = `^(?:${Object.keys(CANONICAL_SCOPES).map(escape).join('|')}|${escape(CUSTOM_SCOPE_RULES.prefix)}${SEGMENT}(?::${SEGMENT}){0,${CUSTOM_SCOPE_RULES.maxSegments - 1}})$`;
+const CUSTOM_SCOPE = `${escape(CUSTOM_SCOPE_RULES.prefix)}${SEGMENT}(?::${SEGMENT}){0,${CUSTOM_SCOPE_RULES.maxSegments - 1}}`;
+const SCOPE = `^(?:${Object.keys(CANONICAL_SCOPES).map(escape).join('|')}|${CUSTOM_SCOPE})$`;
 
 const Money = (what: string, amount: string) => Type.Object({
   amount: Type.String({ pattern: amount, description: `${what}: a decimal string such as "50.00".` }),
   currency: Type.String({ pattern: CURRENCY, description: 'Three uppercase letters (ISO 4217).' }),
 }, { additionalProperties: false });
-const List = <T extends TSchema>(item: T, description: string) => Type.Array(item, { minItems: 1, maxItems: MAX_SCOPES_PER_LIST, description });
-const Enum = <T extends readonly string[]>(values: T, description: string) => Type.Unsafe<T[number]>({ type: 'string', enum: [...values], description });
+const List = <T extends TSchema>(item: T, description: string) => Type.Array(
+  item, { minItems: 1, maxItems: MAX_SCOPES_PER_LIST, description });
+const Enum = <T extends readonly string[]>(values: T, description: string) => Type.Unsafe<T[number]>(
+  { type: 'string', enum: [...values], description });
 
 /** The schema of a certificate's constraints; every member optional, no other member allowed. */
 export const ConstraintsSchema = Type.Object({
@@ -79,30 +82,43 @@ export const ConstraintsSchema = Type.Object({
   methods: Type.Optional(List(Type.String({ pattern: '^[A-Z]{1,16}$' }), 'Allowed HTTP methods (uppercase).')),
   path_prefixes: Type.Optional(List(Type.String({ pattern: PATH_PREFIX }),
     'Allowed path prefixes, matched at a `/` boundary, in the gateway\'s normalized form (docs/constraints.md).')),
-  client_ips: Type.Optional(List(Type.String({ pattern: IP_OR_CIDR }), 'Allowed client addresses: IPv4 or IPv6 addresses or CIDRs (`203.0.113.0/24`, `2001:db8::/32`).')),
+  client_ips: Type.Optional(List(Type.String({ pattern: IP_OR_CIDR }),
+    'Allowed client addresses: IPv4 or IPv6 addresses or CIDRs (`203.0.113.0/24`, `2001:db8::/32`).')),
   tenants: Type.Optional(List(Type.String({ pattern: '^[A-Za-z0-9._:-]{1,128}$' }), 'Allowed tenants.')),
   time_window: Type.Optional(Type.Object({
-    days: Type.Optional(Type.Array(Enum(DAYS, 'A day (UTC).'), { minItems: 1, description: 'Days the window applies; all days when absent.' })),
+    days: Type.Optional(Type.Array(Enum(DAYS, 'A day (UTC).'), { minItems: 1,
+      description: 'Days the window applies; all days when absent.' })),
     start: Type.String({ pattern: HHMM, description: '`HH:MM` UTC, inclusive.' }),
-    end: Type.String({ pattern: HHMM, description: '`HH:MM` UTC, exclusive; before `start` spans midnight. Must differ from `start`.' }),
+    end: Type.String({ pattern: HHMM,
+      description: '`HH:MM` UTC, exclusive; before `start` spans midnight. Must differ from `start`.' }),
   }, { additionalProperties: false, description: 'A daily window in UTC.' })),
-  require_bound_operation: Type.Optional(Type.Boolean({ description: 'Only operation-bound proofs are accepted (else deny `operation_unbound`).' })),
+  require_bound_operation: Type.Optional(
+    Type.Boolean({ description: 'Only operation-bound proofs are accepted (else deny `operation_unbound`).' })),
   require_approval: Type.Optional(Type.Object({
-    scopes: List(Type.String({ pattern: SCOPE, maxLength: CUSTOM_SCOPE_RULES.maxLength }), 'Scopes whose actions a person must approve one by one.'),
-    above: Type.Optional(Money('Only actions above this amount (an action without a comparable amount needs approval too)', AMOUNT)),
-  }, { additionalProperties: false, description: 'Step-up approval (docs/api.md, Approvals): verify answers deny `approval_required` until a person approves the action.' })),
+    scopes: List(Type.String({ pattern: SCOPE, maxLength: CUSTOM_SCOPE_RULES.maxLength }),
+      'Scopes whose actions a person must approve one by one.'),
+    above: Type.Optional(Money(
+      'Only actions above this amount (an action without a comparable amount needs approval too)', AMOUNT)),
+  }, { additionalProperties: false,
+    description: 'Step-up approval (docs/api.md, Approvals): verify answers deny `approval_required` until a person '
+      + 'approves the action.' })),
   budget: Type.Optional(Type.Object({
-    amount: Type.String({ pattern: BUDGET_AMOUNT, description: 'More than 0, at most 9 integer digits and 6 decimals.' }),
+    amount: Type.String({ pattern: BUDGET_AMOUNT,
+      description: 'More than 0, at most 9 integer digits and 6 decimals.' }),
     currency: Type.String({ pattern: CURRENCY, description: 'Three uppercase letters (ISO 4217).' }),
-    period: Enum(BUDGET_PERIODS, 'A calendar window in UTC (a week starts on Monday); `total` is the certificate\'s life.'),
-  }, { additionalProperties: false, description: 'At most `amount` over the allowed `payments:*` calls per window (else deny `budget_exceeded`).' })),
+    period: Enum(BUDGET_PERIODS,
+      'A calendar window in UTC (a week starts on Monday); `total` is the certificate\'s life.'),
+  }, { additionalProperties: false,
+    description: 'At most `amount` over the allowed `payments:*` calls per window (else deny `budget_exceeded`).' })),
   max_calls: Type.Optional(Type.Object({
     count: Type.Integer({ minimum: 1, maximum: MAX_CALLS_COUNT }),
     period: Enum(CALL_PERIODS, 'A calendar window in UTC; `total` is the certificate\'s life.'),
-  }, { additionalProperties: false, description: 'At most `count` allowed calls of any scope per window (else deny `rate_exceeded`).' })),
+  }, { additionalProperties: false,
+    description: 'At most `count` allowed calls of any scope per window (else deny `rate_exceeded`).' })),
 }, {
   $id: 'Constraints', additionalProperties: false,
-  description: 'Delegation constraints (docs/constraints.md). A constraint whose context is missing denies. Unknown members are refused with `invalid_constraints`.',
+  description: 'Delegation constraints (docs/constraints.md). A constraint whose context is missing denies. Unknown '
+    + 'members are refused with `invalid_constraints`.',
 });
 
 /** `T` when `A` and `B` are the same type, else `never`. */

@@ -41,34 +41,43 @@ export const LoginResult = named('LoginResult', Type.Object({
   onboarding_step: Type.String({ description: '`profile`, `account_type` or `complete`.' }),
   session_expires_at: Time,
 }));
-export const RefreshResult = named('RefreshResult', Type.Object({ status: Type.Literal('refreshed'), session_expires_at: Time }));
+export const RefreshResult = named(
+  'RefreshResult', Type.Object({ status: Type.Literal('refreshed'), session_expires_at: Time }));
 export const LogoutResult = named('LogoutResult', Type.Object({ status: Type.Literal('logged_out') }));
 export const Session = named('Session', Type.Object({
   account_id: Str, email: Str, first_name: NullableStr, last_name: NullableStr, account_type: NullableStr,
   onboarding_step: Str, session_expires_at: Time,
 }));
-export const ProfileResult = named('ProfileResult', Type.Object({ onboarding_step: Str, first_name: Str, last_name: Str }));
-export const AccountTypeResult = named('AccountTypeResult', Type.Object({ onboarding_step: Type.Literal('complete'), account_type: Str }));
+export const ProfileResult = named(
+  'ProfileResult', Type.Object({ onboarding_step: Str, first_name: Str, last_name: Str }));
+export const AccountTypeResult = named(
+  'AccountTypeResult', Type.Object({ onboarding_step: Type.Literal('complete'), account_type: Str }));
 
 /** Spec 2.1: the registration answer, with the three secrets shown once. */
 export const PlatformRegistration = named('PlatformRegistration', Type.Object({
-  api_key: Type.String({ description: 'Secret, shown once.' }), api_key_prefix: Str, connection_id: Str, description: Str,
-  expires_at: Type.String({ format: 'date-time', description: 'When this API key expires.' }), name: Str, platform_id: Str,
-  publish_state: Type.Literal('draft'), signing_secret: Type.String({ description: 'Secret, shown once.' }), surface_type: Str,
+  api_key: Type.String({ description: 'Secret, shown once.' }), api_key_prefix: Str, connection_id: Str,
+    description: Str,
+  expires_at: Type.String({ format: 'date-time', description: 'When this API key expires.' }), name: Str,
+    platform_id: Str,
+  publish_state: Type.Literal('draft'), signing_secret: Type.String({ description: 'Secret, shown once.' }),
+    surface_type: Str,
   webhook_signing_secret: Type.String({ description: 'Secret, shown once; signs webhook deliveries.' }),
 }));
 export const Platform = named('Platform', Type.Object({
   platform_id: Str, connection_id: NullableStr, name: Str, description: Str, surface_type: Str, publish_state: Str,
-  default_allowed_scopes: Scopes, callback_url: NullableStr, callback_disabled_at: NullableTime, expires_at: NullableTime, created_at: NullableTime,
+  default_allowed_scopes: Scopes, callback_url: NullableStr, callback_disabled_at: NullableTime,
+    expires_at: NullableTime, created_at: NullableTime,
 }));
 export const PlatformList = named('PlatformList', Type.Object({ platforms: Type.Array(Type.Ref('Platform')) }));
 export const Connection = named('Connection', Type.Object({
-  connection_id: Str, platform_id: Str, allowed_scopes: Scopes, status: Type.Union([Type.Literal('active'), Type.Literal('removed')]),
+  connection_id: Str, platform_id: Str, allowed_scopes: Scopes, status: Type.Union(
+    [Type.Literal('active'), Type.Literal('removed')]),
   removed_at: NullableTime, created_at: NullableTime,
 }));
 export const ConnectionList = named('ConnectionList', Type.Object({ connections: Type.Array(Type.Ref('Connection')) }));
 export const KeyRotation = named('KeyRotation', Type.Object({
-  connection_id: Str, api_key: Type.String({ description: 'Secret, shown once.' }), api_key_prefix: Str, expires_at: NullableTime,
+  connection_id: Str, api_key: Type.String({ description: 'Secret, shown once.' }), api_key_prefix: Str,
+    expires_at: NullableTime,
   previous_prefix: Str, previous_key_valid_until: NullableTime,
 }));
 export const ConnectionRemoval = named('ConnectionRemoval', Type.Object({
@@ -80,7 +89,8 @@ export const AgentCreated = named('AgentCreated', Type.Object({
   agent_id: Str, name: Str, agent_type: Str, custody_mode: Str, public_key_json: PublicKey,
 }));
 export const Agent = named('Agent', Type.Object({
-  agent_id: Str, name: Str, agent_type: Str, custody_mode: Str, public_key_json: PublicKey, connection_id: Str, created_at: NullableTime,
+  agent_id: Str, name: Str, agent_type: Str, custody_mode: Str, public_key_json: PublicKey, connection_id: Str,
+    created_at: NullableTime,
 }));
 export const AgentList = named('AgentList', Type.Object({ agents: Type.Array(Type.Ref('Agent')) }));
 
@@ -89,7 +99,8 @@ export const DelegationRequest = named('DelegationRequest', Type.Object({
   state: Type.Union([Type.Literal('pending'), Type.Literal('approved'), Type.Literal('denied')]),
   cert_id: NullableStr, decided_at: NullableTime, created_at: NullableTime,
 }));
-export const DelegationRequestList = named('DelegationRequestList', Type.Object({ requests: Type.Array(Type.Ref('DelegationRequest')) }));
+export const DelegationRequestList = named(
+  'DelegationRequestList', Type.Object({ requests: Type.Array(Type.Ref('DelegationRequest')) }));
 /** The certificate's constraints (`components.schemas.Constraints`, api/constraints.ts), or null. */
 const Constraints = Type.Union([Type.Ref('Constraints'), Type.Null()]);
 /** Spec 4.9, plus the request, agent, connection, constraints and certificate hash. */
@@ -99,19 +110,24 @@ export const Approval = named('Approval', Type.Object({
 }));
 /** The optional body of a delegation denial (checked by the handler: `optionalReason` in routes/delegations.ts). */
 export const DenyDelegationBody = Type.Union([
-  Type.Object({ reason: Type.Optional(Type.String({ maxLength: 500, description: 'Why; the text rule of docs/api.md, at most 500 characters. Sent in the delegation.denied webhook.' })) }, { additionalProperties: false }),
+  Type.Object({ reason: Type.Optional(Type.String({ maxLength: 500,
+    description: 'Why; the text rule of docs/api.md, at most 500 characters. Sent in the delegation.denied webhook.' })) }, { additionalProperties: false }),
   Type.Null(),
 ]);
-export const Denial = named('Denial', Type.Object({ request_id: Str, state: Type.Literal('denied'), decided_at: NullableTime }));
+export const Denial = named('Denial', Type.Object({ request_id: Str, state: Type.Literal('denied'),
+  decided_at: NullableTime }));
 export const Revocation = named('Revocation', Type.Object({
   cert_id: Str, status: Type.Literal('revoked'), already_revoked: Type.Boolean(), revoked_at: NullableTime,
 }));
 export const Certificate = named('Certificate', Type.Object({
   cert_id: Str, request_id: Str, connection_id: Str, agent_id: Str, approved_scope: Scopes, constraints: Constraints,
-  status: Type.Union([Type.Literal('approved'), Type.Literal('revoked')]), issued_at: NullableTime, expires_at: NullableTime,
-  revoked_at: NullableTime, revoke_reason: NullableStr, cert_sha256: Str, cert_json: FreeObject('The signed certificate (docs/certificates.md).'),
+  status: Type.Union([Type.Literal('approved'), Type.Literal('revoked')]), issued_at: NullableTime,
+    expires_at: NullableTime,
+  revoked_at: NullableTime, revoke_reason: NullableStr, cert_sha256: Str, cert_json: FreeObject(
+    'The signed certificate (docs/certificates.md).'),
 }));
-export const CertificateList = named('CertificateList', Type.Object({ certificates: Type.Array(Type.Ref('Certificate')) }));
+export const CertificateList = named(
+  'CertificateList', Type.Object({ certificates: Type.Array(Type.Ref('Certificate')) }));
 export const Identity = named('Identity', Type.Object({ account_id: Str, root_public_key: PublicKey }));
 
 export const Challenge = named('Challenge', Type.Object({ challenge: Str, expires_at: NullableTime }));
@@ -126,12 +142,15 @@ export const VerifyResult = named('VerifyResult', Type.Object({
   decision: Type.Union([Type.Literal('allow'), Type.Literal('deny'), Type.Literal('indeterminate')]),
   // An enum of the reason table itself (src/decisions.ts): a new reason is documented when it is added.
   decision_reason: Type.Unsafe<DecisionReason>({
-    type: 'string', enum: Object.keys(DECISION_REASONS), description: 'Stable reason (docs/errors.md, decision reasons).',
+    type: 'string', enum: Object.keys(DECISION_REASONS),
+      description: 'Stable reason (docs/errors.md, decision reasons).',
   }),
   agent_id: Type.Optional(Str), cert_id: Type.Optional(Str), scope: Type.Optional(Str),
   constraint: Type.Optional(Type.String({ description: 'With constraint_denied: the constraint that did not hold.' })),
   audit_event_id: Type.Optional(Str),
-  approval_id: Type.Optional(Type.String({ description: 'With approval_required, approval_denied, approval_expired, approval_used, and an allow that used an approval: the approval.' })),
+  approval_id: Type.Optional(Type.String({
+    description: 'With approval_required, approval_denied, approval_expired, approval_used, and an allow that used '
+      + 'an approval: the approval.' })),
 }));
 
 const ApprovalStates = Type.String({ description: '`pending`, `granted`, `denied`, `used` or `expired`.' });
@@ -142,18 +161,21 @@ export const ActionApproval = named('ActionApproval', Type.Object({
   summary: Type.String({ description: 'One line: scope, amount and currency, then the method and path or the tool.' }),
   scope: Str,
   action: Type.Object({
-    method: NullableStr, path: NullableStr, tool: NullableStr, amount: NullableStr, currency: NullableStr, tenant: NullableStr,
+    method: NullableStr, path: NullableStr, tool: NullableStr, amount: NullableStr, currency: NullableStr,
+      tenant: NullableStr,
     bound: Type.Boolean({ description: 'The proof was bound to this operation.' }),
   }),
   agent_id: Str, connection_id: Str, cert_id: Str,
   context: StringMap('The verify context of the action.'),
   operation: Type.Union([StringMap('The bound operation.'), Type.Null()]),
   note: NullableStr, created_at: NullableTime,
-  expires_at: Type.Union([Time, Type.Null()], { description: 'Pending: when the request expires. Granted: until when it can be used.' }),
+  expires_at: Type.Union([Time, Type.Null()], {
+    description: 'Pending: when the request expires. Granted: until when it can be used.' }),
   decided_at: NullableTime, settled_at: NullableTime,
 }));
 export const ActionApprovalList = named('ActionApprovalList', Type.Object({
-  approvals: Type.Array(Type.Ref('ActionApproval')), next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page.' }),
+  approvals: Type.Array(Type.Ref('ActionApproval')), next_cursor: Type.Union(
+    [Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page.' }),
 }));
 /** What the agent's platform reads while it waits (API key). */
 export const ActionApprovalStatus = named('ActionApprovalStatus', Type.Object({
@@ -169,21 +191,26 @@ export const CertificateUsage = named('CertificateUsage', Type.Object({
     spent_micros: Type.Integer(), left_micros: Type.Integer(),
   }), Type.Null()]),
   max_calls: Type.Union([Type.Object({
-    count: Type.Integer(), period: Str, window_start: Time, window_end: NullableTime, used: Type.Integer(), left: Type.Integer(),
+    count: Type.Integer(), period: Str, window_start: Time, window_end: NullableTime, used: Type.Integer(),
+      left: Type.Integer(),
   }), Type.Null()]),
 }));
 
 export const AuditEvent = named('AuditEvent', Type.Object({
   event_id: Str, event_type: Str, occurred_at: NullableTime, connection_id: NullableStr, agent_id: NullableStr,
   cert_id: NullableStr, required_scope: NullableStr,
-  details: FreeObject('For proof.verified and proof.rejected: decision, decision_reason (and constraint, approval_id, budget_debit, calls_debit, operation_member); for approval.*: approval_id, action and the event\'s members.'),
+  details: FreeObject(
+    'For proof.verified and proof.rejected: decision, decision_reason (and constraint, approval_id, budget_debit, '
+      + 'calls_debit, operation_member); for approval.*: approval_id, action and the event\'s members.'),
 }));
 export const AuditPage = named('AuditPage', Type.Object({
-  events: Type.Array(Type.Ref('AuditEvent')), next_cursor: Type.Union([Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page.' }),
+  events: Type.Array(Type.Ref('AuditEvent')), next_cursor: Type.Union(
+    [Type.String(), Type.Null()], { description: 'Pass as `cursor` for the next page.' }),
 }));
 export const AuditExport = named('AuditExport', Type.String({
   contentMediaType: 'application/x-ndjson',
-  description: 'NDJSON lines: `audit.export` (header), `audit.checkpoint`, `audit.event`, `audit.export.end` (trailer). Fields: docs/audit.md.',
+  description: 'NDJSON lines: `audit.export` (header), `audit.checkpoint`, `audit.event`, `audit.export.end` '
+    + '(trailer). Fields: docs/audit.md.',
 }));
 export const Usage = named('Usage', Type.Object({
   account_id: Str, balance_micros: Type.Integer(), balance_dollars: Str, price_per_verify_micros: Type.Integer(),
@@ -197,17 +224,23 @@ const deliveryMembers = {
   delivered_at: NullableTime, created_at: NullableTime,
 };
 export const Delivery = named('Delivery', Type.Object(deliveryMembers));
-export const DeliveryPage = named('DeliveryPage', Type.Object({ deliveries: Type.Array(Type.Ref('Delivery')), next_cursor: Type.Union([Type.String(), Type.Null()]) }));
+export const DeliveryPage = named(
+  'DeliveryPage', Type.Object({ deliveries: Type.Array(Type.Ref('Delivery')), next_cursor: Type.Union([Type.String(),
+    Type.Null()]) }));
 export const DeliveryDetail = named('DeliveryDetail', Type.Object({
   ...deliveryMembers,
   attempt_history: Type.Array(Type.Object({
-    attempt: Type.Integer(), attempted_at: NullableTime, status: Type.Union([Type.Integer(), Type.Null()]), error: NullableStr, duration_ms: Type.Union([Type.Integer(), Type.Null()]),
+    attempt: Type.Integer(), attempted_at: NullableTime, status: Type.Union([Type.Integer(), Type.Null()]),
+      error: NullableStr, duration_ms: Type.Union([Type.Integer(), Type.Null()]),
   })),
 }));
-export const Redelivery = named('Redelivery', Type.Object({ delivery_id: Str, state: Type.Literal('pending'), redelivery_requested_at: NullableTime }));
+export const Redelivery = named(
+  'Redelivery', Type.Object({ delivery_id: Str, state: Type.Literal('pending'),
+    redelivery_requested_at: NullableTime }));
 
 export const Liveness = named('Liveness', Type.Object({ status: Type.Literal('ok') }));
-export const Readiness = named('Readiness', Type.Object({ status: Type.Literal('ready'), schema_version: Type.Integer() }));
+export const Readiness = named(
+  'Readiness', Type.Object({ status: Type.Literal('ready'), schema_version: Type.Integer() }));
 export const NotReady = named('NotReady', Type.Object({
   status: Type.Literal('not_ready'),
   reason: Type.String({ description: '`store_unavailable`, `migrations_pending` or `shutting_down`.' }),

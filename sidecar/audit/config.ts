@@ -1,7 +1,7 @@
 /**
  * The audit settings (`SIDECAR_AUDIT_*`, `SIDECAR_DECISION_LOG*`): the hash
  * chain and its checkpoints, the decision log, and the push exports (NDJSON
- * over HTTP, OTLP/HTTP logs). Parsed once by `config.ts` with its helpers (so
+ * over HTTP, OTLP/HTTP logs). Parsed once by `config/index.ts` with its helpers (so
  * a bad value stops startup with the variable's name, like every setting).
  */
 
@@ -84,13 +84,15 @@ export function parseAuditConfig(env: NodeJS.ProcessEnv, h: ConfigHelpers): Audi
   }
   const decisionLogMask = (env.SIDECAR_DECISION_LOG_MASK ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   for (const m of decisionLogMask) {
-    if (m !== '*' && !(MASKABLE_CONTEXT as readonly string[]).includes(m)) h.fail(`SIDECAR_DECISION_LOG_MASK: unknown context member ${JSON.stringify(m)} (known: ${MASKABLE_CONTEXT.join(', ')}, or * for all)`);
+    if (m !== '*' && !(MASKABLE_CONTEXT as readonly string[]).includes(m)) h.fail(
+      `SIDECAR_DECISION_LOG_MASK: unknown context member ${JSON.stringify(m)} (known: ${MASKABLE_CONTEXT.join(', ')}, or * for all)`);
   }
   const exportUrl = env.SIDECAR_AUDIT_EXPORT_URL || null;
   const secret = env.SIDECAR_AUDIT_EXPORT_SECRET || null;
   if (exportUrl && !secret) h.fail('SIDECAR_AUDIT_EXPORT_SECRET: required when SIDECAR_AUDIT_EXPORT_URL is set (it signs every batch)');
   if (secret && !exportUrl) h.fail('SIDECAR_AUDIT_EXPORT_SECRET: set without SIDECAR_AUDIT_EXPORT_URL');
-  if (secret && (secret.length < 32 || secret.length > 256 || /\s/.test(secret))) h.fail('SIDECAR_AUDIT_EXPORT_SECRET: 32 to 256 characters without spaces (e.g. `openssl rand -hex 32`)');
+  if (secret && (secret.length < 32 || secret.length > 256 || /\s/.test(secret))) h.fail(
+    'SIDECAR_AUDIT_EXPORT_SECRET: 32 to 256 characters without spaces (e.g. `openssl rand -hex 32`)');
   const otlpUrl = env.SIDECAR_AUDIT_OTLP_URL || null;
   if (env.SIDECAR_AUDIT_OTLP_HEADERS && !otlpUrl) h.fail('SIDECAR_AUDIT_OTLP_HEADERS: set without SIDECAR_AUDIT_OTLP_URL');
   return {

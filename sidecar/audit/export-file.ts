@@ -69,12 +69,15 @@ export async function openExportSource(file: string): Promise<ExportSource> {
   if (!header) throw new AuditSourceError(`${file}: empty`);
   if (!trailer) throw new AuditSourceError(`${file}: no ${EXPORT_TRAILER} trailer: the export is truncated`);
   if (trailer.events !== rows || trailer.checkpoints !== checkpoints.length) {
-    throw new AuditSourceError(`${file}: the trailer counts ${String(trailer.events)} events and ${String(trailer.checkpoints)} checkpoints, the file has ${rows} and ${checkpoints.length}`);
+    throw new AuditSourceError(
+      `${file}: the trailer counts ${String(trailer.events)} events and ${String(trailer.checkpoints)} checkpoints, `
+      + `the file has ${rows} and ${checkpoints.length}`);
   }
   const accountId = header.account_id as string;
   const keys = (header.service_keys as unknown[]).flatMap((k) => {
     const o = k as { key_id?: unknown; public_key?: unknown };
-    return typeof o?.key_id === 'string' && typeof o.public_key === 'object' && o.public_key !== null ? [{ id: o.key_id, publicKey: JSON.stringify(o.public_key) }] : [];
+    return typeof o?.key_id === 'string' && typeof o.public_key === 'object' && o.public_key !== null ? [
+      { id: o.key_id, publicKey: JSON.stringify(o.public_key) }] : [];
   });
   return {
     range: { first: header.first_position as number | null, last: header.last_position as number | null },

@@ -132,7 +132,8 @@ export class AuditExporter {
     if (out.skipped) this.o.onEvents('skipped', out.skipped);
     if (out.pruned) this.o.onEvents('pruned', out.pruned);
     if (out.failed) this.o.onFailure();
-    if (out.skipped) this.o.log.warn({ sink: sink.name, skipped: out.skipped }, 'audit export backlog over SIDECAR_AUDIT_EXPORT_MAX_BACKLOG: oldest events skipped');
+    if (out.skipped) this.o.log.warn({ sink: sink.name, skipped: out.skipped },
+      'audit export backlog over SIDECAR_AUDIT_EXPORT_MAX_BACKLOG: oldest events skipped');
     return out;
   }
 

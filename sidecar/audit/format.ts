@@ -69,14 +69,17 @@ export function checkpointLine(c: AuditCheckpointRecord): CheckpointLine {
 
 const str = (v: unknown): v is string => typeof v === 'string';
 const strOrNull = (v: unknown): v is string | null => v === null || typeof v === 'string';
-const ms = (v: unknown): number | null => (str(v) && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/.test(v) && Number.isFinite(Date.parse(v)) ? Date.parse(v) : null);
+const ms = (v: unknown): number | null => (
+  str(v) && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/.test(v) && Number.isFinite(Date.parse(v))
+    ? Date.parse(v) : null);
 const obj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Reads an event line back into a chained row; null when a field is missing or of the wrong type. */
 export function parseEventLine(l: Record<string, unknown>): ChainedAuditEvent | null {
   const at = ms(l.occurred_at);
   if (!str(l.event_id) || !str(l.account_id) || !str(l.event_type) || at === null || !strOrNull(l.connection_id) || !strOrNull(l.agent_id)
-    || !strOrNull(l.cert_id) || !strOrNull(l.required_scope) || !obj(l.details) || typeof l.position !== 'number' || !str(l.prev_hash) || !str(l.hash)) return null;
+    || !strOrNull(l.cert_id) || !strOrNull(l.required_scope) || !obj(l.details) || typeof l.position !== 'number' ||
+      !str(l.prev_hash) || !str(l.hash)) return null;
   return {
     id: l.event_id, accountId: l.account_id, eventType: l.event_type as ChainedAuditEvent['eventType'], connectionId: l.connection_id, agentId: l.agent_id,
     certId: l.cert_id, requiredScope: l.required_scope, details: l.details, createdAt: at, position: l.position, prevHash: l.prev_hash, hash: l.hash,

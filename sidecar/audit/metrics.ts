@@ -28,12 +28,14 @@ export function createAuditMetrics(registry: client.Registry): AuditMetrics {
     },
   });
   return {
-    checkpoints: new client.Counter({ name: 'agent_authz_audit_checkpoints_total', help: 'Signed audit checkpoints made, by kind (periodic, anchor).', labelNames: ['kind'], registers }),
+    checkpoints: new client.Counter({ name: 'agent_authz_audit_checkpoints_total',
+      help: 'Signed audit checkpoints made, by kind (periodic, anchor).', labelNames: ['kind'], registers }),
     exportEvents: new client.Counter({
       name: 'agent_authz_audit_export_events_total', labelNames: ['sink', 'result'], registers,
       help: 'Audit events by sink and result: delivered, skipped (the backlog bound was passed), pruned (removed by retention before export).',
     }),
-    exportFailures: new client.Counter({ name: 'agent_authz_audit_export_failures_total', help: 'Failed audit export requests, by sink (each is retried).', labelNames: ['sink'], registers }),
+    exportFailures: new client.Counter({ name: 'agent_authz_audit_export_failures_total',
+      help: 'Failed audit export requests, by sink (each is retried).', labelNames: ['sink'], registers }),
     decisionLogLines: new client.Counter({ name: 'agent_authz_decision_log_lines_total', help: 'Lines written to the decision log.', registers }),
     backlogOf(sink, read) { backlogs.set(sink, read); },
   };

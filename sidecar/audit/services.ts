@@ -25,7 +25,8 @@ export interface AuditDeps {
   store: Store;
   box: SecretBox;
   clock: () => number;
-  log: { error(obj: object, msg?: string): void; warn(obj: object, msg?: string): void; info(obj: object, msg?: string): void; debug(obj: object, msg?: string): void };
+  log: { error(obj: object, msg?: string): void; warn(obj: object, msg?: string): void;
+    info(obj: object, msg?: string): void; debug(obj: object, msg?: string): void };
   registry: client.Registry;
   /** The sidecar's version (the OTLP resource's service.version). */
   serviceVersion: string;
@@ -62,7 +63,9 @@ export async function createAuditServices(d: AuditDeps): Promise<AuditServices> 
   const timeoutMs = d.exportTimeoutMs ?? 15_000;
   const sinks: ExportSink[] = [];
   if (d.config.export) sinks.push(httpSink({ url: d.config.export.url, secret: d.config.export.secret, timeoutMs, clock: d.clock, log: d.log }));
-  if (d.config.otlp) sinks.push(otlpSink({ url: d.config.otlp.url, headers: d.config.otlp.headers, timeoutMs, clock: d.clock, serviceVersion: d.serviceVersion }));
+  if (d.config.otlp) sinks.push(
+    otlpSink({ url: d.config.otlp.url, headers: d.config.otlp.headers, timeoutMs, clock: d.clock,
+      serviceVersion: d.serviceVersion }));
   const exporters = sinks.map((sink) => {
     metrics.backlogOf(sink.name, () => d.store.audit.exportBacklog(sink.name));
     return new AuditExporter({

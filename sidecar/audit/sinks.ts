@@ -86,7 +86,8 @@ export function toLogRecord(e: ChainedAuditEvent, observedAt: number, resource: 
   put('chain.hash', e.hash);
   const warn = e.eventType === 'proof.rejected';
   return {
-    hrTime: hr(e.createdAt), hrTimeObserved: hr(observedAt), severityNumber: warn ? SeverityNumber.WARN : SeverityNumber.INFO, severityText: warn ? 'WARN' : 'INFO',
+    hrTime: hr(e.createdAt), hrTimeObserved: hr(observedAt),
+      severityNumber: warn ? SeverityNumber.WARN : SeverityNumber.INFO, severityText: warn ? 'WARN' : 'INFO',
     body: [e.eventType, str(d.decision), str(d.decision_reason)].filter(Boolean).join(' '), eventName: e.eventType,
     resource, instrumentationScope: SCOPE, attributes: attrs, droppedAttributesCount: 0,
   };
@@ -102,7 +103,9 @@ export function otlpSink(o: { url: string; headers: Record<string, string>; time
       const now = o.clock();
       const records = events.map((e) => toLogRecord(e, now, resource));
       return new Promise<SinkResult>((resolve) => {
-        exporter.export(records, (r) => resolve({ ok: r.code === 0, retryAfterMs: null, error: r.code === 0 ? null : String(r.error?.message ?? 'export failed').slice(0, 500) }));
+        exporter.export(records,
+          (r) => resolve({ ok: r.code === 0, retryAfterMs: null,
+            error: r.code === 0 ? null : String(r.error?.message ?? 'export failed').slice(0, 500) }));
       });
     },
     close: () => exporter.shutdown(),

@@ -22,8 +22,8 @@
  * `--json` stdout holds one JSON document in every case ({@link VerifyJson}).
  */
 import path from 'node:path';
-import { ConfigError, databaseConfig } from '../config.js';
-import type { DatabaseConfig } from '../config.js';
+import { ConfigError, databaseConfig } from '../config/index.js';
+import type { DatabaseConfig } from '../config/index.js';
 import { AuditSourceError, DB_FILE_NAME, openAuditSource, redactDatabaseUrl } from '../store/index.js';
 import type { AuditSource } from '../store/types.js';
 import { openExportSource } from './export-file.js';

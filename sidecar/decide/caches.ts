@@ -9,7 +9,7 @@
  * - the certificate-verification cache, keyed by the certificate's SHA-256,
  *   holding the parsed certificate whose root signature verified;
  * - prepared verifiers of account root keys (imported KeyObjects); proof
- *   signatures are checked and made by the crypto pool (`crypto-pool.ts`),
+ *   signatures are checked and made by the crypto pool (`crypto/pool.ts`),
  *   which caches the agents' verifiers and signers itself.
  *
  * No cache can turn a revoked certificate into an allow: a miss reads the

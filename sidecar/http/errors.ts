@@ -55,7 +55,8 @@ export function installErrorHandlers(app: FastifyInstance, onError?: (code: Erro
       else if (status === 503) code = 'service_unavailable';
       else code = 'internal_error';
       if (code === 'internal_error') request.log.error({ err }, 'unhandled error');
-      body = code === 'invalid_request' && (err as FastifyError).code === 'FST_ERR_CTP_INVALID_JSON' || /JSON/.test(String((err as Error).message)) && code === 'invalid_request'
+      body = code === 'invalid_request' && (err as FastifyError).code === 'FST_ERR_CTP_INVALID_JSON'
+        || /JSON/.test(String((err as Error).message)) && code === 'invalid_request'
         ? errorBody(code, 'The request body is not valid JSON.', { field: 'body' })
         : errorBody(code);
     }

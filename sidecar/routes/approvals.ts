@@ -7,6 +7,9 @@
  * one transaction. Approvals past their time are expired (with
  * `approval.expired`) before any of these reads them.
  */
+import { defineRoute, mount, op, pageLimit } from '../api/route.js';
+import type { RouteSpec } from '../api/route.js';
+import * as S from '../api/schemas.js';
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { Static } from '@sinclair/typebox';
@@ -28,7 +31,8 @@ const ListQuery = Type.Object({
   cursor: Type.Optional(Type.String({ maxLength: 32 })),
   state: Type.Optional(Type.String({ maxLength: 16 })),
 }, { additionalProperties: false });
-const DenyBody = Type.Union([Type.Object({ note: Type.Optional(Type.String({ maxLength: 2000 })) }, { additionalProperties: false }), Type.Null()]);
+const DenyBody = Type.Union([Type.Object({ note: Type.Optional(Type.String({ maxLength: 2000 })) }, {
+  additionalProperties: false }), Type.Null()]);
 
 /** One line for a person: what the agent wants to do (`payments:send 120.00 USD: POST /v1/payments`). */
 export function approvalSummary(a: ApprovalRecord): string {
@@ -43,13 +47,15 @@ export function approvalView(a: ApprovalRecord): Static<typeof ActionApproval> {
   return {
     approval_id: a.id, state: a.state, summary: approvalSummary(a), scope: a.scope, action: approvalAction(a),
     agent_id: a.agentId, connection_id: a.connectionId, cert_id: a.certId, context: a.context, operation: a.operation,
-    note: a.note, created_at: iso(a.createdAt), expires_at: iso(a.expiresAt), decided_at: iso(a.decidedAt), settled_at: iso(a.settledAt),
+    note: a.note, created_at: iso(a.createdAt), expires_at: iso(a.expiresAt), decided_at: iso(a.decidedAt),
+      settled_at: iso(a.settledAt),
   };
 }
 
 /** The agent's view: where its request stands. */
 function statusView(a: ApprovalRecord): Static<typeof ActionApprovalStatus> {
-  return { approval_id: a.id, state: a.state, expires_at: iso(a.expiresAt), decided_at: iso(a.decidedAt), note: a.note };
+  return { approval_id: a.id, state: a.state, expires_at: iso(a.expiresAt), decided_at: iso(a.decidedAt),
+    note: a.note };
 }
 
 /** The account's approval (expired first if due), or 404 `approval_not_found` for a missing or foreign one. */
@@ -61,8 +67,10 @@ async function ownedApproval(ctx: ServiceContext, accountId: string, id: string)
 }
 
 /** Grants or denies a pending approval with its audit row and webhook. */
-async function decide(ctx: ServiceContext, a: ApprovalRecord, state: 'granted' | 'denied', note: string | null): Promise<ApprovalRecord> {
-  if (a.state !== 'pending') throw new ServiceError('approval_not_pending', `The approval is ${a.state}.`, { state: a.state });
+async function settleApproval(
+  ctx: ServiceContext, a: ApprovalRecord, state: 'granted' | 'denied', note: string | null): Promise<ApprovalRecord> {
+  if (a.state !== 'pending') throw new ServiceError(
+    'approval_not_pending', `The approval is ${a.state}.`, { state: a.state });
   const now = ctx.clock();
   const grantExpiresAt = now + ctx.config.approvalTtlSeconds * 1000;
   const after: ApprovalRecord = state === 'granted'
@@ -72,46 +80,95 @@ async function decide(ctx: ServiceContext, a: ApprovalRecord, state: 'granted' |
     state === 'granted' ? { expires_at: new Date(grantExpiresAt).toISOString() } : { note });
   if (!(await ctx.store.approvals.decideApproval(a.id, { state, now, grantExpiresAt, note }, change))) {
     const current = await ctx.store.approvals.getApproval(a.id);
-    throw new ServiceError('approval_not_pending', `The approval is ${current?.state ?? 'gone'}.`, { state: current?.state ?? null });
+    throw new ServiceError('approval_not_pending', `The approval is ${current?.state ?? 'gone'}.`, {
+      state: current?.state ?? null });
   }
   ctx.nudgeWebhooks();
   return after;
 }
 
+/** The routes of this file, each defined once (api/route.ts). */
+export const APPROVALS_ROUTES = {
+  listApprovals: defineRoute({
+    method: 'GET', url: '/v1/service/approvals', auth: 'session',
+    schema: { querystring: ListQuery, tags: ['approvals'] },
+    operation: { ...op('listApprovals', 'List step-up approvals',
+      'The account\'s approvals, newest first, with cursor pagination (`limit` 1–200, default 25) and `state` '
+        + '(`pending` for those waiting). Due ones are expired first.',
+      S.ActionApprovalList), query: pageLimit(APPROVAL_LIMITS) },
+  }),
+  getApproval: defineRoute({
+    method: 'GET', url: '/v1/service/approvals/:approval_id', auth: 'session',
+    schema: { params: IdParam, tags: ['approvals'] },
+    operation: op('getApproval', 'Read a step-up approval',
+      'One approval with its action in human terms (summary, amount, method, path, tool).', S.ActionApproval, [
+        'approval_not_found']),
+  }),
+  grantApproval: defineRoute({
+    method: 'POST', url: '/v1/service/approvals/:approval_id/approve', auth: 'session_csrf',
+    schema: { params: IdParam, body: NoBody, tags: ['approvals'] },
+    operation: op('grantApproval', 'Approve an action',
+      'Grants a pending approval: exactly one later verify of the same operation allows, within '
+        + 'SIDECAR_APPROVAL_TTL_SECONDS. Event approval.granted.',
+      S.ActionApproval, ['approval_not_found', 'approval_not_pending']),
+  }),
+  denyApproval: defineRoute({
+    method: 'POST', url: '/v1/service/approvals/:approval_id/deny', auth: 'session_csrf',
+    schema: { params: IdParam, body: DenyBody, tags: ['approvals'] },
+    operation: op('denyApproval', 'Deny an action',
+      'Optional body `{note}`. Verifies of the operation answer deny approval_denied. Event approval.denied.',
+      S.ActionApproval, ['approval_not_found', 'approval_not_pending']),
+  }),
+  getApprovalStatus: defineRoute({
+    method: 'GET', url: '/v1/service/approvals/:approval_id/status', auth: 'api_key',
+    schema: { params: IdParam, tags: ['approvals'] },
+    operation: op('getApprovalStatus', 'Poll an approval (API key)',
+      'For the agent\'s platform: the state of an approval requested on the API key\'s connection, to wait for a '
+        + 'decision before retrying with a fresh proof.',
+      S.ActionApprovalStatus, ['approval_not_found']),
+  }),
+} as const satisfies Record<string, RouteSpec>;
+
 /** Registers the approval routes. */
 export async function registerApprovalRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
-  app.get('/v1/service/approvals', { schema: { querystring: ListQuery, tags: ['approvals'] }, config: { auth: 'session' } }, async (request) => {
+  mount(app, APPROVALS_ROUTES.listApprovals, async (request) => {
     const q = request.query as { limit?: string; cursor?: string; state?: string };
     const { limit, before } = parsePage(q, APPROVAL_LIMITS);
     if (q.state !== undefined && !(STATES as readonly string[]).includes(q.state)) {
-      throw new ServiceError('invalid_request', `state must be one of ${STATES.join(', ')}.`, { field: 'querystring.state' });
+      throw new ServiceError('invalid_request', `state must be one of ${STATES.join(', ')}.`, {
+        field: 'querystring.state' });
     }
     await expireApprovals(ctx);
     const rows = await ctx.store.approvals.listApprovals({
       accountId: request.session!.accountId, limit: limit + 1,
-      ...(before !== undefined ? { before } : {}), ...(q.state !== undefined ? { state: q.state as ApprovalState } : {}),
+      ...(before !== undefined ? { before } : {}), ...(
+        q.state !== undefined ? { state: q.state as ApprovalState } : {}),
     });
     const page = rows.slice(0, limit);
-    return { approvals: page.map(approvalView), next_cursor: rows.length > limit ? String(page[page.length - 1]!.seq) : null };
+    return { approvals: page.map(approvalView), next_cursor: rows.length > limit ? String(page[
+      page.length - 1]!.seq) : null };
   });
 
-  app.get('/v1/service/approvals/:approval_id', { schema: { params: IdParam, tags: ['approvals'] }, config: { auth: 'session' } }, async (request) => {
-    return approvalView(await ownedApproval(ctx, request.session!.accountId, (request.params as { approval_id: string }).approval_id));
+  mount(app, APPROVALS_ROUTES.getApproval, async (request) => {
+    return approvalView(await ownedApproval(ctx, request.session!.accountId, (request.params as {
+      approval_id: string }).approval_id));
   });
 
-  app.post('/v1/service/approvals/:approval_id/approve', { schema: { params: IdParam, body: NoBody, tags: ['approvals'] }, config: { auth: 'session_csrf' } }, async (request) => {
-    const a = await ownedApproval(ctx, request.session!.accountId, (request.params as { approval_id: string }).approval_id);
-    return approvalView(await decide(ctx, a, 'granted', null));
+  mount(app, APPROVALS_ROUTES.grantApproval, async (request) => {
+    const a = await ownedApproval(
+      ctx, request.session!.accountId, (request.params as { approval_id: string }).approval_id);
+    return approvalView(await settleApproval(ctx, a, 'granted', null));
   });
 
-  app.post('/v1/service/approvals/:approval_id/deny', { schema: { params: IdParam, body: DenyBody, tags: ['approvals'] }, config: { auth: 'session_csrf' } }, async (request) => {
-    const a = await ownedApproval(ctx, request.session!.accountId, (request.params as { approval_id: string }).approval_id);
+  mount(app, APPROVALS_ROUTES.denyApproval, async (request) => {
+    const a = await ownedApproval(
+      ctx, request.session!.accountId, (request.params as { approval_id: string }).approval_id);
     const raw = (request.body as { note?: string } | null | undefined)?.note;
     const note = raw === undefined ? null : requireText(raw, 'body.note', TEXT_RULES.reason);
-    return approvalView(await decide(ctx, a, 'denied', note === '' ? null : note));
+    return approvalView(await settleApproval(ctx, a, 'denied', note === '' ? null : note));
   });
 
-  app.get('/v1/service/approvals/:approval_id/status', { schema: { params: IdParam, tags: ['approvals'] }, config: { auth: 'api_key' } }, async (request) => {
+  mount(app, APPROVALS_ROUTES.getApprovalStatus, async (request) => {
     await expireApprovals(ctx);
     const a = await ctx.store.approvals.getApproval((request.params as { approval_id: string }).approval_id);
     // Only the connection the approval was requested on (the verifying platform's key) may read it.

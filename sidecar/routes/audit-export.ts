@@ -9,6 +9,9 @@
  * A store failure mid-stream cuts the response: the file then has no trailer
  * and the verifier refuses it.
  */
+import { defineRoute, mount, op } from '../api/route.js';
+import type { RouteSpec } from '../api/route.js';
+import * as S from '../api/schemas.js';
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
@@ -30,7 +33,9 @@ const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2
 export function queryTime(raw: string | undefined, field: string): number | undefined {
   if (raw === undefined) return undefined;
   const t = ISO_TIME.test(raw) ? Date.parse(raw) : NaN;
-  if (!Number.isFinite(t)) throw new ServiceError('invalid_request', `${field} must be an ISO 8601 time such as 2026-01-31T00:00:00Z.`, { field: `querystring.${field}` });
+  if (!Number.isFinite(t)) throw new ServiceError(
+    'invalid_request', `${field} must be an ISO 8601 time such as 2026-01-31T00:00:00Z.`, {
+      field: `querystring.${field}` });
   return t;
 }
 
@@ -38,7 +43,8 @@ export function queryTime(raw: string | undefined, field: string): number | unde
 export function queryRange(q: { from?: string; to?: string }): { from?: number; to?: number } {
   const from = queryTime(q.from, 'from');
   const to = queryTime(q.to, 'to');
-  if (from !== undefined && to !== undefined && from >= to) throw new ServiceError('invalid_request', 'from must be before to.', { field: 'querystring.from' });
+  if (from !== undefined && to !== undefined && from >= to) throw new ServiceError(
+    'invalid_request', 'from must be before to.', { field: 'querystring.from' });
   return { ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}) };
 }
 
@@ -49,21 +55,27 @@ async function* exportLines(ctx: ServiceContext, accountId: string, from: number
   if (range) {
     // The last exported event is signed now if no checkpoint signs it yet (one signature per export at most).
     const last = (await ctx.store.audit.readChain(accountId, range.last - 1, 1))[0];
-    if (last && (await ctx.store.audit.listCheckpoints({ accountId, fromPosition: range.last, toPosition: range.last })).length === 0) {
-      if (await ctx.store.audit.insertCheckpoint(ctx.audit.signer.sign(accountId, last.position, last.hash, 'periodic', ctx.clock()))) {
+    if (last && (await ctx.store.audit.listCheckpoints({ accountId, fromPosition: range.last,
+      toPosition: range.last })).length === 0) {
+      if (await ctx.store.audit.insertCheckpoint(
+        ctx.audit.signer.sign(accountId, last.position, last.hash, 'periodic', ctx.clock()))) {
         ctx.audit.metrics.checkpoints.inc({ kind: 'periodic' });
       }
     }
   }
-  const keys = (await ctx.store.audit.serviceKeys()).map((k) => ({ key_id: k.id, purpose: k.purpose, public_key: JSON.parse(k.publicKey) as unknown }));
+  const keys = (await ctx.store.audit.serviceKeys()).map(
+    (k) => ({ key_id: k.id, purpose: k.purpose, public_key: JSON.parse(k.publicKey) as unknown }));
   yield JSON.stringify({
-    type: EXPORT_HEADER, version: EXPORT_VERSION, account_id: accountId, from: new Date(from).toISOString(), to: new Date(to).toISOString(),
-    first_position: range?.first ?? null, last_position: range?.last ?? null, generated_at: new Date(ctx.clock()).toISOString(), service_keys: keys,
+    type: EXPORT_HEADER, version: EXPORT_VERSION, account_id: accountId, from: new Date(from).toISOString(),
+      to: new Date(to).toISOString(),
+    first_position: range?.first ?? null, last_position: range?.last ?? null, generated_at: new Date(
+      ctx.clock()).toISOString(), service_keys: keys,
   }) + '\n';
   let checkpoints = 0;
   let events = 0;
   if (range) {
-    for (const c of await ctx.store.audit.listCheckpoints({ accountId, fromPosition: range.first, toPosition: range.last })) {
+    for (const c of await ctx.store.audit.listCheckpoints({ accountId, fromPosition: range.first,
+      toPosition: range.last })) {
       checkpoints++;
       yield JSON.stringify(checkpointLine(c)) + '\n';
     }
@@ -80,9 +92,23 @@ async function* exportLines(ctx: ServiceContext, accountId: string, from: number
   yield JSON.stringify({ type: EXPORT_TRAILER, events, checkpoints }) + '\n';
 }
 
+/** The routes of this file, each defined once (api/route.ts). */
+export const AUDIT_EXPORT_ROUTES = {
+  exportAuditEvents: defineRoute({
+    method: 'GET', url: '/v1/service/audit/personal/export', auth: 'session',
+    schema: { querystring: ExportQuery, tags: ['audit'] },
+    operation: op('exportAuditEvents', 'Export audit events as NDJSON',
+      'Streams the account\'s hash-chained audit trail for `from`–`to` as `application/x-ndjson`: a header with the '
+        + 'service keys, the signed checkpoints, the events in chain order, a trailer with the counts '
+          + '(docs/audit.md). The last event is always covered by a signed checkpoint, so the file verifies offline '
+            + 'with `agent-authz-sidecar audit verify --export`.',
+      S.AuditExport),
+  }),
+} as const satisfies Record<string, RouteSpec>;
+
 /** Registers the export route (called by `registerAuditRoutes`). */
 export async function registerAuditExportRoute(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
-  app.get('/v1/service/audit/personal/export', { schema: { querystring: ExportQuery, tags: ['audit'] }, config: { auth: 'session' } }, async (request, reply) => {
+  mount(app, AUDIT_EXPORT_ROUTES.exportAuditEvents, async (request, reply) => {
     const range = queryRange(request.query as { from?: string; to?: string });
     const now = ctx.clock();
     const from = range.from ?? 0;

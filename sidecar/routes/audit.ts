@@ -4,6 +4,9 @@
  * (balance and counts), which the spec leaves out. The NDJSON export of a time
  * range is `audit-export.ts`.
  */
+import { defineRoute, mount, op, pageLimit } from '../api/route.js';
+import type { RouteSpec } from '../api/route.js';
+import * as S from '../api/schemas.js';
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { Static } from '@sinclair/typebox';
@@ -20,7 +23,8 @@ import { queryRange, registerAuditExportRoute } from './audit-export.js';
 export const AUDIT_LIMITS = { default: 25, max: 200 } as const;
 /** Audit event types that can be filtered on. */
 export const AUDIT_EVENT_TYPES = [
-  'proof.presented', 'proof.verified', 'proof.rejected', 'approval.requested', 'approval.granted', 'approval.denied', 'approval.expired',
+  'proof.presented', 'proof.verified', 'proof.rejected', 'approval.requested', 'approval.granted', 'approval.denied',
+    'approval.expired',
 ] as const;
 
 const AuditQuery = Type.Object({
@@ -31,13 +35,16 @@ const AuditQuery = Type.Object({
   from: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601 time; events at or after it.' })),
   to: Type.Optional(Type.String({ maxLength: 40, description: 'ISO 8601 time; events before it.' })),
   decision: Type.Optional(Type.String({ maxLength: 16, description: '`allow` or `deny`.' })),
-  reason: Type.Optional(Type.String({ maxLength: 64, description: 'A decision reason (docs/errors.md, "Decision reasons").' })),
+  reason: Type.Optional(Type.String({ maxLength: 64,
+    description: 'A decision reason (docs/errors.md, "Decision reasons").' })),
   scope: Type.Optional(Type.String({ maxLength: 200, description: 'The required scope, exactly.' })),
   cert_id: Type.Optional(Type.String({ maxLength: 100 })),
 }, { additionalProperties: false });
 
 /** The audit read's query string. */
-type AuditQueryString = { limit?: string; cursor?: string; event_type?: string; agent_id?: string; from?: string; to?: string; decision?: string; reason?: string; scope?: string; cert_id?: string };
+type AuditQueryString = {
+  limit?: string; cursor?: string; event_type?: string; agent_id?: string; from?: string; to?: string;
+  decision?: string; reason?: string; scope?: string; cert_id?: string };
 
 /** The API view of an audit event. */
 export function auditView(e: AuditEventRecord): Static<typeof AuditEvent> {
@@ -49,24 +56,45 @@ export function auditView(e: AuditEventRecord): Static<typeof AuditEvent> {
 
 const dollars = (micros: number): string => (micros / 1_000_000).toFixed(6);
 
+/** The routes of this file, each defined once (api/route.ts). */
+export const AUDIT_ROUTES = {
+  listAuditEvents: defineRoute({
+    method: 'GET', url: '/v1/service/audit/personal', auth: 'session',
+    schema: { querystring: AuditQuery, tags: ['audit'] },
+    operation: { ...op('listAuditEvents', 'Read audit events (spec 4.14)',
+      'Newest first, with cursor pagination (`limit` 1–200, default 25) and filters: `event_type`, `agent_id`, '
+        + '`from` and `to` (ISO 8601; from inclusive, to exclusive), `decision`, `reason`, `scope`, `cert_id`.',
+          S.AuditPage), query: pageLimit(AUDIT_LIMITS) },
+  }),
+  getUsage: defineRoute({
+    method: 'GET', url: '/v1/service/usage/personal', auth: 'session',
+    schema: { tags: ['audit'] },
+    operation: op('getUsage', 'Read credits and usage', 'The balance and the verify counts.', S.Usage),
+  }),
+} as const satisfies Record<string, RouteSpec>;
+
 /** Registers the audit and usage routes. */
 export async function registerAuditRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
-  app.get('/v1/service/audit/personal', { schema: { querystring: AuditQuery, tags: ['audit'] }, config: { auth: 'session' } }, async (request) => {
+  mount(app, AUDIT_ROUTES.listAuditEvents, async (request) => {
     const q = request.query as AuditQueryString;
     const { limit, before } = parsePage(q, AUDIT_LIMITS);
     if (q.event_type !== undefined && !(AUDIT_EVENT_TYPES as readonly string[]).includes(q.event_type)) {
-      throw new ServiceError('invalid_request', `event_type must be one of ${AUDIT_EVENT_TYPES.join(', ')}.`, { field: 'querystring.event_type' });
+      throw new ServiceError('invalid_request', `event_type must be one of ${AUDIT_EVENT_TYPES.join(', ')}.`, {
+        field: 'querystring.event_type' });
     }
     if (q.decision !== undefined && q.decision !== 'allow' && q.decision !== 'deny') {
       throw new ServiceError('invalid_request', 'decision must be allow or deny.', { field: 'querystring.decision' });
     }
     if (q.reason !== undefined && !Object.hasOwn(DECISION_REASONS, q.reason)) {
-      throw new ServiceError('invalid_request', 'reason is not a decision reason (docs/errors.md).', { field: 'querystring.reason' });
+      throw new ServiceError('invalid_request', 'reason is not a decision reason (docs/errors.md).', {
+        field: 'querystring.reason' });
     }
     const rows = await ctx.store.proofs.listAudit({
       accountId: request.session!.accountId, limit: limit + 1, ...queryRange(q),
-      ...(before !== undefined ? { before } : {}), ...(q.event_type ? { eventType: q.event_type } : {}), ...(q.agent_id ? { agentId: q.agent_id } : {}),
-      ...(q.decision ? { decision: q.decision } : {}), ...(q.reason ? { reason: q.reason } : {}), ...(q.scope ? { scope: q.scope } : {}),
+      ...(before !== undefined ? { before } : {}), ...(q.event_type ? { eventType: q.event_type } : {}), ...(
+        q.agent_id ? { agentId: q.agent_id } : {}),
+      ...(q.decision ? { decision: q.decision } : {}), ...(q.reason ? { reason: q.reason } : {}), ...(
+        q.scope ? { scope: q.scope } : {}),
       ...(q.cert_id ? { certId: q.cert_id } : {}),
     });
     const page = rows.slice(0, limit);
@@ -76,12 +104,13 @@ export async function registerAuditRoutes(app: FastifyInstance, ctx: ServiceCont
 
   await registerAuditExportRoute(app, ctx);
 
-  app.get('/v1/service/usage/personal', { schema: { tags: ['audit'] }, config: { auth: 'session' } }, async (request) => {
+  mount(app, AUDIT_ROUTES.getUsage, async (request) => {
     const a = await ctx.store.accounts.getAccount(request.session!.accountId);
     if (!a) throw new ServiceError('auth_required');
     return {
       account_id: a.id, balance_micros: a.creditsMicros, balance_dollars: dollars(a.creditsMicros),
-      price_per_verify_micros: VERIFY_PRICE_MICROS, verify_calls: a.verifyCalls, allows: a.verifyAllows, denies: a.verifyDenies,
+      price_per_verify_micros: VERIFY_PRICE_MICROS, verify_calls: a.verifyCalls, allows: a.verifyAllows,
+        denies: a.verifyDenies,
       remaining_verify_calls: Math.floor(a.creditsMicros / VERIFY_PRICE_MICROS),
     };
   });

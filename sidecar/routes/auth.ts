@@ -2,6 +2,9 @@
  * Routes of the e-mail-code login and the session (spec endpoints 1–3, plus
  * logout and a session read, which the spec leaves out).
  */
+import { defineRoute, mount, op } from '../api/route.js';
+import type { RouteSpec } from '../api/route.js';
+import * as S from '../api/schemas.js';
 import crypto from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
@@ -18,7 +21,8 @@ import {
 /** Login-code policy. */
 export const CODE_POLICY = { digits: 6, ttlMs: 10 * 60_000, maxWrongTries: 5 } as const;
 
-const EmailBody = Type.Object({ email: Type.String({ minLength: 3, maxLength: 254 }) }, { additionalProperties: false });
+const EmailBody = Type.Object(
+  { email: Type.String({ minLength: 3, maxLength: 254 }) }, { additionalProperties: false });
 const VerifyBody = Type.Object({
   email: Type.String({ minLength: 3, maxLength: 254 }),
   code: Type.String({ minLength: 1, maxLength: 16 }),
@@ -27,7 +31,8 @@ const VerifyBody = Type.Object({
 /** Normalizes an e-mail address (trim, lowercase) or refuses it. */
 export function normalizeEmail(raw: string): string {
   const e = raw.trim().toLowerCase();
-  if (!/^[^\s@<>(),;:"\\[\]]+@[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/.test(e)) {
+  if (!/^[^\s@<>(),;:"\\[\]]+@[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/.test(
+    e)) {
     throw new ServiceError('invalid_request', 'email is not a valid e-mail address.', { field: 'body.email' });
   }
   return e;
@@ -38,13 +43,16 @@ function codeHash(ctx: ServiceContext, email: string, code: string): string {
 }
 
 /** Starts a new session for `accountId` (ending `replaces`), sets the cookies and returns its expiry. */
-async function startSession(ctx: ServiceContext, reply: import('fastify').FastifyReply, accountId: string, absoluteExpiresAt: number | null, replaces?: string): Promise<number> {
+async function startSession(ctx: ServiceContext, reply: import('fastify').FastifyReply, accountId: string,
+  absoluteExpiresAt: number | null, replaces?: string): Promise<number> {
   const now = ctx.clock();
   const token = newSessionToken();
   const id = crypto.randomUUID();
   const absolute = absoluteExpiresAt ?? now + SESSION_ABSOLUTE_TTL_MS;
   const expiresAt = Math.min(now + SESSION_TTL_MS, absolute);
-  await ctx.store.accounts.createSession({ id, tokenHash: sha256Hex(token), accountId, expiresAt, absoluteExpiresAt: absolute, endedAt: null, createdAt: now }, replaces);
+  await ctx.store.accounts.createSession(
+    { id, tokenHash: sha256Hex(token), accountId, expiresAt, absoluteExpiresAt: absolute, endedAt: null,
+      createdAt: now }, replaces);
   setSessionCookies(ctx, reply, token, newCsrfToken(ctx, id));
   return expiresAt;
 }
@@ -74,11 +82,13 @@ export function clientKey(ip: string): string {
 /** A 429 `rate_limited` answer with `Retry-After` (whole seconds, at least 1). */
 function rateLimited(message: string, retryAfterMs: number): ServiceError {
   const retryAfter = Math.max(1, Math.ceil(retryAfterMs / 1000));
-  return new ServiceError('rate_limited', `${message}; retry in ${retryAfter} s.`, { retry_after: retryAfter }, { 'retry-after': String(retryAfter) });
+  return new ServiceError('rate_limited', `${message}; retry in ${retryAfter} s.`, { retry_after: retryAfter }, {
+    'retry-after': String(retryAfter) });
 }
 
 /** Counts a hit on `key` (at most `max` per `windowMs`) in the store; refuses with 429 `rate_limited` over it. */
-async function limit(ctx: ServiceContext, key: string, max: number, windowMs: number, what: string, result?: LoginCodeResult): Promise<RateLimitHit> {
+async function limit(ctx: ServiceContext, key: string, max: number, windowMs: number, what: string,
+  result?: LoginCodeResult): Promise<RateLimitHit> {
   const rate = await ctx.store.accounts.hitRateLimit(key, max, windowMs, ctx.clock());
   if (!rate.allowed) {
     if (result) ctx.metrics.loginCodes.inc({ result });
@@ -126,24 +136,65 @@ class GlobalSendCap {
     this.ctx.metrics.loginCodes.inc({ result: 'global_limited' });
     if (rate.count === cap + 1) {
       request.log.warn({ cap, window_ends_at: new Date(now + rate.retryAfterMs).toISOString() },
-        'login-code global cap reached (SIDECAR_SEND_CODE_GLOBAL_PER_MINUTE): send-code is refused for every address until the window ends');
+        'login-code global cap reached (SIDECAR_SEND_CODE_GLOBAL_PER_MINUTE): send-code is refused for every '
+          + 'address until the window ends');
     }
     await this.ctx.store.accounts.releaseRateLimit(emailKey, now + emailHit.retryAfterMs);
     throw rateLimited(GLOBAL_MESSAGE, rate.retryAfterMs);
   }
 }
 
+/** The routes of this file, each defined once (api/route.ts). */
+export const AUTH_ROUTES = {
+  sendLoginCode: defineRoute({
+    method: 'POST', url: '/v1/auth/email/send-code', auth: 'none',
+    schema: { body: EmailBody, tags: ['auth'] },
+    operation: op('sendLoginCode', 'Send a sign-in code by e-mail (spec 4.1)',
+      'Sends a 6-digit code, valid 10 minutes. An earlier unused code for the address stops working. Rate limited '
+        + 'per client IP and per address.',
+      S.SendCodeResult, ['rate_limited', 'service_unavailable']),
+  }),
+  verifyLoginCode: defineRoute({
+    method: 'POST', url: '/v1/auth/email/verify-code', auth: 'none',
+    schema: { body: VerifyBody, tags: ['auth'] },
+    operation: op('verifyLoginCode', 'Exchange the code for a session (spec 4.2)',
+      'Sets the `service_session` and `service_csrf` cookies; no token appears in the body. The first sign-in '
+        + 'creates the account.',
+      S.LoginResult, ['invalid_code', 'code_expired', 'code_used', 'code_locked', 'rate_limited']),
+  }),
+  refreshSession: defineRoute({
+    method: 'POST', url: '/v1/auth/refresh', auth: 'session_csrf',
+    schema: { body: NoBody, tags: ['auth'] },
+    operation: op('refreshSession', 'Renew the session (spec 4.3)',
+      'Rotates both cookies and gives 15 more minutes (at most 12 hours after sign-in). Re-read `service_csrf` '
+        + 'afterwards.', S.RefreshResult),
+  }),
+  logout: defineRoute({
+    method: 'POST', url: '/v1/auth/logout', auth: 'session_csrf',
+    schema: { body: NoBody, tags: ['auth'] },
+    operation: op('logout', 'End the session', 'Ends the session and clears both cookies.', S.LogoutResult),
+  }),
+  getSession: defineRoute({
+    method: 'GET', url: '/v1/auth/session', auth: 'session',
+    schema: { tags: ['auth'] },
+    operation: op('getSession', 'Read the session and account', 'The signed-in account and when the session expires.',
+      S.Session),
+  }),
+} as const satisfies Record<string, RouteSpec>;
+
 /** Registers the login and session routes. */
 export async function registerAuthRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
   const perMinute = ctx.config.sendCodePerMinute;
   const globalCap = new GlobalSendCap(ctx);
 
-  app.post('/v1/auth/email/send-code', { schema: { body: EmailBody, tags: ['auth'] }, config: { auth: 'none' } }, async (request) => {
+  mount(app, AUTH_ROUTES.sendLoginCode, async (request) => {
     globalCap.refuseIfClosed(ctx.clock());
-    await limit(ctx, `send-code:ip:${clientKey(request.ip)}`, perMinute, 60_000, 'Too many codes requested', 'ip_limited');
+    await limit(ctx, `send-code:ip:${clientKey(request.ip)}`, perMinute, 60_000, 'Too many codes requested',
+      'ip_limited');
     const email = normalizeEmail((request.body as { email: string }).email);
     const emailKey = `send-code:email:${email}`;
-    const emailHit = await limit(ctx, emailKey, perMinute * RATE_POLICY.sendsPerEmailPerHourFactor, 3600_000, 'Too many codes requested for this address', 'address_limited');
+    const emailHit = await limit(ctx, emailKey, perMinute * RATE_POLICY.sendsPerEmailPerHourFactor, 3600_000,
+      'Too many codes requested for this address', 'address_limited');
     await globalCap.hit(request, emailKey, emailHit, ctx.clock());
     const now = ctx.clock();
     const prev = await ctx.store.accounts.latestLoginCode(email);
@@ -164,8 +215,9 @@ export async function registerAuthRoutes(app: FastifyInstance, ctx: ServiceConte
     return { resent, status: 'code_sent' };
   });
 
-  app.post('/v1/auth/email/verify-code', { schema: { body: VerifyBody, tags: ['auth'] }, config: { auth: 'none' } }, async (request, reply) => {
-    await limit(ctx, `verify-code:ip:${clientKey(request.ip)}`, perMinute * RATE_POLICY.verifiesPerIpFactor, 60_000, 'Too many sign-in attempts');
+  mount(app, AUTH_ROUTES.verifyLoginCode, async (request, reply) => {
+    await limit(ctx, `verify-code:ip:${clientKey(request.ip)}`, perMinute * RATE_POLICY.verifiesPerIpFactor, 60_000,
+      'Too many sign-in attempts');
     const body = request.body as { email: string; code: string };
     const email = normalizeEmail(body.email);
     const now = ctx.clock();
@@ -174,31 +226,34 @@ export async function registerAuthRoutes(app: FastifyInstance, ctx: ServiceConte
     if (rec.usedAt !== null) throw new ServiceError('code_used');
     if (rec.expiresAt <= now) throw new ServiceError('code_expired');
     // Reserve the try before comparing, so parallel guesses cannot exceed the limit.
-    if (!(await ctx.store.accounts.reserveCodeAttempt(rec.id, CODE_POLICY.maxWrongTries))) throw new ServiceError('code_locked');
+    if (!(await ctx.store.accounts.reserveCodeAttempt(rec.id, CODE_POLICY.maxWrongTries))) throw new ServiceError(
+      'code_locked');
     if (!/^\d{6}$/.test(body.code) || !timingSafeEqualStr(codeHash(ctx, email, body.code), rec.codeHash)) {
-      throw new ServiceError('invalid_code', undefined, { tries_left: Math.max(0, CODE_POLICY.maxWrongTries - rec.attempts - 1) });
+      throw new ServiceError('invalid_code', undefined, { tries_left: Math.max(0,
+        CODE_POLICY.maxWrongTries - rec.attempts - 1) });
     }
     await ctx.store.accounts.releaseCodeAttempt(rec.id);
     if (!(await ctx.store.accounts.consumeLoginCode(rec.id, now))) throw new ServiceError('code_used');
     const account = await ctx.store.accounts.findOrCreateAccount(email, crypto.randomUUID(), now);
     const expiresAt = await startSession(ctx, reply, account.id, null);
-    return { status: 'authenticated', onboarding_step: account.onboardingStep, session_expires_at: new Date(expiresAt).toISOString() };
+    return { status: 'authenticated', onboarding_step: account.onboardingStep, session_expires_at: new Date(
+      expiresAt).toISOString() };
   });
 
-  app.post('/v1/auth/refresh', { schema: { body: NoBody, tags: ['auth'] }, config: { auth: 'session_csrf' } }, async (request, reply) => {
+  mount(app, AUTH_ROUTES.refreshSession, async (request, reply) => {
     const s = request.session!;
     const old = await ctx.store.accounts.getSessionByTokenHash(sha256Hex(request.cookies.service_session ?? ''));
     const expiresAt = await startSession(ctx, reply, s.accountId, old?.absoluteExpiresAt ?? null, s.sessionId);
     return { status: 'refreshed', session_expires_at: new Date(expiresAt).toISOString() };
   });
 
-  app.post('/v1/auth/logout', { schema: { body: NoBody, tags: ['auth'] }, config: { auth: 'session_csrf' } }, async (request, reply) => {
+  mount(app, AUTH_ROUTES.logout, async (request, reply) => {
     await ctx.store.accounts.endSession(request.session!.sessionId, ctx.clock());
     clearSessionCookies(ctx, reply);
     return { status: 'logged_out' };
   });
 
-  app.get('/v1/auth/session', { schema: { tags: ['auth'] }, config: { auth: 'session' } }, async (request) => {
+  mount(app, AUTH_ROUTES.getSession, async (request) => {
     const s = request.session!;
     const a = await ctx.store.accounts.getAccount(s.accountId);
     if (!a) throw new ServiceError('auth_required');

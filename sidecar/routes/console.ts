@@ -43,7 +43,8 @@ export const CONSOLE_HEADERS: Readonly<Record<string, string>> = {
 };
 
 /** `Cache-Control` of hashed assets, of `index.html` (and client routes), and of other files. */
-export const CACHE_CONTROL = { immutable: 'public, max-age=31536000, immutable', index: 'no-store', other: 'no-cache' } as const;
+export const CACHE_CONTROL = {
+  immutable: 'public, max-age=31536000, immutable', index: 'no-store', other: 'no-cache' } as const;
 
 const TYPES: Readonly<Record<string, string>> = {
   '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8',
@@ -70,7 +71,8 @@ export function defaultConsoleDir(): string | null {
   for (let i = 0; i < 5; i++) {
     const pkg = path.join(dir, 'package.json');
     try {
-      if ((JSON.parse(fs.readFileSync(pkg, 'utf8')) as { name?: unknown }).name === 'agent-authz') return path.join(dir, 'dist', 'console');
+      if ((JSON.parse(fs.readFileSync(pkg, 'utf8')) as { name?: unknown }).name === 'agent-authz') return path.join(
+        dir, 'dist', 'console');
     } catch { /* not the package root */ }
     dir = path.dirname(dir);
   }
@@ -88,13 +90,15 @@ export function loadConsoleAssets(dir: string): Map<string, ConsoleAsset> | null
       if (!e.isFile()) continue;
       const type = TYPES[path.extname(e.name).toLowerCase()];
       if (!type) continue;
-      if (out.size >= MAX_FILES) throw new TypeError(`${dir}: more than ${MAX_FILES} files; is this the console build?`);
+      if (out.size >= MAX_FILES) throw new TypeError(
+        `${dir}: more than ${MAX_FILES} files; is this the console build?`);
       const body = fs.readFileSync(path.join(dir, r));
       const gz = zlib.gzipSync(body, { level: 9 });
       out.set(r, {
         body, gzip: body.length > 1024 && gz.length < body.length * 0.9 ? gz : null, type,
         etag: `"${crypto.createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
-        cacheControl: r === 'index.html' ? CACHE_CONTROL.index : r.startsWith('assets/') ? CACHE_CONTROL.immutable : CACHE_CONTROL.other,
+        cacheControl: r === 'index.html' ? CACHE_CONTROL.index : r.startsWith(
+          'assets/') ? CACHE_CONTROL.immutable : CACHE_CONTROL.other,
       });
     }
   };
@@ -102,8 +106,10 @@ export function loadConsoleAssets(dir: string): Map<string, ConsoleAsset> | null
   return out;
 }
 
-function send(reply: FastifyReply, a: ConsoleAsset, acceptEncoding: string | undefined, ifNoneMatch: string | undefined): FastifyReply {
-  void reply.headers(CONSOLE_HEADERS).header('cache-control', a.cacheControl).header('vary', 'Accept-Encoding').type(a.type);
+function send(reply: FastifyReply, a: ConsoleAsset, acceptEncoding: string | undefined,
+  ifNoneMatch: string | undefined): FastifyReply {
+  void reply.headers(CONSOLE_HEADERS).header('cache-control', a.cacheControl).header('vary', 'Accept-Encoding').type(
+    a.type);
   if (a.cacheControl !== CACHE_CONTROL.index) {
     void reply.header('etag', a.etag);
     if (ifNoneMatch === a.etag) return reply.code(304).send();
@@ -116,10 +122,12 @@ function send(reply: FastifyReply, a: ConsoleAsset, acceptEncoding: string | und
  * Registers `/console` (a redirect to `/console/`), `/console/` and `/console/*`, unless
  * `SIDECAR_CONSOLE=0`. `dir` is the built console (default {@link defaultConsoleDir}).
  */
-export async function registerConsoleRoutes(app: FastifyInstance, ctx: ServiceContext, dir: string | null = defaultConsoleDir()): Promise<void> {
+export async function registerConsoleRoutes(
+  app: FastifyInstance, ctx: ServiceContext, dir: string | null = defaultConsoleDir()): Promise<void> {
   if (!ctx.config.consoleEnabled) return;
   const assets = dir ? loadConsoleAssets(dir) : null;
-  if (!assets) ctx.log.warn({ dir }, 'the console is not built (no index.html): /console/ answers 503; run `npm run build`, or set SIDECAR_CONSOLE=0');
+  if (!assets) ctx.log.warn({ dir },
+    'the console is not built (no index.html): /console/ answers 503; run `npm run build`, or set SIDECAR_CONSOLE=0');
   const route = { schema: { hide: true }, config: { auth: 'none' as const } };
 
   app.get('/console', route, async (request, reply) => {

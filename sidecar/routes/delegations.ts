@@ -6,6 +6,9 @@
  * Request states: `pending` → `approved` | `denied`. Certificate states:
  * `approved` → `revoked`.
  */
+import { ONBOARDED, defineRoute, mount, op } from '../api/route.js';
+import type { RouteSpec } from '../api/route.js';
+import * as S from '../api/schemas.js';
 import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
@@ -22,7 +25,8 @@ import { AAD } from '../secrets.js';
 import { buildEvent } from '../events.js';
 import type { ServiceContext } from '../context.js';
 import type { CertificateRecord, DelegationRequestRecord } from '../store/types.js';
-import { TEXT_RULES, iso, ownedCertificate, ownedConnection, ownedRequest, requireScopes, requireText } from '../http/resources.js';
+import { TEXT_RULES, iso, ownedCertificate, ownedConnection, ownedRequest, requireScopes,
+  requireText } from '../http/resources.js';
 
 const SelfRequestBody = Type.Object({
   connection_id: Type.String({ maxLength: 100 }),
@@ -37,12 +41,15 @@ const ApproveBody = Type.Object({
 /** The optional `{reason}` body of deny (the body itself may be absent). */
 function optionalReason(body: unknown): string | null {
   if (body === undefined || body === null) return null;
-  if (typeof body !== 'object' || Array.isArray(body)) throw new ServiceError('invalid_request', 'The body must be an object.', { field: 'body' });
+  if (typeof body !== 'object' || Array.isArray(body)) throw new ServiceError(
+    'invalid_request', 'The body must be an object.', { field: 'body' });
   const extra = Object.keys(body).find((k) => k !== 'reason');
-  if (extra) throw new ServiceError('invalid_request', `body.${extra} is not a known field.`, { field: `body.${extra}` });
+  if (extra) throw new ServiceError(
+    'invalid_request', `body.${extra} is not a known field.`, { field: `body.${extra}` });
   const r = (body as { reason?: unknown }).reason;
   if (r === undefined) return null;
-  if (typeof r !== 'string') throw new ServiceError('invalid_request', 'body.reason must be a string.', { field: 'body.reason' });
+  if (typeof r !== 'string') throw new ServiceError(
+    'invalid_request', 'body.reason must be a string.', { field: 'body.reason' });
   return requireText(r, 'body.reason', TEXT_RULES.reason);
 }
 const RevokeBody = Type.Object({ reason: Type.String({ maxLength: 500 }) }, { additionalProperties: false });
@@ -59,9 +66,12 @@ export function requestView(r: DelegationRequestRecord): Static<typeof Delegatio
 /** View of a certificate (with the signed certificate itself). */
 export function certificateView(c: CertificateRecord): Static<typeof Certificate> {
   return {
-    cert_id: c.id, request_id: c.requestId, connection_id: c.connectionId, agent_id: c.agentId, approved_scope: c.approvedScope,
-    constraints: (c.constraints ?? null) as Record<string, unknown> | null, status: c.status, issued_at: iso(c.issuedAt), expires_at: iso(c.expiresAt),
-    revoked_at: iso(c.revokedAt), revoke_reason: c.revokeReason, cert_sha256: c.certSha256, cert_json: JSON.parse(c.certJson) as Record<string, unknown>,
+    cert_id: c.id, request_id: c.requestId, connection_id: c.connectionId, agent_id: c.agentId,
+      approved_scope: c.approvedScope,
+    constraints: (c.constraints ?? null) as Record<string, unknown> | null, status: c.status, issued_at: iso(
+      c.issuedAt), expires_at: iso(c.expiresAt),
+    revoked_at: iso(c.revokedAt), revoke_reason: c.revokeReason, cert_sha256: c.certSha256, cert_json: JSON.parse(
+      c.certJson) as Record<string, unknown>,
   };
 }
 
@@ -96,9 +106,80 @@ export function delegationKeyStatement(p: CertificatePayload, certSha256: string
     + `from ${p.issued_at} until ${p.expires_at ?? 'revoked'}`;
 }
 
+/** The routes of this file, each defined once (api/route.ts). */
+export const DELEGATIONS_ROUTES = {
+  createSelfRequest: defineRoute({
+    method: 'POST', url: '/v1/service/delegations/self-request', auth: 'session_csrf',
+    schema: { body: SelfRequestBody, tags: ['delegations'] },
+    operation: op('createSelfRequest', 'Request a delegation (spec 4.8)',
+      'Asks for the connection\'s full scope ceiling for one of its agents (`agent_id` is needed when it has several).',
+      S.DelegationRequest, ['connection_not_found', 'agent_not_found', 'agent_required']),
+  }),
+  approveDelegationRequest: defineRoute({
+    method: 'POST', url: '/v1/service/delegations/requests/:request_id/approve', auth: 'session_csrf',
+    schema: { params: IdParam('request_id'), body: ApproveBody, tags: ['delegations'] },
+    operation: {
+      ...op('approveDelegationRequest', 'Approve a delegation request (spec 4.9)',
+        'Issues a certificate signed by the account\'s root identity, for all or some of the requested scopes, with '
+          + 'optional expiry and constraints. Event delegation.approved.',
+        S.Approval, ['request_not_found', 'request_not_pending', 'empty_scope', 'invalid_scopes', 'scope_not_requested',
+          'invalid_expiry', 'invalid_constraints', ...ONBOARDED]),
+      bodyMembers: { constraints: Type.Union([Type.Ref('Constraints'), Type.Null()], {
+        description: 'Constraints (docs/constraints.md); null or `{}` for none.' }) },
+    },
+  }),
+  denyDelegationRequest: defineRoute({
+    method: 'POST', url: '/v1/service/delegations/requests/:request_id/deny', auth: 'session_csrf',
+    schema: { params: IdParam('request_id'), tags: ['delegations'] },
+    operation: {
+      ...op('denyDelegationRequest', 'Deny a delegation request',
+        'Optional body `{reason}`. Event delegation.denied.', S.Denial, ['request_not_found', 'request_not_pending']),
+      body: S.DenyDelegationBody,
+    },
+  }),
+  revokeCertificate: defineRoute({
+    method: 'POST', url: '/v1/service/delegations/:cert_id/revoke', auth: 'session_csrf',
+    schema: { params: IdParam('cert_id'), body: RevokeBody, tags: ['delegations'] },
+    operation: op('revokeCertificate', 'Revoke a certificate (spec 4.10)',
+      'Later verifies of proofs made earlier answer deny/delegation_revoked; present answers 404 '
+        + 'no_active_delegation. Repeating it answers the same. Event delegation.revoked.',
+      S.Revocation, ['certificate_not_found']),
+  }),
+  listDelegationRequests: defineRoute({
+    method: 'GET', url: '/v1/service/delegations/requests', auth: 'session',
+    schema: { tags: ['delegations'] },
+    operation: op('listDelegationRequests', 'List delegation requests', 'The account\'s requests, newest first.',
+      S.DelegationRequestList),
+  }),
+  getDelegationRequest: defineRoute({
+    method: 'GET', url: '/v1/service/delegations/requests/:request_id', auth: 'session',
+    schema: { params: IdParam('request_id'), tags: ['delegations'] },
+    operation: op('getDelegationRequest', 'Read a delegation request', 'One request.', S.DelegationRequest, [
+      'request_not_found']),
+  }),
+  listCertificates: defineRoute({
+    method: 'GET', url: '/v1/service/delegations', auth: 'session',
+    schema: { tags: ['delegations'] },
+    operation: op('listCertificates', 'List certificates',
+      'The account\'s certificates, with the signed certificate JSON.', S.CertificateList),
+  }),
+  getCertificate: defineRoute({
+    method: 'GET', url: '/v1/service/delegations/:cert_id', auth: 'session',
+    schema: { params: IdParam('cert_id'), tags: ['delegations'] },
+    operation: op('getCertificate', 'Read a certificate', 'One certificate, with the signed certificate JSON.',
+      S.Certificate, ['certificate_not_found']),
+  }),
+  getIdentity: defineRoute({
+    method: 'GET', url: '/v1/service/identity', auth: 'session',
+    schema: { tags: ['delegations'] },
+    operation: op('getIdentity', 'Read the root public key',
+      'The account\'s root public key, to verify certificates offline.', S.Identity, ONBOARDED),
+  }),
+} as const satisfies Record<string, RouteSpec>;
+
 /** Registers the delegation routes. */
 export async function registerDelegationRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
-  app.post('/v1/service/delegations/self-request', { schema: { body: SelfRequestBody, tags: ['delegations'] }, config: { auth: 'session_csrf' } }, async (request) => {
+  mount(app, DELEGATIONS_ROUTES.createSelfRequest, async (request) => {
     const accountId = request.session!.accountId;
     const b = request.body as { connection_id: string; agent_id?: string };
     const conn = await ownedConnection(ctx, accountId, b.connection_id);
@@ -106,11 +187,13 @@ export async function registerDelegationRoutes(app: FastifyInstance, ctx: Servic
     let agentId: string;
     if (b.agent_id !== undefined) {
       const agent = await ctx.store.platforms.getAgent(b.agent_id);
-      if (!agent || agent.connectionId !== conn.id) throw new ServiceError('agent_not_found', 'No such agent on this connection.');
+      if (!agent || agent.connectionId !== conn.id) throw new ServiceError(
+        'agent_not_found', 'No such agent on this connection.');
       agentId = agent.id;
     } else {
       const agents = await ctx.store.platforms.listAgents({ connectionId: conn.id });
-      if (agents.length !== 1) throw new ServiceError('agent_required', `The connection has ${agents.length} agents; pass agent_id.`);
+      if (agents.length !== 1) throw new ServiceError(
+        'agent_required', `The connection has ${agents.length} agents; pass agent_id.`);
       agentId = agents[0]!.id;
     }
     const rec: DelegationRequestRecord = {
@@ -121,15 +204,20 @@ export async function registerDelegationRoutes(app: FastifyInstance, ctx: Servic
     return requestView(rec);
   });
 
-  app.post('/v1/service/delegations/requests/:request_id/approve', { schema: { params: IdParam('request_id'), body: ApproveBody, tags: ['delegations'] }, config: { auth: 'session_csrf' } }, async (request) => {
+  mount(app, DELEGATIONS_ROUTES.approveDelegationRequest, async (request) => {
     const accountId = request.session!.accountId;
-    const b = request.body as { approved_scope: unknown[]; expires_at?: string | null; constraints?: Record<string, unknown> | null };
+    const b = request.body as { approved_scope: unknown[]; expires_at?: string | null; constraints?: Record<string,
+      unknown> | null };
     const req = await ownedRequest(ctx, accountId, (request.params as { request_id: string }).request_id);
-    if (req.state !== 'pending') throw new ServiceError('request_not_pending', `The request is ${req.state}.`, { state: req.state });
-    if (b.approved_scope.length === 0) throw new ServiceError('empty_scope', undefined, { field: 'body.approved_scope' });
+    if (req.state !== 'pending') throw new ServiceError(
+      'request_not_pending', `The request is ${req.state}.`, { state: req.state });
+    if (b.approved_scope.length === 0) throw new ServiceError(
+      'empty_scope', undefined, { field: 'body.approved_scope' });
     const scopes = requireScopes(b.approved_scope, 'body.approved_scope');
     const notRequested = scopes.filter((s) => !req.requestedScopes.includes(s));
-    if (notRequested.length) throw new ServiceError('scope_not_requested', `Not requested: ${notRequested.join(', ')}.`, { field: 'body.approved_scope', not_requested: notRequested });
+    if (notRequested.length) throw new ServiceError(
+      'scope_not_requested', `Not requested: ${notRequested.join(', ')}.`, {
+        field: 'body.approved_scope', not_requested: notRequested });
     const now = ctx.clock();
     let expiresAt: number | null = null;
     if (b.expires_at !== undefined && b.expires_at !== null) {
@@ -152,8 +240,10 @@ export async function registerDelegationRoutes(app: FastifyInstance, ctx: Servic
     const certId = `cert-${crypto.randomUUID()}`;
     const payload: CertificatePayload = {
       v: 1, typ: CERT_TYPE, cert_id: certId, request_id: req.id,
-      issuer: { account_id: accountId, public_key: JSON.parse(account.rootPublicKey) as CertificatePayload['issuer']['public_key'] },
-      subject: { agent_id: agent.id, public_key: JSON.parse(agent.publicKey) as CertificatePayload['subject']['public_key'] },
+      issuer: { account_id: accountId, public_key: JSON.parse(account.rootPublicKey) as CertificatePayload['issuer'][
+        'public_key'] },
+      subject: { agent_id: agent.id, public_key: JSON.parse(agent.publicKey) as CertificatePayload['subject'][
+        'public_key'] },
       connection_id: req.connectionId, scopes: [...scopes].sort(), constraints,
       issued_at: new Date(now).toISOString(), expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString(),
     };
@@ -166,28 +256,33 @@ export async function registerDelegationRoutes(app: FastifyInstance, ctx: Servic
     if (!publicKeyFromJson(payload.issuer.public_key)) throw new TypeError('stored root public key is malformed');
     const certSha256 = certificateHash(cert);
     const record: CertificateRecord = {
-      id: certId, requestId: req.id, accountId, connectionId: req.connectionId, agentId: agent.id, approvedScope: payload.scopes,
-      constraints, certJson: canonicalize(cert), certSha256, status: 'approved', issuedAt: now, expiresAt, revokedAt: null, revokeReason: null,
+      id: certId, requestId: req.id, accountId, connectionId: req.connectionId, agentId: agent.id,
+        approvedScope: payload.scopes,
+      constraints, certJson: canonicalize(cert), certSha256, status: 'approved', issuedAt: now, expiresAt,
+        revokedAt: null, revokeReason: null,
     };
     const ok = await ctx.store.delegations.approveRequest(req.id, record, buildEvent(ctx, {
       type: 'delegation.approved', accountId, platformId: conn.platformId, connectionId: conn.id, now,
       fields: {
-        request_id: req.id, connection_id: conn.id, org_id: accountId, agent_id: agent.id, approved_scope: payload.scopes,
+        request_id: req.id, connection_id: conn.id, org_id: accountId, agent_id: agent.id,
+          approved_scope: payload.scopes,
         cert_json: cert, delegation_key_statement: delegationKeyStatement(payload, certSha256),
       },
     }));
     if (!ok) throw new ServiceError('request_not_pending', 'The request was decided concurrently.');
     ctx.nudgeWebhooks();
     return {
-      approved_scope: payload.scopes, cert_id: certId, expires_at: iso(expiresAt), issued_at: payload.issued_at, status: 'approved',
+      approved_scope: payload.scopes, cert_id: certId, expires_at: iso(expiresAt), issued_at: payload.issued_at,
+        status: 'approved',
       request_id: req.id, agent_id: agent.id, connection_id: conn.id, constraints, cert_sha256: certSha256,
     };
   });
 
-  app.post('/v1/service/delegations/requests/:request_id/deny', { schema: { params: IdParam('request_id'), tags: ['delegations'] }, config: { auth: 'session_csrf' } }, async (request) => {
+  mount(app, DELEGATIONS_ROUTES.denyDelegationRequest, async (request) => {
     const accountId = request.session!.accountId;
     const req = await ownedRequest(ctx, accountId, (request.params as { request_id: string }).request_id);
-    if (req.state !== 'pending') throw new ServiceError('request_not_pending', `The request is ${req.state}.`, { state: req.state });
+    if (req.state !== 'pending') throw new ServiceError(
+      'request_not_pending', `The request is ${req.state}.`, { state: req.state });
     const reason = optionalReason(request.body);
     const conn = await ctx.store.platforms.getConnection(req.connectionId);
     const now = ctx.clock();
@@ -200,11 +295,12 @@ export async function registerDelegationRoutes(app: FastifyInstance, ctx: Servic
     return { request_id: req.id, state: 'denied', decided_at: iso(now) };
   });
 
-  app.post('/v1/service/delegations/:cert_id/revoke', { schema: { params: IdParam('cert_id'), body: RevokeBody, tags: ['delegations'] }, config: { auth: 'session_csrf' } }, async (request) => {
+  mount(app, DELEGATIONS_ROUTES.revokeCertificate, async (request) => {
     const accountId = request.session!.accountId;
     const cert = await ownedCertificate(ctx, accountId, (request.params as { cert_id: string }).cert_id);
     const reason = requireText((request.body as { reason: string }).reason, 'body.reason', TEXT_RULES.reason);
-    if (cert.status === 'revoked') return { cert_id: cert.id, status: 'revoked', already_revoked: true, revoked_at: iso(cert.revokedAt) };
+    if (cert.status === 'revoked') return {
+      cert_id: cert.id, status: 'revoked', already_revoked: true, revoked_at: iso(cert.revokedAt) };
     const conn = await ctx.store.platforms.getConnection(cert.connectionId);
     const now = ctx.clock();
     const changed = await ctx.store.delegations.revokeCertificate(cert.id, reason, now, buildEvent(ctx, {
@@ -214,26 +310,30 @@ export async function registerDelegationRoutes(app: FastifyInstance, ctx: Servic
     // Same process, before the call returns: later verifies see the revocation even on a cache hit.
     ctx.caches.markRevoked(cert.id);
     ctx.nudgeWebhooks();
-    return { cert_id: cert.id, status: 'revoked', already_revoked: !changed, revoked_at: iso(changed ? now : cert.revokedAt) };
+    return { cert_id: cert.id, status: 'revoked', already_revoked: !changed, revoked_at: iso(
+      changed ? now : cert.revokedAt) };
   });
 
-  app.get('/v1/service/delegations/requests', { schema: { tags: ['delegations'] }, config: { auth: 'session' } }, async (request) => {
+  mount(app, DELEGATIONS_ROUTES.listDelegationRequests, async (request) => {
     return { requests: (await ctx.store.delegations.listRequests(request.session!.accountId)).map(requestView) };
   });
 
-  app.get('/v1/service/delegations/requests/:request_id', { schema: { params: IdParam('request_id'), tags: ['delegations'] }, config: { auth: 'session' } }, async (request) => {
-    return requestView(await ownedRequest(ctx, request.session!.accountId, (request.params as { request_id: string }).request_id));
+  mount(app, DELEGATIONS_ROUTES.getDelegationRequest, async (request) => {
+    return requestView(await ownedRequest(ctx, request.session!.accountId, (request.params as {
+      request_id: string }).request_id));
   });
 
-  app.get('/v1/service/delegations', { schema: { tags: ['delegations'] }, config: { auth: 'session' } }, async (request) => {
-    return { certificates: (await ctx.store.delegations.listCertificates(request.session!.accountId)).map(certificateView) };
+  mount(app, DELEGATIONS_ROUTES.listCertificates, async (request) => {
+    return { certificates: (await ctx.store.delegations.listCertificates(request.session!.accountId)).map(
+      certificateView) };
   });
 
-  app.get('/v1/service/delegations/:cert_id', { schema: { params: IdParam('cert_id'), tags: ['delegations'] }, config: { auth: 'session' } }, async (request) => {
-    return certificateView(await ownedCertificate(ctx, request.session!.accountId, (request.params as { cert_id: string }).cert_id));
+  mount(app, DELEGATIONS_ROUTES.getCertificate, async (request) => {
+    return certificateView(await ownedCertificate(ctx, request.session!.accountId, (request.params as {
+      cert_id: string }).cert_id));
   });
 
-  app.get('/v1/service/identity', { schema: { tags: ['delegations'] }, config: { auth: 'session' } }, async (request) => {
+  mount(app, DELEGATIONS_ROUTES.getIdentity, async (request) => {
     const a = await ctx.store.accounts.getAccount(request.session!.accountId);
     if (!a?.rootPublicKey) throw new ServiceError('onboarding_incomplete');
     return { account_id: a.id, root_public_key: JSON.parse(a.rootPublicKey) as unknown };

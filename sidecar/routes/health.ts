@@ -14,6 +14,9 @@
  *
  * Health answers carry `Cache-Control: no-store`.
  */
+import { defineRoute, mount, op } from '../api/route.js';
+import type { RouteSpec } from '../api/route.js';
+import * as S from '../api/schemas.js';
 import Fastify from 'fastify';
 import type { FastifyInstance } from 'fastify';
 import { errorBody } from '../../src/errors.js';
@@ -23,34 +26,49 @@ import type { ServiceContext } from '../context.js';
 /** Paths of the operational endpoints. */
 export const HEALTH_PATHS = { liveness: '/healthz', readiness: '/readyz', metrics: '/metrics' } as const;
 
+/** The health routes, each defined once (api/route.ts); `GET /metrics` is not in the document. */
+export const HEALTH_ROUTES = {
+  getLiveness: defineRoute({
+    method: 'GET', url: HEALTH_PATHS.liveness, auth: 'none',
+    schema: { tags: ['operations'], summary: 'Liveness: the process serves requests.' },
+    operation: op('getLiveness', 'Liveness', 'Answers 200 while the process serves requests.', S.Liveness),
+  }),
+  getReadiness: defineRoute({
+    method: 'GET', url: HEALTH_PATHS.readiness, auth: 'none',
+    schema: { tags: ['operations'], summary: 'Readiness: the store answers and every migration is applied.' },
+    operation: {
+      ...op('getReadiness', 'Readiness',
+        'Answers 200 when the store answers and every migration is applied; 503 `{status:"not_ready",reason}` '
+        + 'otherwise (store_unavailable, migrations_pending, shutting_down).', S.Readiness),
+      responses: { 503: S.NotReady },
+    },
+  }),
+} as const satisfies Record<string, RouteSpec>;
+
 /** Registers the health and metrics routes. */
 export async function registerHealthRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
   let shuttingDown = false;
   app.addHook('preClose', async () => { shuttingDown = true; });
 
-  app.get(HEALTH_PATHS.liveness, {
-    schema: { tags: ['operations'], summary: 'Liveness: the process serves requests.' },
-    config: { auth: 'none' }, logLevel: 'warn',
-  }, async (_request, reply) => {
+  mount(app, HEALTH_ROUTES.getLiveness, async (_request, reply) => {
     void reply.header('cache-control', 'no-store');
     return { status: 'ok' };
-  });
+  }, { logLevel: 'warn' });
 
-  app.get(HEALTH_PATHS.readiness, {
-    schema: { tags: ['operations'], summary: 'Readiness: the store answers and every migration is applied.' },
-    config: { auth: 'none' }, logLevel: 'warn',
-  }, async (request, reply) => {
+  mount(app, HEALTH_ROUTES.getReadiness, async (request, reply) => {
     void reply.header('cache-control', 'no-store');
     if (shuttingDown) return reply.code(503).send({ status: 'not_ready', reason: 'shutting_down' });
     try {
       const p = await ctx.store.ping();
-      if (!p.ok) return reply.code(503).send({ status: 'not_ready', reason: 'migrations_pending', schema_version: p.schemaVersion, expected_version: p.expectedVersion });
+      if (!p.ok) return reply.code(503).send(
+        { status: 'not_ready', reason: 'migrations_pending', schema_version: p.schemaVersion,
+          expected_version: p.expectedVersion });
       return { status: 'ready', schema_version: p.schemaVersion };
     } catch (err) {
       request.log.warn({ err: { message: (err as Error).message } }, 'readiness: the store does not answer');
       return reply.code(503).send({ status: 'not_ready', reason: 'store_unavailable' });
     }
-  });
+  }, { logLevel: 'warn' });
 
   if (ctx.config.metricsListen === null) registerMetricsRoute(app, ctx);
 }
@@ -73,7 +91,8 @@ function registerMetricsRoute(app: FastifyInstance, ctx: ServiceContext): void {
  */
 export async function buildMetricsServer(ctx: ServiceContext): Promise<FastifyInstance> {
   const m = Fastify({ logger: false });
-  m.setNotFoundHandler((_request, reply) => { void reply.code(404).header('cache-control', 'no-store').send(errorBody('not_found')); });
+  m.setNotFoundHandler((_request, reply) => { void reply.code(404).header('cache-control', 'no-store').send(errorBody(
+    'not_found')); });
   registerMetricsRoute(m, ctx);
   await m.ready();
   return m;

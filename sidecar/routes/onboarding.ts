@@ -3,6 +3,9 @@
  * type, which completes onboarding and creates the root identity (a hybrid
  * keypair whose private half is sealed under the master key).
  */
+import { defineRoute, mount, op } from '../api/route.js';
+import type { RouteSpec } from '../api/route.js';
+import * as S from '../api/schemas.js';
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { ServiceError } from '../../src/errors.js';
@@ -21,9 +24,27 @@ const ProfileBody = Type.Object({
 }, { additionalProperties: false });
 const TypeBody = Type.Object({ account_type: Type.String({ maxLength: 64 }) }, { additionalProperties: false });
 
+/** The routes of this file, each defined once (api/route.ts). */
+export const ONBOARDING_ROUTES = {
+  setProfile: defineRoute({
+    method: 'POST', url: '/v1/auth/onboarding/profile', auth: 'session_csrf',
+    schema: { body: ProfileBody, tags: ['onboarding'] },
+    operation: op('setProfile', 'Onboarding: profile (spec 4.4)',
+      'Records first and last name; the next step is `account_type`.', S.ProfileResult),
+  }),
+  setAccountType: defineRoute({
+    method: 'POST', url: '/v1/auth/onboarding/account-type', auth: 'session_csrf',
+    schema: { body: TypeBody, tags: ['onboarding'] },
+    operation: op('setAccountType', 'Onboarding: account type (spec 4.5)',
+      'Completes onboarding and creates the root identity (hybrid Ed25519 + ML-DSA-65). `individual` gets alpha '
+        + 'credits.',
+      S.AccountTypeResult, ['invalid_account_type', 'onboarding_incomplete', 'onboarding_complete']),
+  }),
+} as const satisfies Record<string, RouteSpec>;
+
 /** Registers the onboarding routes. */
 export async function registerOnboardingRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
-  app.post('/v1/auth/onboarding/profile', { schema: { body: ProfileBody, tags: ['onboarding'] }, config: { auth: 'session_csrf' } }, async (request) => {
+  mount(app, ONBOARDING_ROUTES.setProfile, async (request) => {
     const b = request.body as { first_name: string; last_name: string };
     const first = requireText(b.first_name, 'body.first_name', TEXT_RULES.personName);
     const last = requireText(b.last_name, 'body.last_name', TEXT_RULES.personName);
@@ -32,9 +53,10 @@ export async function registerOnboardingRoutes(app: FastifyInstance, ctx: Servic
     return { onboarding_step: a?.onboardingStep ?? 'account_type', first_name: first, last_name: last };
   });
 
-  app.post('/v1/auth/onboarding/account-type', { schema: { body: TypeBody, tags: ['onboarding'] }, config: { auth: 'session_csrf' } }, async (request) => {
+  mount(app, ONBOARDING_ROUTES.setAccountType, async (request) => {
     const type = (request.body as { account_type: string }).account_type;
-    if (!(ACCOUNT_TYPES as readonly string[]).includes(type)) throw new ServiceError('invalid_account_type', undefined, { field: 'body.account_type' });
+    if (!(ACCOUNT_TYPES as readonly string[]).includes(type)) throw new ServiceError(
+      'invalid_account_type', undefined, { field: 'body.account_type' });
     const accountId = request.session!.accountId;
     const account = await ctx.store.accounts.getAccount(accountId);
     if (!account) throw new ServiceError('auth_required');
@@ -42,7 +64,8 @@ export async function registerOnboardingRoutes(app: FastifyInstance, ctx: Servic
       if (account.accountType === type) return { onboarding_step: 'complete', account_type: type };
       throw new ServiceError('onboarding_complete', `Onboarding is already complete as ${account.accountType}.`);
     }
-    if (account.onboardingStep === 'profile') throw new ServiceError('onboarding_incomplete', 'Send the profile (first_name, last_name) first.');
+    if (account.onboardingStep === 'profile') throw new ServiceError(
+      'onboarding_incomplete', 'Send the profile (first_name, last_name) first.');
     const kp = generateHybridKeyPair();
     const done = await ctx.store.accounts.completeOnboarding(accountId, {
       accountType: type,

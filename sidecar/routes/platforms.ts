@@ -3,6 +3,9 @@
  * agent creation (endpoint 7), and the operations the spec leaves out —
  * listing and reading, API-key rotation and connection removal.
  */
+import { ONBOARDED, defineRoute, mount, op } from '../api/route.js';
+import type { RouteSpec } from '../api/route.js';
+import * as S from '../api/schemas.js';
 import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
@@ -16,7 +19,8 @@ import { buildEvent } from '../events.js';
 import { newApiKey } from '../auth/api-key.js';
 import type { ServiceContext } from '../context.js';
 import {
-  NoBody, TEXT_RULES, agentView, connectionView, iso, ownedConnection, ownedPlatform, platformView, requireScopes, requireText,
+  NoBody, TEXT_RULES, agentView, connectionView, iso, ownedConnection, ownedPlatform, platformView, requireScopes,
+    requireText,
 } from '../http/resources.js';
 
 /** Surface types accepted at registration (`agentic_api` is the agent-action surface). */
@@ -44,26 +48,97 @@ const IdParam = (name: string) => Type.Object({ [name]: Type.String({ maxLength:
 /** Checks a callback URL against the registration rules, or throws `invalid_callback_url`. */
 export function checkCallbackUrl(ctx: ServiceContext, url: string): void {
   const v = validateCallbackUrl(url, ctx.config.webhookAllowInsecure);
-  if (!v.ok) throw new ServiceError('invalid_callback_url', `callback_url is not allowed: ${v.reason}.`, { field: 'body.callback_url' });
+  if (!v.ok) throw new ServiceError(
+    'invalid_callback_url', `callback_url is not allowed: ${v.reason}.`, { field: 'body.callback_url' });
 }
+
+/** The routes of this file, each defined once (api/route.ts). */
+export const PLATFORMS_ROUTES = {
+  registerPersonalPlatform: defineRoute({
+    method: 'POST', url: '/v1/service/platforms/personal', auth: 'session_csrf',
+    schema: { body: PlatformBody, tags: ['platforms'] },
+    operation: op('registerPersonalPlatform', 'Register a personal platform (spec 4.6)',
+      'Creates the platform, its connection and API key. The three secrets appear only in this response.',
+      S.PlatformRegistration, ['invalid_scopes', 'invalid_callback_url', 'platform_limit_reached',
+        'account_type_not_supported', ...ONBOARDED]),
+  }),
+  listPlatforms: defineRoute({
+    method: 'GET', url: '/v1/service/platforms', auth: 'session',
+    schema: { tags: ['platforms'] },
+    operation: op('listPlatforms', 'List platforms', 'The account\'s platforms, without secrets.', S.PlatformList),
+  }),
+  getPlatform: defineRoute({
+    method: 'GET', url: '/v1/service/platforms/:platform_id', auth: 'session',
+    schema: { params: IdParam('platform_id'), tags: ['platforms'] },
+    operation: op('getPlatform', 'Read a platform', 'One platform, without secrets.', S.Platform, [
+      'platform_not_found']),
+  }),
+  listConnections: defineRoute({
+    method: 'GET', url: '/v1/service/connections', auth: 'session',
+    schema: { tags: ['connections'] },
+    operation: op('listConnections', 'List connections', 'The account\'s connections.', S.ConnectionList),
+  }),
+  getConnection: defineRoute({
+    method: 'GET', url: '/v1/service/connections/:connection_id', auth: 'session',
+    schema: { params: IdParam('connection_id'), tags: ['connections'] },
+    operation: op('getConnection', 'Read a connection', 'One connection.', S.Connection, ['connection_not_found']),
+  }),
+  rotateApiKey: defineRoute({
+    method: 'POST', url: '/v1/service/connections/:connection_id/rotate-key', auth: 'session_csrf',
+    schema: { body: NoBody, params: IdParam('connection_id'), tags: ['connections'] },
+    operation: op('rotateApiKey', 'Rotate the API key',
+      'Issues a new key (shown once); the old key stops at once or after SIDECAR_API_KEY_GRACE_SECONDS. Event '
+        + 'connection.key_rotated.',
+      S.KeyRotation, ['connection_not_found']),
+  }),
+  removeConnection: defineRoute({
+    method: 'POST', url: '/v1/service/connections/:connection_id/remove', auth: 'session_csrf',
+    schema: { body: NoBody, params: IdParam('connection_id'), tags: ['connections'] },
+    operation: op('removeConnection', 'Remove a connection',
+      'Its keys stop working, its certificates are revoked and its pending requests denied. Event connection.removed.',
+      S.ConnectionRemoval, ['connection_not_found']),
+  }),
+  createAgent: defineRoute({
+    method: 'POST', url: '/v1/service/connections/:connection_id/agents', auth: 'api_key',
+    schema: { params: IdParam('connection_id'), body: AgentBody, tags: ['agents'] },
+    operation: op('createAgent', 'Create an agent (spec 4.7)',
+      'Creates a custodial agent: the service generates and keeps its hybrid keypair. Flat JSON answer.',
+      S.AgentCreated, ['connection_not_found', 'invalid_agent_type']),
+  }),
+  listConnectionAgents: defineRoute({
+    method: 'GET', url: '/v1/service/connections/:connection_id/agents', auth: 'api_key',
+    schema: { params: IdParam('connection_id'), tags: ['agents'] },
+    operation: op('listConnectionAgents', 'List the connection\'s agents',
+      'The agents of the API key\'s own connection.', S.AgentList, ['connection_not_found']),
+  }),
+  listAgents: defineRoute({
+    method: 'GET', url: '/v1/service/agents', auth: 'session',
+    schema: { tags: ['agents'] },
+    operation: op('listAgents', 'List agents', 'The account\'s agents.', S.AgentList),
+  }),
+} as const satisfies Record<string, RouteSpec>;
 
 /** Registers platform, connection and agent routes. */
 export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
-  app.post('/v1/service/platforms/personal', { schema: { body: PlatformBody, tags: ['platforms'] }, config: { auth: 'session_csrf' } }, async (request) => {
-    const b = request.body as { name: string; surface_type: string; default_allowed_scopes: unknown[]; description?: string; callback_url?: string | null };
+  mount(app, PLATFORMS_ROUTES.registerPersonalPlatform, async (request) => {
+    const b = request.body as {
+      name: string; surface_type: string; default_allowed_scopes: unknown[]; description?: string; callback_url?: string | null };
     const accountId = request.session!.accountId;
     const account = await ctx.store.accounts.getAccount(accountId);
     if (!account || account.onboardingStep !== 'complete') throw new ServiceError('onboarding_incomplete');
-    if (account.accountType !== 'individual') throw new ServiceError('account_type_not_supported', 'Personal platforms are for individual accounts.');
+    if (account.accountType !== 'individual') throw new ServiceError(
+      'account_type_not_supported', 'Personal platforms are for individual accounts.');
     if (!(SURFACE_TYPES as readonly string[]).includes(b.surface_type)) {
-      throw new ServiceError('invalid_request', `surface_type must be one of ${SURFACE_TYPES.join(', ')}.`, { field: 'body.surface_type' });
+      throw new ServiceError('invalid_request', `surface_type must be one of ${SURFACE_TYPES.join(', ')}.`, {
+        field: 'body.surface_type' });
     }
     const name = requireText(b.name, 'body.name', TEXT_RULES.name);
     const description = requireText(b.description ?? '', 'body.description', TEXT_RULES.description);
     const scopes = requireScopes(b.default_allowed_scopes, 'body.default_allowed_scopes');
     const callbackUrl = b.callback_url ?? null;
     if (callbackUrl !== null) checkCallbackUrl(ctx, callbackUrl);
-    if ((await ctx.store.platforms.countPlatforms(accountId)) >= PERSONAL_PLATFORM_LIMIT) throw new ServiceError('platform_limit_reached');
+    if ((await ctx.store.platforms.countPlatforms(accountId)) >= PERSONAL_PLATFORM_LIMIT) throw new ServiceError(
+      'platform_limit_reached');
 
     const now = ctx.clock();
     const platformId = crypto.randomUUID();
@@ -87,8 +162,10 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
         webhookSecretEnc: ctx.box.seal(Buffer.from(webhookSecret), AAD.webhookSecret(platformId)),
         expiresAt, createdAt: now,
       },
-      { id: connectionId, platformId, accountId, allowedScopes: scopes, status: 'active', removedAt: null, createdAt: now },
-      { id: crypto.randomUUID(), connectionId, prefix: key.prefix, digest: key.digest, status: 'active', validUntil: expiresAt, createdAt: now },
+      { id: connectionId, platformId, accountId, allowedScopes: scopes, status: 'active', removedAt: null,
+        createdAt: now },
+      { id: crypto.randomUUID(), connectionId, prefix: key.prefix, digest: key.digest, status: 'active',
+        validUntil: expiresAt, createdAt: now },
       event,
       PERSONAL_PLATFORM_LIMIT,
     );
@@ -102,29 +179,30 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
     };
   });
 
-  app.get('/v1/service/platforms', { schema: { tags: ['platforms'] }, config: { auth: 'session' } }, async (request) => {
+  mount(app, PLATFORMS_ROUTES.listPlatforms, async (request) => {
     const accountId = request.session!.accountId;
     const conns = await ctx.store.platforms.listConnections(accountId);
     const platforms = await ctx.store.platforms.listPlatforms(accountId);
     return { platforms: platforms.map((p) => platformView(p, conns.find((c) => c.platformId === p.id)?.id ?? null)) };
   });
 
-  app.get('/v1/service/platforms/:platform_id', { schema: { params: IdParam('platform_id'), tags: ['platforms'] }, config: { auth: 'session' } }, async (request) => {
+  mount(app, PLATFORMS_ROUTES.getPlatform, async (request) => {
     const accountId = request.session!.accountId;
     const p = await ownedPlatform(ctx, accountId, (request.params as { platform_id: string }).platform_id);
     const conns = await ctx.store.platforms.listConnections(accountId);
     return platformView(p, conns.find((c) => c.platformId === p.id)?.id ?? null);
   });
 
-  app.get('/v1/service/connections', { schema: { tags: ['connections'] }, config: { auth: 'session' } }, async (request) => {
+  mount(app, PLATFORMS_ROUTES.listConnections, async (request) => {
     return { connections: (await ctx.store.platforms.listConnections(request.session!.accountId)).map(connectionView) };
   });
 
-  app.get('/v1/service/connections/:connection_id', { schema: { params: IdParam('connection_id'), tags: ['connections'] }, config: { auth: 'session' } }, async (request) => {
-    return connectionView(await ownedConnection(ctx, request.session!.accountId, (request.params as { connection_id: string }).connection_id));
+  mount(app, PLATFORMS_ROUTES.getConnection, async (request) => {
+    return connectionView(await ownedConnection(ctx, request.session!.accountId, (request.params as {
+      connection_id: string }).connection_id));
   });
 
-  app.post('/v1/service/connections/:connection_id/rotate-key', { schema: { body: NoBody, params: IdParam('connection_id'), tags: ['connections'] }, config: { auth: 'session_csrf' } }, async (request) => {
+  mount(app, PLATFORMS_ROUTES.rotateApiKey, async (request) => {
     const accountId = request.session!.accountId;
     const conn = await ownedConnection(ctx, accountId, (request.params as { connection_id: string }).connection_id);
     if (conn.status !== 'active') throw new ServiceError('connection_not_found', 'The connection was removed.');
@@ -135,9 +213,11 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
     // commits: none read before it can be cached after it, and none outlives this response.
     ctx.caches.apiKeys.invalidateConnection(conn.id);
     const prev = await ctx.store.platforms.rotateApiKey(conn.id,
-      { id: crypto.randomUUID(), connectionId: conn.id, prefix: key.prefix, digest: key.digest, status: 'active', validUntil: now + API_KEY_LIFETIME_MS, createdAt: now },
+      { id: crypto.randomUUID(), connectionId: conn.id, prefix: key.prefix, digest: key.digest, status: 'active',
+        validUntil: now + API_KEY_LIFETIME_MS, createdAt: now },
       graceUntil,
-      (previousPrefix) => buildEvent(ctx, { type: 'connection.key_rotated', accountId, platformId: conn.platformId, connectionId: conn.id, now,
+      (previousPrefix) => buildEvent(
+        ctx, { type: 'connection.key_rotated', accountId, platformId: conn.platformId, connectionId: conn.id, now,
         fields: { connection_id: conn.id, api_key_prefix: key.prefix, previous_prefix: previousPrefix } }));
     ctx.caches.apiKeys.invalidateConnection(conn.id);
     if (!prev) throw new ServiceError('connection_not_found', 'The connection was removed.');
@@ -148,50 +228,60 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
     };
   });
 
-  app.post('/v1/service/connections/:connection_id/remove', { schema: { body: NoBody, params: IdParam('connection_id'), tags: ['connections'] }, config: { auth: 'session_csrf' } }, async (request) => {
+  mount(app, PLATFORMS_ROUTES.removeConnection, async (request) => {
     const accountId = request.session!.accountId;
     const conn = await ownedConnection(ctx, accountId, (request.params as { connection_id: string }).connection_id);
-    if (conn.status === 'removed') return { connection_id: conn.id, status: 'removed', removed_at: iso(conn.removedAt), revoked_cert_ids: [] };
+    if (conn.status === 'removed') return {
+      connection_id: conn.id, status: 'removed', removed_at: iso(conn.removedAt), revoked_cert_ids: [] };
     const now = ctx.clock();
     ctx.caches.apiKeys.invalidateConnection(conn.id);
     const revoked = await ctx.store.platforms.removeConnection(conn.id, now, (certs, denied) => [
-      ...certs.map((c) => buildEvent(ctx, { type: 'delegation.revoked', accountId, platformId: conn.platformId, connectionId: conn.id, now,
-        fields: { cert_id: c.certId, agent_id: c.agentId, connection_id: conn.id, org_id: accountId, reason: 'connection_removed' } })),
-      ...denied.map((r) => buildEvent(ctx, { type: 'delegation.denied', accountId, platformId: conn.platformId, connectionId: conn.id, now,
-        fields: { request_id: r.requestId, connection_id: conn.id, org_id: accountId, agent_id: r.agentId, reason: 'connection_removed' } })),
+      ...certs.map((c) => buildEvent(ctx, { type: 'delegation.revoked', accountId, platformId: conn.platformId,
+        connectionId: conn.id, now,
+        fields: { cert_id: c.certId, agent_id: c.agentId, connection_id: conn.id, org_id: accountId,
+          reason: 'connection_removed' } })),
+      ...denied.map((r) => buildEvent(ctx, { type: 'delegation.denied', accountId, platformId: conn.platformId,
+        connectionId: conn.id, now,
+        fields: { request_id: r.requestId, connection_id: conn.id, org_id: accountId, agent_id: r.agentId,
+          reason: 'connection_removed' } })),
       buildEvent(ctx, { type: 'connection.removed', accountId, platformId: conn.platformId, connectionId: conn.id, now,
         fields: { connection_id: conn.id, org_id: accountId, removed_at: iso(now) } }),
     ]);
     ctx.caches.apiKeys.invalidateConnection(conn.id);
     for (const c of revoked ?? []) ctx.caches.markRevoked(c.certId);
     ctx.nudgeWebhooks();
-    return { connection_id: conn.id, status: 'removed', removed_at: iso(now), revoked_cert_ids: (revoked ?? []).map((c) => c.certId) };
+    return { connection_id: conn.id, status: 'removed', removed_at: iso(now), revoked_cert_ids: (revoked ?? []).map((
+      c) => c.certId) };
   });
 
-  app.post('/v1/service/connections/:connection_id/agents', { schema: { params: IdParam('connection_id'), body: AgentBody, tags: ['agents'] }, config: { auth: 'api_key' } }, async (request) => {
+  mount(app, PLATFORMS_ROUTES.createAgent, async (request) => {
     const auth = request.apiKey!;
     const connectionId = (request.params as { connection_id: string }).connection_id;
-    if (connectionId !== auth.connectionId) throw new ServiceError('connection_not_found', 'Agents can only be created under the API key\'s own connection.');
+    if (connectionId !== auth.connectionId) throw new ServiceError(
+      'connection_not_found', 'Agents can only be created under the API key\'s own connection.');
     const b = request.body as { name: string; agent_type: string };
     const name = requireText(b.name, 'body.name', TEXT_RULES.name);
-    if (b.agent_type !== 'api_agent') throw new ServiceError('invalid_agent_type', undefined, { field: 'body.agent_type' });
+    if (b.agent_type !== 'api_agent') throw new ServiceError(
+      'invalid_agent_type', undefined, { field: 'body.agent_type' });
     const id = crypto.randomUUID();
     const kp = generateHybridKeyPair();
     await ctx.store.platforms.createAgent({
       id, connectionId, accountId: auth.accountId, name, agentType: b.agent_type, custodyMode: CUSTODY_MODE,
-      publicKey: canonicalize(publicKeyToJson(kp.publicKey)), secretEnc: ctx.box.seal(kp.secretSeed, AAD.agentSecret(id)), createdAt: ctx.clock(),
+      publicKey: canonicalize(publicKeyToJson(kp.publicKey)), secretEnc: ctx.box.seal(
+        kp.secretSeed, AAD.agentSecret(id)), createdAt: ctx.clock(),
     });
     kp.secretSeed.fill(0);
-    return { agent_id: id, name, agent_type: b.agent_type, custody_mode: CUSTODY_MODE, public_key_json: publicKeyToJson(kp.publicKey) };
+    return { agent_id: id, name, agent_type: b.agent_type, custody_mode: CUSTODY_MODE, public_key_json: publicKeyToJson(
+      kp.publicKey) };
   });
 
-  app.get('/v1/service/connections/:connection_id/agents', { schema: { params: IdParam('connection_id'), tags: ['agents'] }, config: { auth: 'api_key' } }, async (request) => {
+  mount(app, PLATFORMS_ROUTES.listConnectionAgents, async (request) => {
     const connectionId = (request.params as { connection_id: string }).connection_id;
     if (connectionId !== request.apiKey!.connectionId) throw new ServiceError('connection_not_found');
     return { agents: (await ctx.store.platforms.listAgents({ connectionId })).map(agentView) };
   });
 
-  app.get('/v1/service/agents', { schema: { tags: ['agents'] }, config: { auth: 'session' } }, async (request) => {
+  mount(app, PLATFORMS_ROUTES.listAgents, async (request) => {
     return { agents: (await ctx.store.platforms.listAgents({ accountId: request.session!.accountId })).map(agentView) };
   });
 }

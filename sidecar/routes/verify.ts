@@ -3,6 +3,9 @@
  * hands everything else, including API-key authentication, to the one
  * decision pipeline (`decide()`); writes the decision-log line when the log is on.
  */
+import { defineRoute, mount, op } from '../api/route.js';
+import type { RouteSpec } from '../api/route.js';
+import * as S from '../api/schemas.js';
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { Static } from '@sinclair/typebox';
@@ -41,15 +44,35 @@ const INVALID_JSON_BODY: Readonly<Record<string, never>> = Object.freeze({});
  * that is missing or not valid (decide() answers it after authenticating the key).
  */
 function verifyBody(body: unknown, validationError: Error | undefined): VerifyRequest | ServiceError {
-  if (body === INVALID_JSON_BODY) return new ServiceError('invalid_request', 'The request body is not valid JSON.', { field: 'body' });
+  if (body === INVALID_JSON_BODY) return new ServiceError(
+    'invalid_request', 'The request body is not valid JSON.', { field: 'body' });
   // `satisfies`: the schema's type must fit the protocol's request type (src/protocol.ts).
-  if (!validationError && (body as Partial<VerifyRequest> | undefined)?.proof_bundle !== undefined) return body as Static<typeof VerifyBody> satisfies VerifyRequest;
-  const v = (validationError as { validation?: { instancePath?: string; params?: Record<string, unknown> }[] } | undefined)?.validation?.[0];
-  const field = ['body', v?.instancePath?.replace(/^\//, '').replace(/\//g, '.'), v?.params?.missingProperty ?? v?.params?.additionalProperty]
+  if (!validationError && (
+    body as Partial<VerifyRequest> | undefined)?.proof_bundle !== undefined) return body as Static<typeof VerifyBody> satisfies VerifyRequest;
+  const v = (validationError as { validation?: { instancePath?: string; params?: Record<string,
+    unknown> }[] } | undefined)?.validation?.[0];
+  const field = ['body', v?.instancePath?.replace(/^\//, '').replace(/\//g, '.'), v?.params?.missingProperty ??
+    v?.params?.additionalProperty]
     .filter((x) => typeof x === 'string' && x !== '').join('.');
   const named = field === 'body' && !v ? 'body.proof_bundle' : field;
   return new ServiceError('invalid_request', `${named} is missing or not valid.`, { field: named });
 }
+
+/** The verify route, defined once (api/route.ts): the hook lets it through, the pipeline authenticates. */
+export const VERIFY_ROUTES = {
+  verifyProof: defineRoute({
+    method: 'POST', url: VERIFY_PATH, auth: 'none',
+    schema: { body: VerifyBody, tags: ['verify'] },
+    operation: {
+      ...op('verifyProof', 'Verify a proof (spec 4.13)',
+        'Answers a decision: allow, deny or indeterminate, with a stable reason. Metered, checked against revocation, '
+        + 'recorded in the audit trail. A 400 means the proof is bad or spent.',
+        S.VerifyResult, ['invalid_challenge', 'invalid_proof', 'proof_stale', 'invalid_signature', 'invalid_scopes',
+          'credits_exhausted']),
+      handlerAuth: 'api_key',
+    },
+  }),
+} as const satisfies Record<string, RouteSpec>;
 
 /** Registers verify. */
 export async function registerVerifyRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
@@ -68,23 +91,22 @@ async function registerVerify(app: FastifyInstance, ctx: ServiceContext): Promis
       else done(err, value);
     });
   });
-  app.post(VERIFY_PATH, {
-    schema: { body: VerifyBody, tags: ['verify'] },
-    config: { auth: 'none' },
-    // Validation errors are handed to decide(), which authenticates first: a bad key is 401 whatever the body.
-    attachValidation: true,
-  }, async (request) => {
+  // Validation errors are handed to decide(), which authenticates first: a bad key is 401 whatever the body.
+  mount(app, VERIFY_ROUTES.verifyProof, async (request) => {
     const started = process.hrtime.bigint();
     const decisionLog = ctx.audit.decisionLog;
     let settled: { call: Readonly<VerifyCall>; outcome: VerifyResponse | ServiceError } | undefined;
-    const opts = { log: request.log, ...(decisionLog ? { onSettled: (call: Readonly<VerifyCall>, outcome: VerifyResponse | ServiceError) => { settled = { call, outcome }; } } : {}) };
+    const opts = { log: request.log, ...(decisionLog ? { onSettled: (call: Readonly<VerifyCall>,
+      outcome: VerifyResponse | ServiceError) => { settled = { call, outcome }; } } : {}) };
     const logDecision = (seconds: number): void => {
       if (!decisionLog || !settled) return;
       const { call, outcome } = settled;
-      decisionLog.write({ requestId: request.id, now: call.now, auth: call.auth, scope: call.request?.required_scope, context: call.request?.context, outcome, latencyMs: seconds * 1000 });
+      decisionLog.write({ requestId: request.id, now: call.now, auth: call.auth, scope: call.request?.required_scope,
+        context: call.request?.context, outcome, latencyMs: seconds * 1000 });
     };
     try {
-      const result = await decide(ctx, request.headers[API_KEY_HEADER], verifyBody(request.body, request.validationError), opts);
+      const result = await decide(ctx, request.headers[API_KEY_HEADER], verifyBody(request.body,
+        request.validationError), opts);
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       ctx.metrics.verifyDuration.observe({ outcome: result.decision }, seconds);
       logDecision(seconds);
@@ -95,5 +117,5 @@ async function registerVerify(app: FastifyInstance, ctx: ServiceContext): Promis
       logDecision(seconds);
       throw err;
     }
-  });
+  }, { attachValidation: true });
 }

@@ -3,6 +3,9 @@
  * callback address, listing deliveries with their attempts and last error,
  * and asking for a redelivery (same delivery id and body).
  */
+import { defineRoute, mount, op, pageLimit } from '../api/route.js';
+import type { RouteSpec } from '../api/route.js';
+import * as S from '../api/schemas.js';
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import type { Static } from '@sinclair/typebox';
@@ -17,7 +20,8 @@ import { checkCallbackUrl } from './platforms.js';
 export const DELIVERY_LIMITS = { default: 25, max: 200 } as const;
 const STATES = ['pending', 'delivered', 'dead', 'disabled'];
 
-const CallbackBody = Type.Object({ callback_url: Type.Union([Type.String({ maxLength: 2048 }), Type.Null()]) }, { additionalProperties: false });
+const CallbackBody = Type.Object(
+  { callback_url: Type.Union([Type.String({ maxLength: 2048 }), Type.Null()]) }, { additionalProperties: false });
 const ListQuery = Type.Object({
   platform_id: Type.Optional(Type.String({ maxLength: 100 })),
   state: Type.Optional(Type.String({ maxLength: 16 })),
@@ -29,14 +33,49 @@ const IdParam = (name: string) => Type.Object({ [name]: Type.String({ maxLength:
 function deliveryView(d: DeliveryRecord): Static<typeof Delivery> {
   return {
     delivery_id: d.id, platform_id: d.platformId, connection_id: d.connectionId, event: d.eventType, state: d.state,
-    attempts: d.attempts, next_attempt_at: d.state === 'pending' ? iso(d.nextAttemptAt) : null, last_status: d.lastStatus,
+    attempts: d.attempts, next_attempt_at: d.state === 'pending' ? iso(d.nextAttemptAt) : null,
+      last_status: d.lastStatus,
     last_error: d.lastError, delivered_at: iso(d.deliveredAt), created_at: iso(d.createdAt),
   };
 }
 
+/** The routes of this file, each defined once (api/route.ts). */
+export const WEBHOOKS_ROUTES = {
+  setCallbackUrl: defineRoute({
+    method: 'PUT', url: '/v1/service/platforms/:platform_id/callback', auth: 'session_csrf',
+    schema: { params: IdParam('platform_id'), body: CallbackBody, tags: ['webhooks'] },
+    operation: op('setCallbackUrl', 'Set the webhook callback address',
+      'Sets or clears (null) where webhooks go; re-enables a disabled callback.', S.Platform, [
+        'platform_not_found', 'invalid_callback_url']),
+  }),
+  listWebhookDeliveries: defineRoute({
+    method: 'GET', url: '/v1/service/webhooks/deliveries', auth: 'session',
+    schema: { querystring: ListQuery, tags: ['webhooks'] },
+    operation: {
+      ...op('listWebhookDeliveries', 'List webhook deliveries',
+        'Newest first, with cursor pagination (`limit` 1–200, default 25) and filters `platform_id` and `state`.',
+          S.DeliveryPage),
+      query: pageLimit(DELIVERY_LIMITS),
+    },
+  }),
+  getWebhookDelivery: defineRoute({
+    method: 'GET', url: '/v1/service/webhooks/deliveries/:delivery_id', auth: 'session',
+    schema: { params: IdParam('delivery_id'), tags: ['webhooks'] },
+    operation: op('getWebhookDelivery', 'Read a webhook delivery', 'One delivery with every attempt.', S.DeliveryDetail,
+      ['delivery_not_found']),
+  }),
+  redeliverWebhook: defineRoute({
+    method: 'POST', url: '/v1/service/webhooks/deliveries/:delivery_id/redeliver', auth: 'session_csrf',
+    schema: { body: NoBody, params: IdParam('delivery_id'), tags: ['webhooks'] },
+    operation: op('redeliverWebhook', 'Redeliver a webhook',
+      'Queues the same delivery (same id and body) again.', S.Redelivery, [
+        'delivery_not_found', 'callback_not_configured']),
+  }),
+} as const satisfies Record<string, RouteSpec>;
+
 /** Registers the webhook account routes. */
 export async function registerWebhookRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
-  app.put('/v1/service/platforms/:platform_id/callback', { schema: { params: IdParam('platform_id'), body: CallbackBody, tags: ['webhooks'] }, config: { auth: 'session_csrf' } }, async (request) => {
+  mount(app, WEBHOOKS_ROUTES.setCallbackUrl, async (request) => {
     const accountId = request.session!.accountId;
     const p = await ownedPlatform(ctx, accountId, (request.params as { platform_id: string }).platform_id);
     const url = (request.body as { callback_url: string | null }).callback_url;
@@ -44,32 +83,38 @@ export async function registerWebhookRoutes(app: FastifyInstance, ctx: ServiceCo
     await ctx.store.platforms.setCallbackUrl(p.id, url);
     ctx.nudgeWebhooks();
     const conns = await ctx.store.platforms.listConnections(accountId);
-    return platformView((await ctx.store.platforms.getPlatform(p.id))!, conns.find((c) => c.platformId === p.id)?.id ?? null);
+    return platformView((await ctx.store.platforms.getPlatform(p.id))!, conns.find((c) => c.platformId === p.id)?.id ??
+      null);
   });
 
-  app.get('/v1/service/webhooks/deliveries', { schema: { querystring: ListQuery, tags: ['webhooks'] }, config: { auth: 'session' } }, async (request) => {
+  mount(app, WEBHOOKS_ROUTES.listWebhookDeliveries, async (request) => {
     const q = request.query as { platform_id?: string; state?: string; limit?: string; cursor?: string };
     const { limit, before } = parsePage(q, DELIVERY_LIMITS);
-    if (q.state !== undefined && !STATES.includes(q.state)) throw new ServiceError('invalid_request', `state must be one of ${STATES.join(', ')}.`, { field: 'querystring.state' });
+    if (q.state !== undefined && !STATES.includes(q.state)) throw new ServiceError(
+      'invalid_request', `state must be one of ${STATES.join(', ')}.`, { field: 'querystring.state' });
     const rows = await ctx.store.outbox.listDeliveries({
       accountId: request.session!.accountId, limit: limit + 1,
-      ...(q.platform_id ? { platformId: q.platform_id } : {}), ...(q.state ? { state: q.state } : {}), ...(before !== undefined ? { before } : {}),
+      ...(q.platform_id ? { platformId: q.platform_id } : {}), ...(q.state ? { state: q.state } : {}), ...(
+        before !== undefined ? { before } : {}),
     });
     const page = rows.slice(0, limit);
-    return { deliveries: page.map(deliveryView), next_cursor: rows.length > limit ? String(page[page.length - 1]!.seq) : null };
+    return { deliveries: page.map(deliveryView), next_cursor: rows.length > limit ? String(page[
+      page.length - 1]!.seq) : null };
   });
 
-  app.get('/v1/service/webhooks/deliveries/:delivery_id', { schema: { params: IdParam('delivery_id'), tags: ['webhooks'] }, config: { auth: 'session' } }, async (request) => {
+  mount(app, WEBHOOKS_ROUTES.getWebhookDelivery, async (request) => {
     const d = await ctx.store.outbox.getDelivery((request.params as { delivery_id: string }).delivery_id);
     if (!d || d.accountId !== request.session!.accountId) throw new ServiceError('delivery_not_found');
     const attempts = await ctx.store.outbox.listAttempts(d.id);
     return {
       ...deliveryView(d),
-      attempt_history: attempts.map((a) => ({ attempt: a.attempt, attempted_at: iso(a.attemptedAt), status: a.status, error: a.error, duration_ms: a.durationMs })),
+      attempt_history: attempts.map(
+        (a) => ({ attempt: a.attempt, attempted_at: iso(a.attemptedAt), status: a.status, error: a.error,
+          duration_ms: a.durationMs })),
     };
   });
 
-  app.post('/v1/service/webhooks/deliveries/:delivery_id/redeliver', { schema: { body: NoBody, params: IdParam('delivery_id'), tags: ['webhooks'] }, config: { auth: 'session_csrf' } }, async (request) => {
+  mount(app, WEBHOOKS_ROUTES.redeliverWebhook, async (request) => {
     const d = await ctx.store.outbox.getDelivery((request.params as { delivery_id: string }).delivery_id);
     if (!d || d.accountId !== request.session!.accountId) throw new ServiceError('delivery_not_found');
     const p = await ctx.store.platforms.getPlatform(d.platformId);

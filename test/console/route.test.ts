@@ -14,7 +14,7 @@ import t from 'tap';
 import Fastify from 'fastify';
 import { startSidecar } from '../helpers/sidecar.js';
 import { freePort } from '../helpers/net.js';
-import { ConfigError, configWith, loadConfig } from '../../sidecar/config.js';
+import { ConfigError, configWith, loadConfig } from '../../sidecar/config/index.js';
 import { installErrorHandlers } from '../../sidecar/http/errors.js';
 import type { ServiceContext } from '../../sidecar/context.js';
 import { CACHE_CONTROL, CONSOLE_CSP, defaultConsoleDir, registerConsoleRoutes } from '../../sidecar/routes/console.js';

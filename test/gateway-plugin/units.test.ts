@@ -17,7 +17,7 @@ import { verifyBody } from '../../gateway-plugin/verify-client.js';
 import { compileRoutes } from '../../gateway-plugin/routes.js';
 import { canonicalHeaderName, upstreamRequestHeaders, upstreamResponseHeaders } from '../../gateway-plugin/headers.js';
 import { fakeBundle, proofHeader } from './helpers.js';
-import { mapVerifyResult } from '../../gateway-plugin/outcome.js';
+import { mapVerifyCall } from '../../gateway-plugin/outcome.js';
 import { createGatewayMetrics, guardForward } from '../../gateway-plugin/metrics.js';
 
 const code = (fn: () => unknown): string | undefined => {
@@ -267,11 +267,11 @@ t.test('client IP derivation', async (t) => {
 
 t.test('outcome mapper basics', async (t) => {
   const res = (status: number, body: string, contentType = 'application/json; charset=utf-8') => ({ kind: 'response' as const, status, contentType, body, tooLarge: false });
-  t.same(mapVerifyResult(res(200, '{"decision":"allow","agent_id":"a b"}'), 'data:read'), { kind: 'allow', scope: 'data:read', agentId: undefined, certId: undefined }, 'unsafe header values dropped');
-  const deny = mapVerifyResult(res(200, '{"decision":"deny","decision_reason":"constraint_denied","constraint":"Bad Name"}'), 'data:read');
+  t.same(mapVerifyCall(res(200, '{"decision":"allow","agent_id":"a b"}'), 'data:read'), { kind: 'allow', scope: 'data:read', agentId: undefined, certId: undefined }, 'unsafe header values dropped');
+  const deny = mapVerifyCall(res(200, '{"decision":"deny","decision_reason":"constraint_denied","constraint":"Bad Name"}'), 'data:read');
   t.equal(deny.kind === 'refuse' && deny.error.code, 'constraint_denied');
   t.same(deny.kind === 'refuse' && deny.error.extra, {}, 'unsafe constraint name dropped');
-  const v = mapVerifyResult({ kind: 'timeout' }, 'x:y');
+  const v = mapVerifyCall({ kind: 'timeout' }, 'x:y');
   t.same(v.kind === 'refuse' && v.error.toBody().error, { cause: 'verify_timeout', code: 'verify_unavailable', message: 'The authorization service is unavailable.', status: 503 });
 });
 

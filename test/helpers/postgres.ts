@@ -1,5 +1,5 @@
 /**
- * A throwaway PostgreSQL server for one test file (bench/pg-server.ts: Debian's
+ * A throwaway PostgreSQL server for one test file (test/shared/pg-server.ts: Debian's
  * `postgresql` package, which `.ci/run` installs; `initdb` into a temp dir;
  * `postgres` on a free loopback port), stopped and removed in the test's
  * teardown.
@@ -9,10 +9,10 @@
  * file is skipped.
  */
 import type { Test } from 'tap';
-import { findPostgres, launchPostgres } from '../../bench/pg-server.js';
-import type { PgCluster } from '../../bench/pg-server.js';
+import { findPostgres, launchPostgres } from '../shared/pg-server.js';
+import type { PgCluster } from '../shared/pg-server.js';
 
-export type { PgCluster } from '../../bench/pg-server.js';
+export type { PgCluster } from '../shared/pg-server.js';
 
 /**
  * Starts a cluster for the test `t` (stopped and removed in its teardown). Returns null

@@ -10,8 +10,8 @@ import path from 'node:path';
 import { SMTPServer } from 'smtp-server';
 import { buildServer } from '../../sidecar/server.js';
 import type { BuildOptions, SidecarServer } from '../../sidecar/server.js';
-import { configWith } from '../../sidecar/config.js';
-import type { SidecarConfig } from '../../sidecar/config.js';
+import { configWith } from '../../sidecar/config/index.js';
+import type { SidecarConfig } from '../../sidecar/config/index.js';
 
 /** A real SMTP receiver on loopback that keeps every message. */
 export interface MailSink {

@@ -14,7 +14,7 @@ import path from 'node:path';
 import type { Store } from '../../sidecar/store/types.js';
 import { DB_FILE_NAME, openSqliteStore } from '../../sidecar/store/index.js';
 import type { BuildOptions } from '../../sidecar/server.js';
-import type { SidecarConfig } from '../../sidecar/config.js';
+import type { SidecarConfig } from '../../sidecar/config/index.js';
 import { startSidecar } from './sidecar.js';
 import type { TestSidecar } from './sidecar.js';
 

@@ -28,7 +28,7 @@ import type { ReplayOptions, Stage, StageState } from './docker.js';
 import { cleanEnv, ROOT, run, startProc, waitFor } from './helpers.js';
 import type { Proc } from './helpers.js';
 import { freePort } from '../helpers/net.js';
-import { ensureNode24SqliteBinding, lockedSqliteVersion, NODE24, SQLITE24_BINDING } from '../../bench/node24.js';
+import { ensureNode24SqliteBinding, lockedSqliteVersion, NODE24, SQLITE24_BINDING } from '../shared/node24.js';
 
 t.setTimeout(15 * 60_000);
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'authz-docker-'));
@@ -112,7 +112,7 @@ t.test('replay: every stage builds from exactly its COPY lines and RUN commands'
   t.equal(runtime.user, 'node', 'runs as the unprivileged node user');
   t.same(runtime.owners, { '/data': 'node:node' }, '/data belongs to node');
   t.equal(runtime.env.NODE_ENV, 'production');
-  for (const f of ['dist/sidecar/main.js', 'dist/gateway-plugin/standalone/main.js', 'dist/sidecar/crypto-worker.js', 'dist/console/index.html', 'bin/agent-authz-sidecar.mjs', 'bin/agent-authz-gateway.mjs', 'package.json']) {
+  for (const f of ['dist/sidecar/main.js', 'dist/gateway-plugin/standalone/main.js', 'dist/sidecar/crypto/worker.js', 'dist/console/index.html', 'bin/agent-authz-sidecar.mjs', 'bin/agent-authz-gateway.mjs', 'package.json']) {
     t.ok(fs.existsSync(path.join(app, f)), `the runtime has ${f}`);
   }
   t.ok(fs.existsSync(path.join(app, 'node_modules/fastify/package.json')), 'fastify (a peer dependency) survived the prune');

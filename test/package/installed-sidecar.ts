@@ -5,20 +5,20 @@
  * {@link layoutSqliteBindings} lets one consumer install serve every Node: better-sqlite3
  * loads its addon through `bindings`, which looks in `build/Release/` first and then in
  * `compiled/<node version>/<platform>/<arch>/`. The test moves the machine's build there and
- * adds the builds for Node 22.12.0 (the floor) and Node 24 (bench/node24.ts builds them once
+ * adds the builds for Node 22.12.0 (the floor) and Node 24 (test/shared/node24.ts builds them once
  * into `.cache/`), so each Node loads the addon for its own ABI without a loader hook or a
  * product setting.
  *
  * {@link exerciseInstalledSidecar} starts `node_modules/.bin/agent-authz-sidecar` (compiled
  * JavaScript, plain `node`) with two crypto workers, runs the spec flow, verifies proofs
  * (allow), alters each signature half (400 `invalid_signature`), checks that every sign and
- * check ran on the compiled worker (`dist/sidecar/crypto-worker.js`), and stops it with
+ * check ran on the compiled worker (`dist/sidecar/crypto/worker.js`), and stops it with
  * SIGTERM (exit 0).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Test } from 'tap';
-import { ensureSqliteBindingFor } from '../../bench/node24.js';
+import { ensureSqliteBindingFor } from '../shared/node24.js';
 import { cleanEnv, ROOT, run, startProc, waitFor } from './helpers.js';
 import { freePort } from '../helpers/net.js';
 import { remoteSidecar, specFlow } from '../helpers/sidecar.js';

@@ -62,7 +62,7 @@ t.test('the tarball holds what a user runs, and nothing else', async (t) => {
     }
   }
   for (const [name, file] of Object.entries(manifest.bin)) t.ok(files.includes(file), `bin ${name} → ${file} is in the tarball`);
-  t.ok(files.includes('dist/sidecar/crypto-worker.js'), 'the crypto worker is compiled');
+  t.ok(files.includes('dist/sidecar/crypto/worker.js'), 'the crypto worker is compiled');
   t.ok(files.includes('dist/console/index.html') && files.some((f) => /^dist\/console\/assets\/.+\.js$/.test(f)), 'the console is built');
   const installScripts = Object.keys(manifest.scripts).filter((s) => /^(pre|post)?install$/.test(s));
   t.same(installScripts, [], 'no install scripts: installing the package runs nothing of ours');

@@ -23,7 +23,7 @@ import { parse as parseYaml, stringify } from 'yaml';
 import { cleanEnv, copyProject, ROOT, run, startProc, waitFor } from './helpers.js';
 import { freePort } from '../helpers/net.js';
 import { onboard, remoteSidecar, startMailSink } from '../helpers/sidecar.js';
-import { DEFAULTS } from '../../sidecar/config.js';
+import { DEFAULTS } from '../../sidecar/config/index.js';
 
 t.setTimeout(120_000);
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'authz-start-'));

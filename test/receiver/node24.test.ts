@@ -13,7 +13,7 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { join, resolve } from 'node:path';
-import { ensureNode24SqliteBinding, NODE24, NODE24_SQLITE_PRELOAD } from '../../bench/node24.js';
+import { ensureNode24SqliteBinding, NODE24, NODE24_SQLITE_PRELOAD } from '../shared/node24.js';
 import { SECRET, signed, tempDir } from './helpers.js';
 
 // The first run builds better-sqlite3 for Node 24 (a few minutes on two cores).

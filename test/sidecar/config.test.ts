@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   ConfigError, DEFAULTS, ENV_VARS, MAX_CRYPTO_WORKERS, REMOVED_ENV_VARS, configWith, defaultCryptoWorkers, dollarsToMicros, loadConfig,
-} from '../../sidecar/config.js';
+} from '../../sidecar/config/index.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const KEY32 = Buffer.alloc(32, 7).toString('base64');

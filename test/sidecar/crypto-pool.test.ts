@@ -1,5 +1,5 @@
 /**
- * The crypto worker pool (sidecar/crypto-pool.ts): signatures made and
+ * The crypto worker pool (sidecar/crypto/pool.ts): signatures made and
  * checked in worker threads agree with the inline implementation; key
  * material crosses once and is re-sent when a worker lacks it; the pool fails
  * closed (worker killed, lost task, full queue, closed pool) and replaces a
@@ -17,8 +17,8 @@ import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { CryptoPool, CryptoPoolError, InlineCrypto, createProofCrypto } from '../../sidecar/crypto-pool.js';
-import type { CryptoOp, CryptoThread, ProofCrypto, VerifyKey } from '../../sidecar/crypto-pool.js';
+import { CryptoPool, CryptoPoolError, InlineCrypto, createProofCrypto } from '../../sidecar/crypto/pool.js';
+import type { CryptoOp, CryptoThread, ProofCrypto, VerifyKey } from '../../sidecar/crypto/pool.js';
 import { createSigner, createVerifier, generateHybridKeyPair, signatureFromJson } from '../../src/crypto/hybrid.js';
 import type { HybridSignature } from '../../src/crypto/hybrid.js';
 import { specFlow, startSidecar } from '../helpers/sidecar.js';

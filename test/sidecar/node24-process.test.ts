@@ -16,7 +16,7 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ensureNode24SqliteBinding, NODE24, NODE24_SQLITE_PRELOAD } from '../../bench/node24.js';
+import { ensureNode24SqliteBinding, NODE24, NODE24_SQLITE_PRELOAD } from '../shared/node24.js';
 import { remoteSidecar, specFlow, startMailSink } from '../helpers/sidecar.js';
 import type { MailSink } from '../helpers/sidecar.js';
 import { freePort } from '../helpers/net.js';

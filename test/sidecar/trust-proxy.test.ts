@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import Fastify from 'fastify';
-import { ConfigError, loadConfig } from '../../sidecar/config.js';
+import { ConfigError, loadConfig } from '../../sidecar/config/index.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 

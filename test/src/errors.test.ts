@@ -4,7 +4,8 @@
  */
 import fs from 'node:fs';
 import t from 'tap';
-import { ERRORS, ServiceError, errorBody, isErrorCode } from '../../src/errors.js';
+import { ERRORS, GATEWAY_ERRORS, GATEWAY_ERROR_CODES, ServiceError, errorBody, isErrorCode } from '../../src/errors.js';
+import { GATEWAY_REFUSAL_CODES, gatewayRefusal } from '../../client/errors.js';
 import { DECISION_REASONS } from '../../src/decisions.js';
 
 const doc = fs.readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
@@ -38,4 +39,16 @@ t.test('ServiceError carries the table status and builds the spec error shape', 
   t.same(e.toBody(), { error: { invalid_scopes: ['x'], code: 'invalid_scopes', message: ERRORS.invalid_scopes.message, status: 400 } });
   t.same(errorBody('rate_limited').error.status, 429);
   t.notOk(isErrorCode('toString'), 'prototype keys are not codes');
+});
+
+t.test('the client knows the gateway codes from the table, not from a list of its own', async (t) => {
+  const codes = Object.keys(ERRORS);
+  t.same(GATEWAY_ERROR_CODES, codes.slice(codes.indexOf('proof_required')), 'the gateway part is the tail of the table, from proof_required');
+  t.equal(GATEWAY_ERROR_CODES.length, 16, 'sixteen codes, as docs/errors.md says');
+  for (const code of GATEWAY_ERROR_CODES) t.same(ERRORS[code], GATEWAY_ERRORS[code], `${code}: one entry`);
+  t.same([...GATEWAY_REFUSAL_CODES].sort(), [...GATEWAY_ERROR_CODES].sort(), 'client/errors.ts: the same codes');
+  const refused = gatewayRefusal(403, errorBody('route_not_mapped'));
+  t.equal(refused?.error.code, 'route_not_mapped', 'a gateway code with its status is a refusal');
+  t.equal(gatewayRefusal(400, errorBody('invalid_signature')), undefined, 'a sidecar code is the API\'s own answer');
+  t.equal(gatewayRefusal(401, errorBody('route_not_mapped')), undefined, 'a gateway code with another status is not');
 });

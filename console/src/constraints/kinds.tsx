@@ -87,14 +87,18 @@ const timeWindow: ConstraintKind<{ start: string; end: string; days: string[] }>
     <>
       <div class="row">
         <label for={`${p.id}-start`}>From (UTC)</label>
-        <input id={`${p.id}-start`} type="time" value={p.state.start} onInput={(e) => p.onChange({ ...p.state, start: (e.target as HTMLInputElement).value })} />
+        <input id={`${p.id}-start`} type="time" value={p.state.start}
+          onInput={(e) => p.onChange({ ...p.state, start: (e.target as HTMLInputElement).value })} />
         <label for={`${p.id}-end`}>until (UTC)</label>
         <input id={`${p.id}-end`} type="time" value={p.state.end} onInput={(e) => p.onChange({ ...p.state, end: (e.target as HTMLInputElement).value })} />
       </div>
       <div class="row wrap" role="group" aria-label="Days (none = every day)">
         {DAYS.map((d) => (
           <label key={d} class="inline"><input type="checkbox" id={`${p.id}-${d}`} checked={p.state.days.includes(d)}
-            onChange={(e) => p.onChange({ ...p.state, days: (e.target as HTMLInputElement).checked ? [...p.state.days, d] : p.state.days.filter((x) => x !== d) })} /> {DAY_NAMES[d]}</label>
+            onChange={(e) => p.onChange({
+              ...p.state,
+              days: (e.target as HTMLInputElement).checked ? [...p.state.days, d] : p.state.days.filter((x) => x !== d),
+            })} /> {DAY_NAMES[d]}</label>
         ))}
       </div>
     </>
@@ -106,7 +110,8 @@ const timeWindow: ConstraintKind<{ start: string; end: string; days: string[] }>
 };
 
 /** The kinds, in the order the API checks them (docs/constraints.md). */
-export const CONSTRAINT_KINDS: ConstraintKind<any>[] = [amount, methods, paths, ips, tenants, timeWindow, ...RULE_KINDS]; // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export const CONSTRAINT_KINDS: ConstraintKind<any>[] = [amount, methods, paths, ips, tenants, timeWindow, ...RULE_KINDS];
 
 /**
  * Constraints in plain words (`methods GET; paths under /v1/orders`); 'none' when empty. The kinds

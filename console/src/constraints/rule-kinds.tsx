@@ -113,14 +113,18 @@ const approval: ConstraintKind<ApprovalState> = {
       <div class="row wrap" role="group" aria-label="Scopes that need your approval">
         {p.scopes.map((s, i) => (
           <label key={s} class="inline"><input type="checkbox" id={`${p.id}-scope-${i}`} value={s} checked={p.state.scopes.includes(s)}
-            onChange={(e) => p.onChange({ ...p.state, scopes: (e.target as HTMLInputElement).checked ? [...p.state.scopes, s] : p.state.scopes.filter((x) => x !== s) })} />
+            onChange={(e) => p.onChange({
+              ...p.state,
+              scopes: (e.target as HTMLInputElement).checked ? [...p.state.scopes, s] : p.state.scopes.filter((x) => x !== s),
+            })} />
             {' '}<code>{s}</code></label>
         ))}
       </div>
       <div class="row wrap">
         <MoneyFields {...p} lead="Only above (optional)" placeholder="100.00" field="above" />
       </div>
-      <span class="hint">Without an amount, every action of these scopes waits for you. With one, an action without an amount, or in another currency, waits too.</span>
+      <span class="hint">Without an amount, every action of these scopes waits for you. With one, an action without an
+        amount, or in another currency, waits too.</span>
     </>
   ),
   describe: (v) => {

@@ -28,7 +28,9 @@ export function AgentsPage(): JSX.Element {
       {d.data && (d.data.agents.length === 0 ? <p>No agents yet.</p> : (
         <table>
           <caption>{d.data.agents.length} agent(s)</caption>
-          <thead><tr><th scope="col">Name</th><th scope="col">Agent id</th><th scope="col">Type</th><th scope="col">Custody</th><th scope="col">Certificate in force</th><th scope="col">Created</th></tr></thead>
+          <thead><tr><th scope="col">Name</th><th scope="col">Agent id</th><th scope="col">Type</th>
+            <th scope="col">Custody</th><th scope="col">Certificate in force</th><th scope="col">Created</th></tr>
+            </thead>
           <tbody>
             {d.data.agents.map((a) => {
               const cert = d.data!.certs.find((c) => c.agent_id === a.agent_id && isActive(c));
@@ -38,7 +40,8 @@ export function AgentsPage(): JSX.Element {
                   <td class="mono" title={a.agent_id}>{shortId(a.agent_id)}</td>
                   <td>{a.agent_type}</td>
                   <td>{a.custody_mode}</td>
-                  <td>{cert ? <><Link href="/certificates" title={cert.cert_id}>{shortId(cert.cert_id)}</Link> · {cert.approved_scope.join(', ')}</> : 'none'}</td>
+                  <td>{cert ? <><Link href="/certificates"
+                    title={cert.cert_id}>{shortId(cert.cert_id)}</Link> · {cert.approved_scope.join(', ')}</> : 'none'}</td>
                   <td>{when(a.created_at)}</td>
                 </tr>
               );

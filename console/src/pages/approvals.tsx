@@ -62,7 +62,9 @@ function refusal(err: unknown): string {
   return describeError(err);
 }
 
-function PendingCard(p: { a: ActionApproval; agent: string; fresh: boolean; busy: boolean; now: number; onApprove: () => void; onDeny: () => void }): JSX.Element {
+function PendingCard(p: {
+  a: ActionApproval; agent: string; fresh: boolean; busy: boolean; now: number; onApprove: () => void; onDeny: () => void;
+}): JSX.Element {
   const { a } = p;
   const m = money(a);
   const title = `ap-${a.approval_id}`;
@@ -92,7 +94,8 @@ function RecentTable(p: { rows: ActionApproval[]; name: (id: string) => string }
   return (
     <table class="approvals">
       <caption>The latest decided, used and expired approvals, newest first</caption>
-      <thead><tr><th scope="col">State</th><th scope="col">Action</th><th scope="col">Agent</th><th scope="col">Asked</th><th scope="col">Settled</th><th scope="col">Note</th></tr></thead>
+      <thead><tr><th scope="col">State</th><th scope="col">Action</th><th scope="col">Agent</th>
+        <th scope="col">Asked</th><th scope="col">Settled</th><th scope="col">Note</th></tr></thead>
       <tbody>
         {p.rows.map((a) => (
           <tr key={a.approval_id}>
@@ -100,7 +103,8 @@ function RecentTable(p: { rows: ActionApproval[]; name: (id: string) => string }
             <td>{a.summary}</td>
             <td>{p.name(a.agent_id)}</td>
             <td class="nowrap">{when(a.created_at)}</td>
-            <td><span class="nowrap">{when(a.settled_at ?? a.decided_at)}</span>{a.state === 'granted' && a.expires_at ? ` (usable until ${when(a.expires_at)})` : ''}</td>
+            <td><span class="nowrap">{when(a.settled_at ?? a.decided_at)}</span>
+              {a.state === 'granted' && a.expires_at ? ` (usable until ${when(a.expires_at)})` : ''}</td>
             <td>{a.note ?? '—'}</td>
           </tr>
         ))}
@@ -176,7 +180,8 @@ export function ApprovalsPage(): JSX.Element {
     if (!checked.ok) throw new Error(`The note ${checked.reason}.`);
     setError(null); setStatus('');
     try {
-      const r = await api<ActionApproval>('POST', `/v1/service/approvals/${encodeURIComponent(a.approval_id)}/deny`, checked.value ? { note: checked.value } : {});
+      const r = await api<ActionApproval>(
+        'POST', `/v1/service/approvals/${encodeURIComponent(a.approval_id)}/deny`, checked.value ? { note: checked.value } : {});
       setStatus(`Denied: ${r.summary}. The agent is refused this action (approval_denied)${r.note ? ' and sees your note' : ''}.`);
     } catch (err) {
       if (!(err instanceof ApiError) || (err.code !== 'approval_not_pending' && err.code !== 'approval_not_found')) throw err;

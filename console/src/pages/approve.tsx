@@ -42,8 +42,14 @@ export function ApproveForm(p: { request: DelegationRequest; onDecided: (message
     try {
       const res = await api<{ cert_id: string; approved_scope: string[]; expires_at: string | null; constraints: Record<string, unknown> | null }>(
         'POST', `/v1/service/delegations/requests/${r.request_id}/approve`,
-        { approved_scope: r.requested_scope.filter((s) => scopes.includes(s)), ...(expiresAt ? { expires_at: expiresAt } : {}), ...(c.value ? { constraints: c.value } : {}) });
-      p.onDecided(`Approved: certificate ${res.cert_id} for ${res.approved_scope.join(', ')}; constraints: ${describeConstraints(res.constraints)}; expires ${res.expires_at ? when(res.expires_at) : 'never (until revoked)'}.`);
+        {
+          approved_scope: r.requested_scope.filter((s) => scopes.includes(s)),
+          ...(expiresAt ? { expires_at: expiresAt } : {}),
+          ...(c.value ? { constraints: c.value } : {}),
+        });
+      p.onDecided(`Approved: certificate ${res.cert_id} for ${res.approved_scope.join(', ')}; `
+        + `constraints: ${describeConstraints(res.constraints)}; `
+        + `expires ${res.expires_at ? when(res.expires_at) : 'never (until revoked)'}.`);
     } catch (err) {
       const code = (err as { code?: string }).code;
       if (code === 'invalid_constraints') setCError((err as Error).message); else setError(err);

@@ -28,7 +28,8 @@ const DECISIONS = ['allow', 'deny', 'indeterminate'];
 interface Filters { event_type: string; agent_id: string; decision: string; from: string; to: string }
 
 function filtersOf(q: URLSearchParams): Filters {
-  return { event_type: q.get('event_type') ?? '', agent_id: q.get('agent_id') ?? '', decision: q.get('decision') ?? '', from: q.get('from') ?? '', to: q.get('to') ?? '' };
+  return { event_type: q.get('event_type') ?? '', agent_id: q.get('agent_id') ?? '', decision: q.get('decision') ?? '',
+    from: q.get('from') ?? '', to: q.get('to') ?? '' };
 }
 
 /** The API's event_type for the filters: the explicit one, else the one a decision implies. */
@@ -149,30 +150,36 @@ export function AuditPage(p: { route: Route }): JSX.Element {
       <PageTitle>Audit</PageTitle>
       <form class="panel filters" onSubmit={apply} noValidate aria-label="Audit filters">
         <label>Event type
-          <select value={form.event_type} onChange={set('event_type')}><option value="">all</option>{TYPES.map((t) => <option key={t} value={t}>{t}</option>)}</select></label>
+          <select value={form.event_type} onChange={set('event_type')}><option
+            value="">all</option>{TYPES.map((t) => <option key={t} value={t}>{t}</option>)}</select></label>
         <label>Agent
           <select value={form.agent_id} onChange={set('agent_id')}><option value="">all</option>
             {agents.data?.agents.map((a) => <option key={a.agent_id} value={a.agent_id}>{a.name}</option>)}</select></label>
         <label>Decision
-          <select value={form.decision} onChange={set('decision')}><option value="">any</option>{DECISIONS.map((t) => <option key={t} value={t}>{t}</option>)}</select></label>
+          <select value={form.decision} onChange={set('decision')}><option
+            value="">any</option>{DECISIONS.map((t) => <option key={t} value={t}>{t}</option>)}</select></label>
         <label>From <input type="datetime-local" value={form.from} onInput={set('from')} /></label>
         <label>To <input type="datetime-local" value={form.to} onInput={set('to')} /></label>
         <button type="submit" class="primary">Apply filters</button>
-        <label class="inline"><input type="checkbox" checked={live} onChange={(e) => setLive((e.target as HTMLInputElement).checked)} /> Show new events as they arrive</label>
+        <label class="inline"><input type="checkbox" checked={live}
+          onChange={(e) => setLive((e.target as HTMLInputElement).checked)} /> Show new events as they arrive</label>
       </form>
       <ErrorText error={error} />
       <StatusText>{status}</StatusText>
       {events.length === 0 && !busy ? <p>No events match.</p> : (
         <table class="audit">
           <caption>Audit events, newest first</caption>
-          <thead><tr><th scope="col">Time</th><th scope="col">Event</th><th scope="col">Decision</th><th scope="col">Reason</th><th scope="col">Scope</th><th scope="col">Agent</th><th scope="col">Certificate</th></tr></thead>
+          <thead><tr><th scope="col">Time</th><th scope="col">Event</th><th scope="col">Decision</th>
+            <th scope="col">Reason</th><th scope="col">Scope</th><th scope="col">Agent</th>
+            <th scope="col">Certificate</th></tr></thead>
           <tbody>
             {events.map((e) => (
               <tr key={e.event_id} id={`ev-${e.event_id}`} tabIndex={-1} class={fresh.has(e.event_id) ? 'fresh' : undefined}>
                 <td title={e.occurred_at}>{when(e.occurred_at)}</td>
                 <td>{e.event_type}</td>
                 <td>{typeof e.details?.decision === 'string' ? <span class={`badge ${e.details.decision}`}>{e.details.decision}</span> : '—'}</td>
-                <td>{typeof e.details?.decision_reason === 'string' ? `${e.details.decision_reason}${typeof e.details.constraint === 'string' ? ` (${e.details.constraint})` : ''}`
+                <td>{typeof e.details?.decision_reason === 'string'
+                  ? `${e.details.decision_reason}${typeof e.details.constraint === 'string' ? ` (${e.details.constraint})` : ''}`
                   : typeof e.details?.note === 'string' ? `note: “${e.details.note}”` : '—'}</td>
                 <td>{e.required_scope ?? '—'}</td>
                 <td>{agentName(e.agent_id)}</td>

@@ -40,7 +40,10 @@ function CertTable(p: { caption: string; certs: Certificate[]; agents: Agent[]; 
   return (
     <table>
       <caption>{p.caption}</caption>
-      <thead><tr><th scope="col">Certificate</th><th scope="col">Agent</th><th scope="col">Scopes</th><th scope="col">Constraints</th>{usage && <th scope="col">Limits used</th>}<th scope="col">Issued</th><th scope="col">{p.onRevoke ? 'Expires' : 'Ended'}</th>{p.onRevoke && <th scope="col"><span class="sr-only">Action</span></th>}</tr></thead>
+      <thead><tr><th scope="col">Certificate</th><th scope="col">Agent</th><th scope="col">Scopes</th>
+        <th scope="col">Constraints</th>{usage && <th scope="col">Limits used</th>}<th scope="col">Issued</th>
+        <th scope="col">{p.onRevoke ? 'Expires' : 'Ended'}</th>{p.onRevoke && <th scope="col"><span
+        class="sr-only">Action</span></th>}</tr></thead>
       <tbody>
         {p.certs.map((c) => (
           <tr key={c.cert_id}>
@@ -51,8 +54,10 @@ function CertTable(p: { caption: string; certs: Certificate[]; agents: Agent[]; 
             {usage && <td><UsageCell u={usage[c.cert_id]} /></td>}
             <td>{when(c.issued_at)}</td>
             <td>{p.onRevoke ? (c.expires_at ? when(c.expires_at) : 'until revoked')
-              : c.status === 'revoked' ? `revoked ${when(c.revoked_at)}${c.revoke_reason ? ` — “${c.revoke_reason}”` : ''}` : `expired ${when(c.expires_at)}`}</td>
-            {p.onRevoke && <td><button type="button" class="danger" onClick={() => p.onRevoke!(c)}>Revoke<span class="sr-only"> {shortId(c.cert_id)} of {name(c.agent_id)}</span>…</button></td>}
+              : c.status === 'revoked' ? `revoked ${when(c.revoked_at)}${c.revoke_reason ? ` — “${c.revoke_reason}”` : ''}`
+                : `expired ${when(c.expires_at)}`}</td>
+            {p.onRevoke && <td><button type="button" class="danger" onClick={() => p.onRevoke!(c)}>Revoke<span
+              class="sr-only"> {shortId(c.cert_id)} of {name(c.agent_id)}</span>…</button></td>}
           </tr>
         ))}
       </tbody>
@@ -86,7 +91,8 @@ export function CertificatesPage(): JSX.Element {
       {d.data && (
         <>
           <h2>In force</h2>
-          <CertTable caption="Certificates in force" certs={active} agents={d.data.agents} usage={d.data.usage} onRevoke={(c) => { setReason(''); setTarget(c); }} />
+          <CertTable caption="Certificates in force" certs={active} agents={d.data.agents} usage={d.data.usage}
+            onRevoke={(c) => { setReason(''); setTarget(c); }} />
           {Object.keys(d.data.usage).length > 0 && <button type="button" onClick={d.reload}>Refresh the limits used</button>}
           <h2>Revoked or expired</h2>
           <CertTable caption="Revoked or expired certificates" certs={ended} agents={d.data.agents} />
@@ -100,7 +106,8 @@ export function CertificatesPage(): JSX.Element {
           setStatus(`Revoked ${r.cert_id} at ${when(r.revoked_at)}. Verify denies its proofs from now on.`);
           d.reload();
         }}>
-        {target && <p>The agent loses <strong>{target.approved_scope.join(', ')}</strong> at once. This cannot be undone; approve a new request to delegate again.</p>}
+        {target && <p>The agent loses <strong>{target.approved_scope.join(', ')}</strong> at once. This cannot be undone;
+          approve a new request to delegate again.</p>}
         <label for="revoke-reason">Reason (required)</label>
         <input id="revoke-reason" maxLength={500} value={reason} onInput={(e) => setReason((e.target as HTMLInputElement).value)} />
       </ConfirmDialog>

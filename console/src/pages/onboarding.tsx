@@ -53,8 +53,10 @@ export function OnboardingPage(): JSX.Element {
             <legend>Account type</legend>
             <label class="choice"><input type="radio" name="type" value="individual" checked={type === 'individual'} onChange={() => setType('individual')} />
               <span><strong>Individual</strong> — a personal workspace with alpha credits; you can register one platform.</span></label>
-            <label class="choice"><input type="radio" name="type" value="organization" checked={type === 'organization'} onChange={() => setType('organization')} />
-              <span><strong>Organization</strong> — recorded now; organization features (several platforms, team members) are not in this release.</span></label>
+            <label class="choice"><input type="radio" name="type" value="organization" checked={type === 'organization'}
+              onChange={() => setType('organization')} />
+              <span><strong>Organization</strong> — recorded now; organization features (several platforms, team members)
+                are not in this release.</span></label>
           </fieldset>
           <button type="submit" class="primary" disabled={busy}>Finish</button>
         </form>

@@ -79,7 +79,8 @@ export function PlatformPage(): JSX.Element {
           </dl>
           <form class="panel" onSubmit={saveCallback}>
             <h2>Webhook callback address</h2>
-            {platform.callback_disabled_at && <p class="warning">Deliveries were disabled on {when(platform.callback_disabled_at)} after repeated failures. Saving the address enables them again.</p>}
+            {platform.callback_disabled_at && <p class="warning">Deliveries were disabled on {when(platform.callback_disabled_at)} after
+              repeated failures. Saving the address enables them again.</p>}
             <label for="callback">Callback URL (https; empty = no webhooks)</label>
             <input id="callback" type="url" value={cbValue} placeholder="https://example.com/agent-authz/webhooks"
               onInput={(e) => setCallback((e.target as HTMLInputElement).value)} />
@@ -102,7 +103,9 @@ export function PlatformPage(): JSX.Element {
               rotated.current = false;
             }}
             onConfirm={async () => {
-              const r = await api<{ api_key: string; previous_prefix: string; previous_key_valid_until: string | null }>('POST', `/v1/service/connections/${conn!.connection_id}/rotate-key`);
+              const r = await api<{
+                api_key: string; previous_prefix: string; previous_key_valid_until: string | null }>(
+                  'POST', `/v1/service/connections/${conn!.connection_id}/rotate-key`);
               setSecrets({ title: 'New API key', secrets: [{ id: 'secret-api-key', label: 'API key', value: r.api_key }] });
               rotated.current = true;
               setStatus(`Key ${r.previous_prefix} ${r.previous_key_valid_until ? `works until ${when(r.previous_key_valid_until)}` : 'no longer works'}.`);

@@ -67,7 +67,8 @@ export function RegisterForm(p: { onRegistered: (r: Registration) => void }): JS
       <label for="p-description">Description (optional)</label>
       <textarea id="p-description" rows={2} maxLength={2000} value={description} onInput={(e) => setDescription((e.target as HTMLTextAreaElement).value)} />
       <label for="p-callback">Webhook callback URL (optional, https)</label>
-      <input id="p-callback" type="url" value={callback} placeholder="https://example.com/agent-authz/webhooks" onInput={(e) => setCallback((e.target as HTMLInputElement).value)} />
+      <input id="p-callback" type="url" value={callback} placeholder="https://example.com/agent-authz/webhooks"
+        onInput={(e) => setCallback((e.target as HTMLInputElement).value)} />
       <button type="submit" class="primary" disabled={busy}>Register platform</button>
       <ErrorText error={error} />
     </form>

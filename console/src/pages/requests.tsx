@@ -62,7 +62,8 @@ export function RequestsPage(): JSX.Element {
       {d.data && (sorted.length === 0 ? <p>No requests yet.</p> : (
         <table>
           <caption>{sorted.filter((r) => r.state === 'pending').length} pending of {sorted.length}</caption>
-          <thead><tr><th scope="col">State</th><th scope="col">Agent</th><th scope="col">Requested scopes</th><th scope="col">Created</th><th scope="col"><span class="sr-only">Action</span></th></tr></thead>
+          <thead><tr><th scope="col">State</th><th scope="col">Agent</th><th scope="col">Requested scopes</th>
+            <th scope="col">Created</th><th scope="col"><span class="sr-only">Action</span></th></tr></thead>
           <tbody>
             {sorted.map((r) => (
               <tr key={r.request_id}>
@@ -70,7 +71,8 @@ export function RequestsPage(): JSX.Element {
                 <td>{name(r.agent_id)}</td>
                 <td>{r.requested_scope.join(', ')}</td>
                 <td>{when(r.created_at)}</td>
-                <td><Link href={`/requests/${r.request_id}`}>{r.state === 'pending' ? 'Review' : 'View'}<span class="sr-only"> request {shortId(r.request_id)} from {name(r.agent_id)}</span></Link></td>
+                <td><Link href={`/requests/${r.request_id}`}>{r.state === 'pending' ? 'Review' : 'View'}<span
+                  class="sr-only"> request {shortId(r.request_id)} from {name(r.agent_id)}</span></Link></td>
               </tr>
             ))}
           </tbody>

@@ -91,7 +91,8 @@ export function SignInPage(p: { notice: string | null; next: string; onSignedIn:
         </form>
       ) : (
         <form onSubmit={verify}>
-          <p>Code sent to <strong>{email}</strong>. <button type="button" class="link" onClick={() => { setStep('email'); setCode(''); setError(null); setStatus(''); }}>Use another address</button></p>
+          <p>Code sent to <strong>{email}</strong>. <button type="button" class="link"
+            onClick={() => { setStep('email'); setCode(''); setError(null); setStatus(''); }}>Use another address</button></p>
           <label for="code">6-digit code</label>
           <input id="code" ref={codeRef} inputMode="numeric" autoComplete="one-time-code" pattern="[0-9]{6}" maxLength={6} required
             value={code} onInput={(e) => setCode((e.target as HTMLInputElement).value)} aria-describedby="code-help" />

@@ -58,7 +58,8 @@ function Chart(p: { days: DayUsage[] }): JSX.Element {
   return (
     <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-labelledby="chart-title chart-desc" class="chart">
       <title id="chart-title">Verify calls per day and credits</title>
-      <desc id="chart-desc">Bars: allowed and denied calls per day for the last {p.days.length} days. Line: credit balance at the end of each day. The table below has the numbers.</desc>
+      <desc id="chart-desc">Bars: allowed and denied calls per day for the last {p.days.length} days. Line: credit balance
+        at the end of each day. The table below has the numbers.</desc>
       <line x1={L} y1={H - B} x2={W - R} y2={H - B} class="axis" />
       <text x={L - 6} y={y(maxCalls) + 4} class="tick" text-anchor="end">{maxCalls}</text>
       <text x={L - 6} y={H - B + 4} class="tick" text-anchor="end">0</text>
@@ -87,7 +88,8 @@ export function UsagePage(): JSX.Element {
     const events: AuditEvent[] = [];
     let cursor: string | null = null;
     for (let i = 0; i < MAX_PAGES; i++) {
-      const r: { events: AuditEvent[]; next_cursor: string | null } = await api('GET', '/v1/service/audit/personal', undefined, { query: { limit: '200', cursor: cursor ?? undefined } });
+      const r: { events: AuditEvent[]; next_cursor: string | null } = await api(
+        'GET', '/v1/service/audit/personal', undefined, { query: { limit: '200', cursor: cursor ?? undefined } });
       events.push(...r.events);
       cursor = r.next_cursor;
       const last = r.events[r.events.length - 1];
@@ -112,13 +114,15 @@ export function UsagePage(): JSX.Element {
             <Chart days={d.data.days} />
             <figcaption>
               <span class="key allow">allowed</span> <span class="key deny">denied</span> <span class="key credits">credits</span>
-              {' '}Daily figures come from the audit trail's decisions{d.data.partial ? ' (the oldest days may be incomplete: only the newest 4000 events were read)' : ''}.
+              {' '}Daily figures come from the audit trail's decisions
+              {d.data.partial ? ' (the oldest days may be incomplete: only the newest 4000 events were read)' : ''}.
               The totals above also count billed calls refused before a decision.
             </figcaption>
           </figure>
           <table>
             <caption>Per day (your time zone)</caption>
-            <thead><tr><th scope="col">Day</th><th scope="col">Calls</th><th scope="col">Allowed</th><th scope="col">Denied</th><th scope="col">Credits at end of day</th></tr></thead>
+            <thead><tr><th scope="col">Day</th><th scope="col">Calls</th><th scope="col">Allowed</th>
+              <th scope="col">Denied</th><th scope="col">Credits at end of day</th></tr></thead>
             <tbody>
               {[...d.data.days].reverse().map((x) => (
                 <tr key={x.day}><th scope="row">{x.day}</th><td>{x.calls}</td><td>{x.allows}</td><td>{x.denies}</td><td>{dollars(x.creditsMicros)}</td></tr>

@@ -22,8 +22,11 @@ function Attempts(p: { id: string }): JSX.Element {
   return (
     <table class="inner">
       <caption>Attempts of {shortId(p.id)}</caption>
-      <thead><tr><th scope="col">#</th><th scope="col">When</th><th scope="col">HTTP status</th><th scope="col">Error</th><th scope="col">Duration</th></tr></thead>
-      <tbody>{h.map((a) => <tr key={a.attempt}><td>{a.attempt}</td><td>{when(a.attempted_at)}</td><td>{a.status ?? '—'}</td><td>{a.error ?? '—'}</td><td>{a.duration_ms === null ? '—' : `${a.duration_ms} ms`}</td></tr>)}</tbody>
+      <thead><tr><th scope="col">#</th><th scope="col">When</th><th scope="col">HTTP status</th>
+        <th scope="col">Error</th><th scope="col">Duration</th></tr></thead>
+      <tbody>{h.map((a) => <tr key={a.attempt}><td>{a.attempt}</td><td>{when(a.attempted_at)}</td>
+        <td>{a.status ?? '—'}</td><td>{a.error ?? '—'}</td>
+        <td>{a.duration_ms === null ? '—' : `${a.duration_ms} ms`}</td></tr>)}</tbody>
     </table>
   );
 }
@@ -63,7 +66,9 @@ export function WebhooksPage(): JSX.Element {
       {d.data && (d.data.deliveries.length === 0 ? <p>No deliveries{state ? ` in state ${state}` : ''}.</p> : (
         <table>
           <caption>Webhook deliveries, newest first</caption>
-          <thead><tr><th scope="col">Event</th><th scope="col">State</th><th scope="col">Attempts</th><th scope="col">Last result</th><th scope="col">Next attempt</th><th scope="col">Created</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
+          <thead><tr><th scope="col">Event</th><th scope="col">State</th><th scope="col">Attempts</th>
+            <th scope="col">Last result</th><th scope="col">Next attempt</th><th scope="col">Created</th>
+            <th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
           <tbody>
             {d.data.deliveries.map((x) => (
               <Fragment key={x.delivery_id}>
@@ -77,7 +82,8 @@ export function WebhooksPage(): JSX.Element {
                   <td class="actions">
                     <button type="button" aria-expanded={open === x.delivery_id} onClick={() => setOpen(open === x.delivery_id ? null : x.delivery_id)}>
                       Attempts<span class="sr-only"> of {x.event} {shortId(x.delivery_id)}</span></button>
-                    <button type="button" onClick={() => { void redeliver(x.delivery_id); }}>Redeliver<span class="sr-only"> {x.event} {shortId(x.delivery_id)}</span></button>
+                    <button type="button" onClick={() => { void redeliver(x.delivery_id); }}>Redeliver<span
+                      class="sr-only"> {x.event} {shortId(x.delivery_id)}</span></button>
                   </td>
                 </tr>
                 {open === x.delivery_id && <tr><td colSpan={7}><Attempts id={x.delivery_id} /></td></tr>}

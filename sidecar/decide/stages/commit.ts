@@ -34,7 +34,8 @@ export const commit: Stage = {
       const audit: AuditEventRecord = {
         id: crypto.randomUUID(), accountId: auth.accountId, eventType: decision.decision === 'allow' ? 'proof.verified' : 'proof.rejected',
         connectionId: auth.connectionId, agentId: p.agent_id, certId: p.cert_id, requiredScope: request.required_scope,
-        details: { decision: decision.decision, decision_reason: decision.reason, ...(decision.constraint ? { constraint: decision.constraint } : {}), ...decision.details },
+        details: { decision: decision.decision, decision_reason: decision.reason,
+          ...(decision.constraint ? { constraint: decision.constraint } : {}), ...decision.details },
         createdAt: call.now,
       };
       let r: DecisionCommitResult;

@@ -15,7 +15,8 @@ import { need, read } from '../stage.js';
 import type { Decision, Stage } from '../stage.js';
 
 /** Status, expiry, scope and constraints of a verified certificate, for `requiredScope` at `now`. */
-export async function checkDelegation(ctx: ServiceContext, cert: DelegationCertificate, requiredScope: string, context: VerifyContext | undefined, now: number): Promise<Decision> {
+export async function checkDelegation(ctx: ServiceContext, cert: DelegationCertificate, requiredScope: string,
+  context: VerifyContext | undefined, now: number): Promise<Decision> {
   const p = cert.payload;
   let status = ctx.caches.statusOf(p.cert_id);
   ctx.metrics.cache.inc({ cache: 'revocation', result: status ? 'hit' : 'miss' });

@@ -36,7 +36,8 @@ export const limits: Stage = {
     }
     const details: Record<string, unknown> = {};
     for (const d of plan.debits) {
-      if (d.kind === 'budget') details.budget_debit = { amount: formatMicros(d.amount), currency: c.budget!.currency, window_start: new Date(d.windowStart).toISOString() };
+      if (d.kind === 'budget') details.budget_debit = { amount: formatMicros(d.amount), currency: c.budget!.currency,
+        window_start: new Date(d.windowStart).toISOString() };
       else details.calls_debit = { count: d.amount, window_start: new Date(d.windowStart).toISOString() };
     }
     call.decision = {

@@ -17,7 +17,8 @@ export const parse: Stage = {
     const request = call.body;
     if (!isValidScope(request.required_scope)) {
       const shown = String(request.required_scope).slice(0, 140);
-      throw new ServiceError('invalid_scopes', `required_scope is not in the scope vocabulary: ${shown}.`, { field: 'body.required_scope', invalid_scopes: [shown] });
+      throw new ServiceError('invalid_scopes', `required_scope is not in the scope vocabulary: ${shown}.`,
+        { field: 'body.required_scope', invalid_scopes: [shown] });
     }
     const proof = parseProofBundle(request.proof_bundle);
     if (!proof) throw new ServiceError('invalid_proof', 'proof_bundle is malformed, oversized or not a proof bundle.');

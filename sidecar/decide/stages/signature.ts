@@ -1,7 +1,7 @@
 /**
  * Stage 7, signature: the proof's hybrid signature (Ed25519 and ML-DSA-65)
  * verifies under the certificate's subject (agent) key, checked by the
- * crypto workers (`crypto-pool.ts`); else 400 `invalid_signature` (billed).
+ * crypto workers (`crypto/pool.ts`); else 400 `invalid_signature` (billed).
  * A worker failure is not a refusal: the call fails closed `indeterminate`
  * (`internal_error`).
  */
@@ -11,7 +11,7 @@ import { sha256Hex } from '../../../src/crypto/encoding.js';
 import { publicKeyFromJson } from '../../../src/crypto/hybrid.js';
 import { ServiceError } from '../../../src/errors.js';
 import { PROOF_DOMAIN, proofSignedBytes } from '../../../src/proof.js';
-import type { VerifyKey } from '../../proof-crypto.js';
+import type { VerifyKey } from '../../crypto/proof-crypto.js';
 import { need } from '../stage.js';
 import type { Stage } from '../stage.js';
 

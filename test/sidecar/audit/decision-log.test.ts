@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { present, specFlow, startSidecar } from '../../helpers/sidecar.js';
-import { ConfigError, loadConfig } from '../../../sidecar/config.js';
+import { ConfigError, loadConfig } from '../../../sidecar/config/index.js';
 import { MASKED } from '../../../sidecar/audit/decision-log.js';
 
 const FIELDS = ['type', 'request_id', 'time', 'platform_id', 'connection_id', 'agent_id', 'cert_id', 'scope', 'decision', 'reason', 'constraint', 'context', 'latency_ms', 'audit_event_id'];

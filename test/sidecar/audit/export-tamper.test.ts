@@ -17,7 +17,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { loadConfig } from '../../../sidecar/config.js';
+import { loadConfig } from '../../../sidecar/config/index.js';
 import { parseEventLine } from '../../../sidecar/audit/format.js';
 import { rowHash } from '../../../src/audit-chain.js';
 import { present, specFlow, startSidecar } from '../../helpers/sidecar.js';

@@ -18,7 +18,7 @@ import type { ExporterOptions } from '../../../sidecar/audit/export.js';
 import { httpSink, otlpSink } from '../../../sidecar/audit/sinks.js';
 import type { ExportSink } from '../../../sidecar/audit/sinks.js';
 import { verifyWebhookSignature } from '../../../src/webhooks.js';
-import { loadConfig } from '../../../sidecar/config.js';
+import { loadConfig } from '../../../sidecar/config/index.js';
 import { NOW, seed } from '../store/contract-fixtures.js';
 import type { Seeded } from '../store/contract-fixtures.js';
 import { checkpoint, decideOnce } from '../store/contract-audit.js';

@@ -10,7 +10,7 @@ import path from 'node:path';
 import t from 'tap';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import type { Registry } from 'prom-client';
-import { DEFAULTS, ENV_VARS, loadConfig } from '../../../sidecar/config.js';
+import { DEFAULTS, ENV_VARS, loadConfig } from '../../../sidecar/config/index.js';
 import { createMetrics } from '../../../sidecar/metrics.js';
 import { createGatewayMetrics } from '../../../gateway-plugin/metrics.js';
 import { resolveConfig } from '../../../gateway-plugin/standalone/config.js';

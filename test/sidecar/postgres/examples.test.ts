@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
-import { loadConfig } from '../../../sidecar/config.js';
+import { loadConfig } from '../../../sidecar/config/index.js';
 import { resolveConfig } from '../../../gateway-plugin/standalone/config.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');

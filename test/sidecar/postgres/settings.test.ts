@@ -1,12 +1,12 @@
 /**
- * The database settings (`SIDECAR_DATABASE_*`, sidecar/config.ts): the URL
+ * The database settings (`SIDECAR_DATABASE_*`, sidecar/config/index.ts): the URL
  * selects PostgreSQL and is checked once with messages that name the variable
  * and never the password; a shared database needs SIDECAR_MASTER_KEY; the
  * companions are refused without a URL. No server is needed.
  */
 import t from 'tap';
 import type { Test } from 'tap';
-import { ConfigError, DEFAULTS, loadConfig } from '../../../sidecar/config.js';
+import { ConfigError, DEFAULTS, loadConfig } from '../../../sidecar/config/index.js';
 
 const KEY = Buffer.alloc(32, 7).toString('base64');
 const URL_OK = 'postgres://authz:s3cret-pw@db.example:5432/authz';

@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import t from 'tap';
-import { loadConfig } from '../../../sidecar/config.js';
+import { loadConfig } from '../../../sidecar/config/index.js';
 import { startPostgres } from '../../helpers/postgres.js';
 import { Client, startSidecar } from '../../helpers/sidecar.js';
 import type { Res } from '../../helpers/sidecar.js';

@@ -3,11 +3,11 @@
  * the {@link ProofCrypto} interface (hybrid proof signing for present, the
  * proof-signature check of verify), its bounds, and {@link InlineCrypto}, the
  * implementation that runs on the main thread, used when
- * `SIDECAR_CRYPTO_WORKERS=0` (the worker pool is `crypto-pool.ts`).
+ * `SIDECAR_CRYPTO_WORKERS=0` (the worker pool is `pool.ts`).
  */
 import { LRUCache } from 'lru-cache';
-import { createSigner, createVerifier, signatureToJson } from '../src/crypto/hybrid.js';
-import type { HybridPublicKey, HybridSignature, HybridSignatureJson, HybridSigner, HybridVerifier } from '../src/crypto/hybrid.js';
+import { createSigner, createVerifier, signatureToJson } from '../../src/crypto/hybrid.js';
+import type { HybridPublicKey, HybridSignature, HybridSignatureJson, HybridSigner, HybridVerifier } from '../../src/crypto/hybrid.js';
 
 /** Bounds of the pool and of each worker's key caches. */
 export interface PoolLimits {
@@ -53,7 +53,11 @@ export interface SignKey {
 export interface ProofCrypto {
   /** Worker threads (0 = inline on the main thread). */
   readonly workers: number;
-  /** `true` only when both halves of `signature` verify over `domain` + `message`. Rejects with {@link CryptoPoolError} when a worker fails, or with the underlying error when it ran on the main thread (e.g. a malformed key). */
+  /**
+   * `true` only when both halves of `signature` verify over `domain` + `message`. Rejects with
+   * {@link CryptoPoolError} when a worker fails, or with the underlying error when it ran on the
+   * main thread (e.g. a malformed key).
+   */
   verify(key: VerifyKey, domain: string, message: Uint8Array, signature: HybridSignature): Promise<boolean>;
   /** A hybrid signature (JSON form) over `domain` + `message`. Rejects with {@link CryptoPoolError} when a worker fails. */
   sign(key: SignKey, domain: string, message: Uint8Array): Promise<HybridSignatureJson>;

@@ -26,16 +26,16 @@
  * task) and are terminated by `close()` (the server's `onClose`).
  *
  * This file holds the policy (which worker, replacement and stalls); one
- * worker's task bookkeeping and batching is `crypto-slot.ts`, and the
- * messages between the threads are `crypto-protocol.ts`.
+ * worker's task bookkeeping and batching is `slot.ts`, and the
+ * messages between the threads are `protocol.ts`.
  */
 import type { Worker } from 'node:worker_threads';
-import { getMlDsaBackend } from '../src/crypto/hybrid.js';
-import type { HybridSignature, HybridSignatureJson } from '../src/crypto/hybrid.js';
-import { WORKER_READY } from './crypto-protocol.js';
-import type { CryptoWorkerInit, CryptoWorkerReply, CryptoWorkerRequest } from './crypto-protocol.js';
-import { WorkerSlot } from './crypto-slot.js';
-import type { Built, Task } from './crypto-slot.js';
+import { getMlDsaBackend } from '../../src/crypto/hybrid.js';
+import type { HybridSignature, HybridSignatureJson } from '../../src/crypto/hybrid.js';
+import { WORKER_READY } from './protocol.js';
+import type { CryptoWorkerInit, CryptoWorkerReply, CryptoWorkerRequest } from './protocol.js';
+import { WorkerSlot } from './slot.js';
+import type { Built, Task } from './slot.js';
 import { CryptoPoolError, InlineCrypto, POOL_LIMITS } from './proof-crypto.js';
 import type { CryptoOp, CryptoTaskHook, PoolLimits, ProofCrypto, SignKey, VerifyKey } from './proof-crypto.js';
 
@@ -265,12 +265,15 @@ export class CryptoPool implements ProofCrypto {
       if (!slot || slot.dead) continue;
       if (!slot.ready) {
         if (now - slot.startedAt < this.limits.startMs) continue;
-        this.log?.error({ worker: slot.index, waited_ms: Math.round(now - slot.startedAt) }, 'crypto worker did not finish loading; terminating and replacing it');
+        this.log?.error({ worker: slot.index, waited_ms: Math.round(now - slot.startedAt) },
+          'crypto worker did not finish loading; terminating and replacing it');
         this.retire(slot, new CryptoPoolError('crypto worker did not start'));
         continue;
       }
       if (slot.pending.size === 0 || now - slot.lastActivity < this.limits.stallMs) continue;
-      this.log?.error({ worker: slot.index, pending: slot.pending.size, stalled_ms: Math.round(now - slot.lastActivity) }, 'crypto worker stalled; terminating and replacing it');
+      this.log?.error(
+        { worker: slot.index, pending: slot.pending.size, stalled_ms: Math.round(now - slot.lastActivity) },
+        'crypto worker stalled; terminating and replacing it');
       this.retire(slot, new CryptoPoolError('crypto worker stalled'));
     }
   }

@@ -1,9 +1,9 @@
 /**
- * The messages between the crypto pool (main thread, `crypto-pool.ts`) and
- * its worker threads (`crypto-worker.ts`). Kept apart from the pool so the
+ * The messages between the crypto pool (main thread, `pool.ts`) and
+ * its worker threads (`worker.ts`). Kept apart from the pool so the
  * worker imports these without loading the pool.
  */
-import type { HybridPublicKey, HybridSignature, HybridSignatureJson, MlDsaBackendName } from '../src/crypto/hybrid.js';
+import type { HybridPublicKey, HybridSignature, HybridSignatureJson, MlDsaBackendName } from '../../src/crypto/hybrid.js';
 
 /** What a worker posts once it has loaded, before any answer. */
 export const WORKER_READY = 'ready';

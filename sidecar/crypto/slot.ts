@@ -1,7 +1,7 @@
 /**
  * One crypto worker thread as the pool's main thread sees it: the tasks it
  * owes answers for, mirrors of its key caches, and the batching of tasks into
- * messages. The pool (`crypto-pool.ts`) decides which slot gets a task and
+ * messages. The pool (`crypto/pool.ts`) decides which slot gets a task and
  * when a slot is replaced; a slot only tracks its own tasks, so everything
  * here is local to one worker.
  */
@@ -9,7 +9,7 @@ import { Worker } from 'node:worker_threads';
 import { LRUCache } from 'lru-cache';
 import { CryptoPoolError } from './proof-crypto.js';
 import type { PoolLimits } from './proof-crypto.js';
-import type { CryptoWorkerBatch, CryptoWorkerInit, CryptoWorkerReply, CryptoWorkerRequest } from './crypto-protocol.js';
+import type { CryptoWorkerBatch, CryptoWorkerInit, CryptoWorkerReply, CryptoWorkerRequest } from './protocol.js';
 
 /** A message for a worker and the buffers it transfers. */
 export interface Built {
@@ -29,12 +29,12 @@ export interface Task {
 const MAX_BATCH = 32;
 
 /**
- * The entry of every worker: compiled, the sibling `crypto-worker.js`; from the TypeScript
- * sources (tests), `crypto-worker.dev.mjs`, which registers tsx first (see that file).
+ * The entry of every worker: compiled, the sibling `worker.js`; from the TypeScript
+ * sources (tests), `worker.dev.mjs`, which registers tsx first (see that file).
  */
 const WORKER_URL = import.meta.url.endsWith('.ts')
-  ? new URL('./crypto-worker.dev.mjs', import.meta.url)
-  : new URL('./crypto-worker.js', import.meta.url);
+  ? new URL('./worker.dev.mjs', import.meta.url)
+  : new URL('./worker.js', import.meta.url);
 
 /** One worker thread and what the main thread knows about it. */
 export class WorkerSlot {

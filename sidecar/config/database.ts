@@ -4,7 +4,7 @@
  * used alone by `audit verify --database-url`.
  */
 import fs from 'node:fs';
-import { ConfigError, int } from './config-env.js';
+import { ConfigError, int } from './env.js';
 
 /** `SIDECAR_DATABASE_URL` and its companions. */
 export interface DatabaseConfig {
@@ -49,7 +49,9 @@ export function databaseConfig(env: NodeJS.ProcessEnv): DatabaseConfig | null {
   if (u.pathname.length <= 1) throw new ConfigError(`${name}: missing database name (postgres://…/database)`);
   const sslmode = u.searchParams.get('sslmode');
   if (sslmode !== null && !SSL_MODES.includes(sslmode)) {
-    throw new ConfigError(`${name}: sslmode must be one of ${SSL_MODES.join(', ')}, got ${JSON.stringify(sslmode)} (prefer and allow would fall back between TLS and plain text, which the driver cannot do)`);
+    throw new ConfigError(
+      `${name}: sslmode must be one of ${SSL_MODES.join(', ')}, got ${JSON.stringify(sslmode)} `
+      + '(prefer and allow would fall back between TLS and plain text, which the driver cannot do)');
   }
   if (sslmode === 'verify-ca' && !u.searchParams.get('sslrootcert')) throw new ConfigError(`${name}: sslmode=verify-ca needs sslrootcert=<CA file>`);
   for (const p of ['sslrootcert', 'sslcert', 'sslkey']) {

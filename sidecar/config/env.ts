@@ -1,7 +1,7 @@
 /**
  * The parsing helpers of the sidecar's `SIDECAR_*` settings and their one
  * error type: a bad value stops startup with one line naming the variable.
- * Shared by config.ts and config-database.ts.
+ * Shared by index.ts and database.ts.
  */
 
 /**

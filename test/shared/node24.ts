@@ -10,7 +10,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 
 /** The repository root. */
-export const ROOT = path.resolve(import.meta.dirname, '..');
+export const ROOT = path.resolve(import.meta.dirname, '../..');
 /** The Node 24 binary shipped by the `node@24` devDependency. */
 export const NODE24 = path.join(ROOT, 'node_modules/node/bin/node');
 /** Where the Node 24 build of better-sqlite3 lives. */
@@ -19,7 +19,7 @@ export const SQLITE24_DIR = path.join(ROOT, '.cache/node24-sqlite');
  * The `--import` preload that makes a Node 24 process load better-sqlite3 from
  * {@link SQLITE24_DIR} (tests and benchmarks only; the sidecar has no setting for it).
  */
-export const NODE24_SQLITE_PRELOAD = path.join(ROOT, 'bench/node24-sqlite.mjs');
+export const NODE24_SQLITE_PRELOAD = path.join(ROOT, 'test/shared/node24-sqlite.mjs');
 /** The native better-sqlite3 addon built for Node 24's ABI. */
 export const SQLITE24_BINDING = path.join(SQLITE24_DIR, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node');
 

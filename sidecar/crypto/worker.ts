@@ -1,6 +1,6 @@
 /**
- * A crypto worker thread of the sidecar (started by `crypto-pool.ts` through
- * `crypto-worker.mjs`): verifies and makes hybrid signatures. Prepared
+ * A crypto worker thread of the sidecar (started by `pool.ts` through
+ * `worker.dev.mjs` from the sources): verifies and makes hybrid signatures. Prepared
  * verifiers and signers are cached by the id the pool gives (public-key hash,
  * agent id) in bounded LRUs, in the same order of operations as the pool's
  * mirror of them; a task without key bytes for an id that is not cached is
@@ -9,10 +9,10 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { LRUCache } from 'lru-cache';
-import { createSigner, createVerifier, setMlDsaBackend, signatureToJson } from '../src/crypto/hybrid.js';
-import type { HybridSigner, HybridVerifier } from '../src/crypto/hybrid.js';
-import { WORKER_READY } from './crypto-protocol.js';
-import type { CryptoWorkerBatch, CryptoWorkerInit, CryptoWorkerReply, CryptoWorkerRequest } from './crypto-protocol.js';
+import { createSigner, createVerifier, setMlDsaBackend, signatureToJson } from '../../src/crypto/hybrid.js';
+import type { HybridSigner, HybridVerifier } from '../../src/crypto/hybrid.js';
+import { WORKER_READY } from './protocol.js';
+import type { CryptoWorkerBatch, CryptoWorkerInit, CryptoWorkerReply, CryptoWorkerRequest } from './protocol.js';
 
 const init = workerData as CryptoWorkerInit;
 setMlDsaBackend(init.backend);

@@ -9,15 +9,15 @@
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { AUDIT_ENV_VARS, parseAuditConfig } from './audit/config.js';
-import type { AuditConfig } from './audit/config.js';
-import { ConfigError, flag, int } from './config-env.js';
-import { DATABASE_DEFAULTS, databaseConfig } from './config-database.js';
-import type { DatabaseConfig } from './config-database.js';
+import { AUDIT_ENV_VARS, parseAuditConfig } from '../audit/config.js';
+import type { AuditConfig } from '../audit/config.js';
+import { ConfigError, flag, int } from './env.js';
+import { DATABASE_DEFAULTS, databaseConfig } from './database.js';
+import type { DatabaseConfig } from './database.js';
 
-export { ConfigError } from './config-env.js';
-export { databaseConfig } from './config-database.js';
-export type { DatabaseConfig } from './config-database.js';
+export { ConfigError } from './env.js';
+export { databaseConfig } from './database.js';
+export type { DatabaseConfig } from './database.js';
 
 /**
  * The validated configuration `buildServer` takes (from {@link loadConfig}).
@@ -195,7 +195,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
   if (env.SIDECAR_MASTER_KEY) {
     const raw = env.SIDECAR_MASTER_KEY;
     const buf = Buffer.from(raw, 'base64');
-    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(raw) || buf.length !== 32) throw new ConfigError('SIDECAR_MASTER_KEY: must be base64 of exactly 32 bytes (e.g. `openssl rand -base64 32`)');
+    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(raw) || buf.length !== 32) throw new ConfigError('SIDECAR_MASTER_KEY: must '
+      + 'be base64 of exactly 32 bytes (e.g. `openssl rand -base64 32`)');
     masterKey = new Uint8Array(buf);
   } else if (production) {
     throw new ConfigError('SIDECAR_MASTER_KEY: required when NODE_ENV=production');
@@ -204,7 +205,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
   }
 
   const insecureCookies = flag(env, 'SIDECAR_INSECURE_COOKIES');
-  if (insecureCookies && !LOOPBACK.has(host)) throw new ConfigError(`SIDECAR_INSECURE_COOKIES: only allowed when SIDECAR_HOST is a loopback address, got ${host}`);
+  if (insecureCookies && !LOOPBACK.has(host)) throw new ConfigError(
+    `SIDECAR_INSECURE_COOKIES: only allowed when SIDECAR_HOST is a loopback address, got ${host}`);
   if (insecureCookies && production) throw new ConfigError('SIDECAR_INSECURE_COOKIES: not allowed when NODE_ENV=production');
 
   let alphaCreditsMicros = DEFAULTS.alphaCreditsDollars * MICROS_PER_DOLLAR;
@@ -265,7 +267,8 @@ function metricsListen(raw: string | undefined, mainHost: string, mainPort: numb
   const port = m ? Number(m[3]) : NaN;
   if (!m || port > 65535) throw new ConfigError(`SIDECAR_METRICS_LISTEN: expected host:port such as 127.0.0.1:9465 or [::1]:9465, got ${JSON.stringify(raw)}`);
   const host = (m[1] ?? m[2])!;
-  if (port !== 0 && port === mainPort && host === mainHost) throw new ConfigError(`SIDECAR_METRICS_LISTEN: ${raw} is the main listener (SIDECAR_HOST:SIDECAR_PORT); pick another port`);
+  if (port !== 0 && port === mainPort && host === mainHost) throw new ConfigError(
+    `SIDECAR_METRICS_LISTEN: ${raw} is the main listener (SIDECAR_HOST:SIDECAR_PORT); pick another port`);
   return { host, port };
 }
 
