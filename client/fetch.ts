@@ -130,7 +130,7 @@ function int(o: Record<string, unknown>, key: string, fallback: number): number 
 }
 
 /** Reads a body of at most `max` bytes. */
-async function readBody(request: Request, max: number): Promise<Uint8Array | undefined> {
+async function readBody(request: Request, max: number): Promise<Uint8Array<ArrayBuffer> | undefined> {
   if (request.body === null) return undefined;
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -145,7 +145,11 @@ async function readBody(request: Request, max: number): Promise<Uint8Array | und
     }
     chunks.push(value);
   }
-  return Buffer.concat(chunks);
+  // No Buffer: the client runs outside Node too.
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) { out.set(c, at); at += c.length; }
+  return out;
 }
 
 /** The challenge of a 401 answer, from `WWW-Authenticate` or the body. */
