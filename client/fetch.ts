@@ -205,7 +205,10 @@ export function createAgentFetch(options: AgentFetchOptions): AgentFetch {
   const mode = options.challenge ?? 'sidecar';
   if (mode !== 'sidecar' && mode !== 'server') fail('challenge', 'must be "sidecar" or "server"');
   if (options.fetch !== undefined && typeof options.fetch !== 'function') fail('fetch', 'must be a function');
-  const send = options.fetch ?? globalThis.fetch;
+  // Always called as a plain function: a browser's fetch refuses a `this` other than the global one ("Illegal
+  // invocation"), and the proof maker and the approval waiter would otherwise call it as their own method.
+  const given = options.fetch ?? globalThis.fetch;
+  const send: typeof fetch = (input, init) => given(input, init);
   const maxBody = int(o, 'maxBodyBytes', DEFAULT_MAX_BODY_BYTES);
   if (options.bind !== undefined && typeof options.bind !== 'boolean') fail('bind', 'must be true or false');
   const bind = options.bind ?? true;
