@@ -48,7 +48,10 @@ async function bundleClient(out) {
 }
 
 for (const name of names) {
-  if (!ALL.includes(name)) { process.stderr.write(`build-packages: unknown package ${name} (one of ${ALL.join(', ')})\n`); process.exit(2); }
+  if (!ALL.includes(name)) {
+    process.stderr.write(`build-packages: unknown package ${name} (one of ${ALL.join(', ')})\n`);
+    process.exit(2);
+  }
   const dir = path.join(ROOT, 'packages', name);
   const next = path.join(dir, `.dist-${process.pid}`);
   fs.rmSync(next, { recursive: true, force: true });

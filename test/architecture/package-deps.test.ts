@@ -61,7 +61,8 @@ function workerSpecifiers(src: string): string[] {
 function peersOf(repo: string, name: string): string[] {
   const file = path.join(repo, 'node_modules', name, 'package.json');
   if (!fs.existsSync(file)) return [];
-  const m = JSON.parse(fs.readFileSync(file, 'utf8')) as { peerDependencies?: Record<string, string>; peerDependenciesMeta?: Record<string, { optional?: boolean }> };
+  type Peers = { peerDependencies?: Record<string, string>; peerDependenciesMeta?: Record<string, { optional?: boolean }> };
+  const m = JSON.parse(fs.readFileSync(file, 'utf8')) as Peers;
   return Object.keys(m.peerDependencies ?? {}).filter((p) => m.peerDependenciesMeta?.[p]?.optional !== true);
 }
 
@@ -143,7 +144,8 @@ export function mismatches(pkg: Pkg, external: External, peersOf: (name: string)
   const allowed = new Set([...deps, ...peers, ...(bundled ? Object.keys(m.devDependencies ?? {}) : [])]);
   const out: string[] = [];
   for (const [name, by] of [...external].sort()) {
-    if (!allowed.has(name) && name !== m.name) out.push(`${m.name} imports ${name} (${[...by].sort().slice(0, 2).join(', ')}) but does not declare it`);
+    const where = [...by].sort().slice(0, 2).join(', ');
+    if (!allowed.has(name) && name !== m.name) out.push(`${m.name} imports ${name} (${where}) but does not declare it`);
   }
   const provided = new Set(deps.flatMap((d) => peersOf(d)));
   for (const name of [...allowed].sort()) {
@@ -160,7 +162,8 @@ t.test('every package declares exactly what its entry points import', async (t) 
     const { files, external, unresolved } = walk(REPO, pkg.entries);
     t.ok(pkg.entries.length >= 1 && files.size >= pkg.entries.length + 2, `${pkg.manifest.name}: ${pkg.entries.length} entries, ${files.size} files`);
     t.same(unresolved, [], `${pkg.manifest.name}: every entry and relative import names a file`);
-    t.same(mismatches(pkg, external, (name) => peersOf(REPO, name)), [], `${pkg.manifest.name}: dependencies = [${[...external.keys()].sort().join(', ')}]`);
+    const used = [...external.keys()].sort().join(', ');
+    t.same(mismatches(pkg, external, (name) => peersOf(REPO, name)), [], `${pkg.manifest.name}: dependencies = [${used}]`);
   }
 });
 
@@ -196,7 +199,10 @@ t.test('the workspaces are packages/*, all at the root version (lockstep)', asyn
 t.test('self-check: an undeclared import, an unused declaration and a client dependency are reported', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'package-deps-'));
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const write = (f: string, s: string): void => { fs.mkdirSync(path.dirname(path.join(dir, f)), { recursive: true }); fs.writeFileSync(path.join(dir, f), s); };
+  const write = (f: string, s: string): void => {
+    fs.mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
+    fs.writeFileSync(path.join(dir, f), s);
+  };
   write('client/index.ts', "import { x } from '../src/a.js';\nimport type { Y } from 'typed-only';\nexport const z = x;\n");
   write('src/a.ts', "import 'left-pad/x.js';\nimport fs from 'node:fs';\nexport const x = new URL('./w.js', import.meta.url) && fs;\n");
   write('src/w.ts', "import { h } from '@scope/worker-lib/sub';\nexport default h;\n");

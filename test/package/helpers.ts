@@ -159,7 +159,8 @@ export async function installConsumer(dir: string, tarball: string | Packed, dev
   };
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify(manifest, null, 2));
-  fs.writeFileSync(path.join(dir, 'package-lock.json'), JSON.stringify({ name: manifest.name, version: manifest.version, lockfileVersion: 3, requires: true, packages }, null, 2));
+  const lockfile = { name: manifest.name, version: manifest.version, lockfileVersion: 3, requires: true, packages };
+  fs.writeFileSync(path.join(dir, 'package-lock.json'), JSON.stringify(lockfile, null, 2));
   const ignoreScripts = o.ignoreScripts ?? true;
   const r = await run('npm', ['ci', '--offline', ...(ignoreScripts ? ['--ignore-scripts'] : []), '--no-audit', '--no-fund', '--loglevel=error'],
     { cwd: dir, timeoutMs: 120_000 });

@@ -52,11 +52,14 @@ t.test('each workspace packs from a fresh clone, with its build and nothing else
     const manifest = manifestOf(`packages/${WORKSPACES[i]}`);
     packed.set(info.name, { name: info.name, tarball: path.join(work, info.filename), manifest });
     const files = info.files.map((f) => f.path);
-    t.same(files.filter((f) => !/^(dist|bin)\//.test(f) && !['package.json', 'README.md', 'LICENSE'].includes(f)), [], `${info.name}: dist/, bin/, package.json, README.md, LICENSE only`);
+    const outside = files.filter((f) => !/^(dist|bin)\//.test(f) && !['package.json', 'README.md', 'LICENSE'].includes(f));
+    t.same(outside, [], `${info.name}: dist/, bin/, package.json, README.md, LICENSE only`);
     t.ok(files.includes('LICENSE') && files.includes('README.md'), `${info.name}: with LICENSE and README.md`);
     t.same(files.filter((f) => /\.(ts|mts)$/.test(f) && !/\.d\.ts$/.test(f)), [], `${info.name}: no TypeScript sources`);
     for (const [entry, target] of Object.entries(manifest.exports as Record<string, string | Record<string, string>>)) {
-      for (const file of typeof target === 'string' ? [target] : Object.values(target)) t.ok(files.includes(file.replace(/^\.\//, '')), `${info.name} exports["${entry}"] → ${file}`);
+      for (const file of typeof target === 'string' ? [target] : Object.values(target)) {
+        t.ok(files.includes(file.replace(/^\.\//, '')), `${info.name} exports["${entry}"] → ${file}`);
+      }
     }
     const scripts = Object.keys((manifest.scripts ?? {}) as object);
     t.same(scripts.filter((s) => /^(pre|post)?install$|^prepare$/.test(s)), [], `${info.name}: no install script`);
@@ -84,7 +87,8 @@ t.test('@agent-authz/client installs alone, offline: 0 dependencies, under 5 s',
   if (load! <= os.availableParallelism()) t.ok(seconds < 5, `installed in ${seconds.toFixed(2)} s (< 5 s)`);
   else t.comment(`installed in ${seconds.toFixed(2)} s of wall time at load ${load!.toFixed(1)} on ${os.availableParallelism()} cores`);
   const lock = JSON.parse(fs.readFileSync(path.join(clientApp, 'package-lock.json'), 'utf8')) as { packages: Record<string, unknown> };
-  t.same(Object.keys(lock.packages).filter((k) => k !== ''), ['node_modules/@agent-authz/client'], '0 runtime dependencies: the app holds the client only');
+  t.same(Object.keys(lock.packages).filter((k) => k !== ''), ['node_modules/@agent-authz/client'],
+    '0 runtime dependencies: the app holds the client only');
   t.same(fs.readdirSync(path.join(clientApp, 'node_modules')).filter((d) => !d.startsWith('.')), ['@agent-authz']);
   const dist = path.join(clientApp, 'node_modules/@agent-authz/client/dist');
   const imports: string[] = [];
@@ -102,7 +106,8 @@ t.test('@agent-authz/gateway installs alone with no install script and no native
   const started = Date.now();
   const r = await installConsumer(gatewayApp, packed.get('@agent-authz/gateway')!, [], { ignoreScripts: false });
   t.equal(r.code, 0, `npm ci --offline, scripts on${r.code === 0 ? '' : `:\n${r.stderr}`}`);
-  const lock = JSON.parse(fs.readFileSync(path.join(gatewayApp, 'package-lock.json'), 'utf8')) as { packages: Record<string, { hasInstallScript?: boolean }> };
+  type Lock = { packages: Record<string, { hasInstallScript?: boolean }> };
+  const lock = JSON.parse(fs.readFileSync(path.join(gatewayApp, 'package-lock.json'), 'utf8')) as Lock;
   const names = Object.keys(lock.packages).filter((k) => k.startsWith('node_modules/'));
   t.same(names.filter((k) => lock.packages[k]!.hasInstallScript === true), [], 'no package in the app has an install script');
   const nm = path.join(gatewayApp, 'node_modules');
@@ -120,7 +125,8 @@ t.test('@agent-authz/receiver installs alone; its SQLite subpath names its optio
   const r = await installConsumer(app, packed.get('@agent-authz/receiver')!, [], { ignoreScripts: false });
   t.equal(r.code, 0, `npm ci --offline${r.code === 0 ? '' : `:\n${r.stderr}`}`);
   t.same(fs.readdirSync(path.join(app, 'node_modules')).filter((d) => !d.startsWith('.')), ['@agent-authz'], 'no dependency installed');
-  const main = await run(process.execPath, ['--input-type=module', '-e', "const m = await import('@agent-authz/receiver'); console.log(Object.keys(m).sort().join(','))"], { cwd: app });
+  const list = "const m = await import('@agent-authz/receiver'); console.log(Object.keys(m).sort().join(','))";
+  const main = await run(process.execPath, ['--input-type=module', '-e', list], { cwd: app });
   t.equal(main.code, 0, `@agent-authz/receiver imports${main.code === 0 ? '' : `:\n${main.stderr}`}`);
   t.match(main.stdout, /createWebhookReceiver/, 'createWebhookReceiver');
   t.match(main.stdout, /MemoryDedupStore/, 'MemoryDedupStore');
@@ -142,7 +148,8 @@ let gatewayUrl = '';
 t.teardown(async () => { await gateway?.stop(); });
 
 t.test('the installed gateway runs in a Fastify app', async (t) => {
-  gateway = startProc(process.execPath, ['gateway-server.mjs'], { cwd: gatewayApp, env: cleanEnv({ SIDECAR_URL: sc.url, API_KEY: flow.reg.api_key as string }) });
+  const env = cleanEnv({ SIDECAR_URL: sc.url, API_KEY: flow.reg.api_key as string });
+  gateway = startProc(process.execPath, ['gateway-server.mjs'], { cwd: gatewayApp, env });
   const deadline = Date.now() + 30_000;
   while (!/"url"/.test(gateway.output()) && !gateway.exited() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   const line = gateway.output().split('\n').find((l) => l.startsWith('{"url"'));
@@ -152,13 +159,16 @@ t.test('the installed gateway runs in a Fastify app', async (t) => {
 
 /** What agent-calls.mjs must report, wherever it runs. */
 function checkCalls(t: Test, got: Record<string, unknown>, where: string): void {
-  t.same(got.allowed, { status: 200, body: { ok: true, url: '/app/items/7?x=1', agent: flow.agentId } }, `${where}: an allowed call reaches the upstream as the agent`);
-  t.same(got.refused, { isAgentAuthzError: true, code: 'not_delegated', reason: 'not_delegated', status: 403, source: 'gateway' }, `${where}: a refused call throws not_delegated`);
+  t.same(got.allowed, { status: 200, body: { ok: true, url: '/app/items/7?x=1', agent: flow.agentId } },
+    `${where}: an allowed call reaches the upstream as the agent`);
+  t.same(got.refused, { isAgentAuthzError: true, code: 'not_delegated', reason: 'not_delegated', status: 403, source: 'gateway' },
+    `${where}: a refused call throws not_delegated`);
 }
 
 for (const node of NODES) {
   t.test(`createAgentFetch from the installed client, plain node, ${node.name}`, async (t) => {
-    const r = await run(node.bin, ['client-node.mjs'], { cwd: clientApp, env: cleanEnv({ AGENT_OPTIONS: JSON.stringify({ ...agentOptions, gatewayUrl }) }) });
+    const env = cleanEnv({ AGENT_OPTIONS: JSON.stringify({ ...agentOptions, gatewayUrl }) });
+    const r = await run(node.bin, ['client-node.mjs'], { cwd: clientApp, env });
     t.equal(r.code, 0, `ran${r.code === 0 ? '' : `:\n${r.stderr}`}`);
     checkCalls(t, JSON.parse(r.stdout || '{}') as Record<string, unknown>, node.name);
   });
@@ -168,7 +178,10 @@ t.test('createAgentFetch from the installed client inside Chromium', async (t) =
   // One origin for the page, the bundle, the sidecar (/v1/…) and the gateway (/app/…): no CORS set-up in the way.
   const dist = path.join(clientApp, 'node_modules/@agent-authz/client/dist');
   const forward = (req: http.IncomingMessage, res: http.ServerResponse, to: string): void => {
-    const up = http.request(`${to}${req.url}`, { method: req.method, headers: req.headers }, (r) => { res.writeHead(r.statusCode ?? 502, r.headers); r.pipe(res); });
+    const up = http.request(`${to}${req.url}`, { method: req.method, headers: req.headers }, (r) => {
+      res.writeHead(r.statusCode ?? 502, r.headers);
+      r.pipe(res);
+    });
     up.on('error', () => res.writeHead(502).end());
     req.pipe(up);
   };
@@ -178,7 +191,8 @@ t.test('createAgentFetch from the installed client inside Chromium', async (t) =
     if (url.startsWith('/app/')) return forward(req, res, gatewayUrl);
     const file = url === '/agent-calls.mjs' ? path.join(FIXTURES, 'agent-calls.mjs')
       : url.startsWith('/pkg/') ? path.join(dist, path.posix.normalize(url.slice(5)).replace(/^(\.\.\/)+/, '')) : undefined;
-    if (url === '/') return res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><html lang="en"><title>agent</title><h1>agent</h1></html>');
+    const page = '<!doctype html><html lang="en"><title>agent</title><h1>agent</h1></html>';
+    if (url === '/') return res.writeHead(200, { 'content-type': 'text/html' }).end(page);
     if (file === undefined || !fs.existsSync(file)) return res.writeHead(404).end();
     res.writeHead(200, { 'content-type': 'text/javascript' }).end(fs.readFileSync(file));
   });
@@ -192,7 +206,8 @@ t.test('createAgentFetch from the installed client inside Chromium', async (t) =
     const client = await import('/pkg/index.js' as string) as unknown;
     const { agentCalls } = await import('/agent-calls.mjs' as string) as { agentCalls: (c: unknown, o: unknown) => Promise<unknown> };
     const nodeGlobals = ['process', 'Buffer', 'require'].filter((g) => g in globalThis);
-    return { ...(await agentCalls(client, o) as object), nodeGlobals, userAgent: (globalThis as unknown as { navigator: { userAgent: string } }).navigator.userAgent };
+    const { userAgent } = (globalThis as unknown as { navigator: { userAgent: string } }).navigator;
+    return { ...(await agentCalls(client, o) as object), nodeGlobals, userAgent };
   }, { ...agentOptions, sidecarUrl: origin, gatewayUrl: origin }) as Record<string, unknown>;
   t.same(got.nodeGlobals, [], 'a browser page: no process, Buffer or require');
   t.match(got.userAgent, /Chrome\//, `in Chromium (${String(got.userAgent)})`);
