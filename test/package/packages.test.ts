@@ -116,6 +116,9 @@ t.test('@agent-authz/gateway installs alone with no install script and no native
   for (const heavy of ['better-sqlite3', 'nodemailer', '@noble/post-quantum', 'pg']) t.notOk(fs.existsSync(path.join(nm, heavy)), `no ${heavy}`);
   t.ok(fs.existsSync(path.join(nm, 'fastify/package.json')), 'fastify, the peer, is installed beside it');
   t.ok(fs.existsSync(path.join(nm, '.bin/agent-authz-gateway')), 'the agent-authz-gateway bin is linked');
+  const help = await run(process.execPath, [path.join(nm, '.bin/agent-authz-gateway'), '--help'], { cwd: gatewayApp });
+  t.equal(help.code, 0, `the standalone proxy's bin runs${help.code === 0 ? '' : `:\n${help.stderr}`}`);
+  t.match(help.stdout, /usage: agent-authz-gateway --config/, 'and prints its usage');
   t.comment(`@agent-authz/gateway: ${names.length} packages, ${((Date.now() - started) / 1000).toFixed(1)} s`);
   fs.copyFileSync(path.join(FIXTURES, 'gateway-server.mjs'), path.join(gatewayApp, 'gateway-server.mjs'));
 });
