@@ -23,6 +23,11 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The workspaces' manifests (packages/*: the client, gateway and receiver packages, README "Packages"):
+# npm ci installs the lockfile's whole tree, workspaces included. The image itself runs the root package.
+COPY packages/client/package.json ./packages/client/
+COPY packages/gateway/package.json ./packages/gateway/
+COPY packages/receiver/package.json ./packages/receiver/
 # --ignore-scripts: no development setup (the Node binaries of the test devDependencies, tap's
 # plugins); then the one install script the image needs, better-sqlite3's native binary.
 RUN npm ci --ignore-scripts --no-audit --no-fund \
@@ -35,8 +40,10 @@ COPY gateway-plugin ./gateway-plugin
 COPY console ./console
 # tsc to dist/, then Vite builds the account holder's console into dist/console/.
 RUN npm run build
-# Production dependencies only (fastify stays: a peer dependency is not a dev dependency).
+# Production dependencies only (fastify stays: a peer dependency is not a dev dependency); the workspace
+# links (node_modules/@agent-authz/* → packages/*) go: the runtime stage has no packages/.
 RUN npm prune --omit=dev --no-audit --no-fund \
+ && rm -rf node_modules/@agent-authz \
  && node -e "require('better-sqlite3')(':memory:').close(); require.resolve('fastify')"
 
 # --- runtime: compiled code and pruned node_modules, owned by root, run as `node` ---------------

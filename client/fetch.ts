@@ -130,7 +130,7 @@ function int(o: Record<string, unknown>, key: string, fallback: number): number 
 }
 
 /** Reads a body of at most `max` bytes. */
-async function readBody(request: Request, max: number): Promise<Uint8Array | undefined> {
+async function readBody(request: Request, max: number): Promise<Uint8Array<ArrayBuffer> | undefined> {
   if (request.body === null) return undefined;
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -145,7 +145,11 @@ async function readBody(request: Request, max: number): Promise<Uint8Array | und
     }
     chunks.push(value);
   }
-  return Buffer.concat(chunks);
+  // No Buffer: the client runs outside Node too.
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) { out.set(c, at); at += c.length; }
+  return out;
 }
 
 /** The challenge of a 401 answer, from `WWW-Authenticate` or the body. */
@@ -201,7 +205,10 @@ export function createAgentFetch(options: AgentFetchOptions): AgentFetch {
   const mode = options.challenge ?? 'sidecar';
   if (mode !== 'sidecar' && mode !== 'server') fail('challenge', 'must be "sidecar" or "server"');
   if (options.fetch !== undefined && typeof options.fetch !== 'function') fail('fetch', 'must be a function');
-  const send = options.fetch ?? globalThis.fetch;
+  // Always called as a plain function: a browser's fetch refuses a `this` other than the global one ("Illegal
+  // invocation"), and the proof maker and the approval waiter would otherwise call it as their own method.
+  const given = options.fetch ?? globalThis.fetch;
+  const send: typeof fetch = (input, init) => given(input, init);
   const maxBody = int(o, 'maxBodyBytes', DEFAULT_MAX_BODY_BYTES);
   if (options.bind !== undefined && typeof options.bind !== 'boolean') fail('bind', 'must be true or false');
   const bind = options.bind ?? true;

@@ -9,10 +9,20 @@
  * MCP tool for a `tools/call` (the gateway may send a tool's resource, not
  * the endpoint, as the context path) or else the path in the gateway's
  * normalized form (src/path.ts, the gateway's own normalizer).
+ *
+ * No `node:` import and no Node global (`Buffer`): the client runs in Node, Deno, Bun, browsers and
+ * edge runtimes. SHA-256 is @noble/hashes' (synchronous, audited, the same bytes as node:crypto's),
+ * bundled into @agent-authz/client so the package has no runtime dependency (docs/architecture.md).
  */
 
-import { sha256Hex } from '../src/crypto/encoding.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 import { normalizePath } from '../src/path.js';
+
+/** Lowercase hex SHA-256 of `data` (a string is hashed as its UTF-8 bytes). */
+function sha256Hex(data: Uint8Array | string): string {
+  return bytesToHex(sha256(typeof data === 'string' ? utf8ToBytes(data) : data));
+}
 
 /**
  * What one request does.
@@ -39,7 +49,7 @@ export interface AgentOperation {
 function toolOf(body: Uint8Array | undefined, contentType: string | null): string | undefined {
   if (body === undefined || body.length === 0 || !/^application\/(?:[a-z0-9.+-]*\+)?json\b/i.test(contentType ?? '')) return undefined;
   try {
-    const msg = JSON.parse(Buffer.from(body).toString('utf8')) as { method?: unknown; params?: { name?: unknown } };
+    const msg = JSON.parse(new TextDecoder().decode(body)) as { method?: unknown; params?: { name?: unknown } };
     return msg.method === 'tools/call' && typeof msg.params?.name === 'string' ? msg.params.name : undefined;
   } catch {
     return undefined;

@@ -16,7 +16,6 @@ import { canonicalBytes } from './canonical.js';
 import { sha256Hex } from './crypto/encoding.js';
 import { signatureFromJson, signatureToJson } from './crypto/hybrid-json.js';
 import type { HybridSignature, HybridSignatureJson } from './crypto/hybrid-json.js';
-import type { HybridSigner } from './crypto/hybrid.js';
 import { parseOperation } from './operation.js';
 import type { BoundOperation } from './operation.js';
 
@@ -57,8 +56,18 @@ export interface ParsedProof {
   presentedAt: number;
 }
 
+/**
+ * What {@link signProof} needs of a signer: a `HybridSigner` (src/crypto/hybrid.ts) is one. Written here
+ * structurally so this module's import graph stays free of the post-quantum backend: the gateway, which
+ * only parses bundles, loads this file (issue 30).
+ */
+export interface ProofSigner {
+  /** Signs `message` under `domain` (domain-separated by the hybrid layer). */
+  sign(domain: string, message: Uint8Array): HybridSignature;
+}
+
 /** Builds and signs a bundle with the agent's signer. */
-export function signProof(payload: ProofPayload, agentSigner: HybridSigner): ProofBundle {
+export function signProof(payload: ProofPayload, agentSigner: ProofSigner): ProofBundle {
   return { ...payload, sig: signatureToJson(agentSigner.sign(PROOF_DOMAIN, proofSignedBytes(payload))) };
 }
 

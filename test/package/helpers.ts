@@ -5,8 +5,9 @@
  *
  * Offline install: `npm install <tarball>` would ask the registry for every dependency's
  * metadata, which `npm ci` never fetched (it installs from the lockfile). So the consumer app
- * gets a lockfile made from this project's: the tarball, plus every non-dev package entry
- * (name, version, integrity) — exactly what `npm install <tarball>` resolves today — and
+ * gets a lockfile made from this project's: the tarball, plus the entries (name, version,
+ * integrity) of its dependencies and required peers, transitively — what `npm install <tarball>`
+ * resolves today — and
  * `npm ci --offline` takes every tarball from npm's cache. `--ignore-scripts` skips
  * better-sqlite3's native build (minutes on two cores); the app gets the binding `npm ci`
  * already built for this Node (same locked version, same ABI) copied in. The package itself
@@ -82,60 +83,88 @@ export function copyProject(dest: string): void {
   fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dest, 'node_modules'), 'dir');
 }
 
-interface LockEntry { dev?: boolean; [k: string]: unknown }
+interface LockEntry { dev?: boolean; devOptional?: boolean; link?: boolean; [k: string]: unknown }
 
-/**
- * Makes a consumer app in `dir` that depends on the tarball (and on the named devDependencies
- * of this project, for example `@types/node` for a TypeScript consumer), installs it offline,
- * and copies in the better-sqlite3 binding (see the file header).
- */
-export async function installConsumer(dir: string, tarball: string, devPackages: readonly string[] = []): Promise<RunResult> {
-  const lock = JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> };
-  const own = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as Record<string, unknown>;
-  const spec = `file:${path.relative(dir, tarball)}`;
-  const devDependencies: Record<string, string> = {};
-  const packages: Record<string, unknown> = {};
-  // The named dev packages and everything they depend on, transitively (nested copies included).
+/** A packed package: its name, its tarball and its package.json (the root's, or a workspace's under packages/). */
+export interface Packed { name: string; tarball: string; manifest: Record<string, unknown> }
+
+/** The package.json of the root (`.`) or of a workspace (`packages/<name>`). */
+export function manifestOf(dir = '.'): Record<string, unknown> {
+  return JSON.parse(fs.readFileSync(path.join(ROOT, dir, 'package.json'), 'utf8')) as Record<string, unknown>;
+}
+
+/** The lockfile keys `roots` need, transitively, by Node's resolution (the nearest node_modules/<dep> up). */
+function lockClosure(lock: Record<string, LockEntry>, roots: readonly string[]): Set<string> {
   const wanted = new Set<string>();
-  const queue = devPackages.map((p) => `node_modules/${p}`);
-  for (const p of devPackages) {
-    const entry = lock.packages[`node_modules/${p}`];
-    if (entry === undefined) throw new Error(`${p} is not in package-lock.json`);
-    devDependencies[p] = String(entry.version);
-  }
+  const queue = roots.map((p) => `node_modules/${p}`);
   while (queue.length > 0) {
     const key = queue.pop()!;
-    if (wanted.has(key) || lock.packages[key] === undefined) continue;
+    if (wanted.has(key) || lock[key] === undefined || lock[key]!.link === true) continue;
     wanted.add(key);
-    for (const nested of Object.keys(lock.packages)) if (nested.startsWith(`${key}/node_modules/`)) queue.push(nested);
-    for (const dep of Object.keys((lock.packages[key]!.dependencies ?? {}) as object)) {
-      // Node's resolution: the nearest node_modules/<dep> up from the dependent.
+    for (const nested of Object.keys(lock)) if (nested.startsWith(`${key}/node_modules/`)) queue.push(nested);
+    const entry = lock[key]!;
+    const optionalPeers = (entry.peerDependenciesMeta ?? {}) as Record<string, { optional?: boolean }>;
+    const needs = [...Object.keys((entry.dependencies ?? {}) as object), ...Object.keys((entry.optionalDependencies ?? {}) as object),
+      ...Object.keys((entry.peerDependencies ?? {}) as object).filter((d) => optionalPeers[d]?.optional !== true)];
+    for (const dep of needs) {
       let base = key;
       for (;;) {
         const candidate = `${base}/node_modules/${dep}`;
-        if (lock.packages[candidate] !== undefined) { queue.push(candidate); break; }
+        if (lock[candidate] !== undefined) { queue.push(candidate); break; }
         const up = base.lastIndexOf('/node_modules/');
         if (up < 0) { queue.push(`node_modules/${dep}`); break; }
         base = base.slice(0, up);
       }
     }
   }
-  for (const [key, entry] of Object.entries(lock.packages)) {
-    if (!key.startsWith('node_modules/')) continue;
-    if (entry.dev !== true) packages[key] = entry;
-    else if (wanted.has(key)) packages[key] = { ...entry, dev: true };
+  return wanted;
+}
+
+/**
+ * Makes a consumer app in `dir` that depends on the tarball (by default the root package's; or a
+ * {@link Packed} workspace package) and on the named devDependencies of this project (for example
+ * `@types/node` for a TypeScript consumer), and installs it offline: the lockfile holds the package,
+ * its dependencies and required peers, transitively, as this project's lockfile resolves them.
+ * `ignoreScripts` (default true) skips install scripts, and then better-sqlite3's binding is copied in
+ * when the app has better-sqlite3 (see the file header); a workspace package's test installs with
+ * scripts on, to show there are none to run.
+ */
+export async function installConsumer(dir: string, tarball: string | Packed, devPackages: readonly string[] = [],
+  o: { ignoreScripts?: boolean } = {}): Promise<RunResult> {
+  const lock = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> }).packages;
+  const packed: Packed = typeof tarball === 'string' ? { name: 'agent-authz', tarball, manifest: manifestOf() } : tarball;
+  const own = packed.manifest;
+  const spec = `file:${path.relative(dir, packed.tarball)}`;
+  const devDependencies: Record<string, string> = {};
+  for (const p of devPackages) {
+    const entry = lock[`node_modules/${p}`];
+    if (entry === undefined) throw new Error(`${p} is not in package-lock.json`);
+    devDependencies[p] = String(entry.version);
   }
-  const manifest = { name: 'consumer-app', version: '1.0.0', private: true, type: 'module', dependencies: { 'agent-authz': spec }, devDependencies };
+  const optionalPeers = (own.peerDependenciesMeta ?? {}) as Record<string, { optional?: boolean }>;
+  const prodRoots = [...Object.keys((own.dependencies ?? {}) as object),
+    ...Object.keys((own.peerDependencies ?? {}) as object).filter((d) => optionalPeers[d]?.optional !== true)];
+  const prod = lockClosure(lock, prodRoots);
+  const dev = lockClosure(lock, devPackages);
+  const packages: Record<string, unknown> = {};
+  for (const key of [...prod, ...dev].sort()) {
+    const { dev: _d, devOptional: _o, ...entry } = lock[key]!;
+    packages[key] = prod.has(key) ? entry : { ...entry, dev: true };
+  }
+  const manifest = { name: 'consumer-app', version: '1.0.0', private: true, type: 'module', dependencies: { [packed.name]: spec }, devDependencies };
   packages[''] = { name: manifest.name, version: manifest.version, dependencies: manifest.dependencies, devDependencies };
-  packages['node_modules/agent-authz'] = {
+  packages[`node_modules/${packed.name}`] = {
     version: own.version, resolved: spec, license: own.license, dependencies: own.dependencies,
     peerDependencies: own.peerDependencies, peerDependenciesMeta: own.peerDependenciesMeta, engines: own.engines, bin: own.bin,
   };
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify(manifest, null, 2));
-  fs.writeFileSync(path.join(dir, 'package-lock.json'), JSON.stringify({ name: manifest.name, version: manifest.version, lockfileVersion: 3, requires: true, packages }, null, 2));
-  const r = await run('npm', ['ci', '--offline', '--ignore-scripts', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: dir, timeoutMs: 120_000 });
-  if (r.code === 0) {
+  const lockfile = { name: manifest.name, version: manifest.version, lockfileVersion: 3, requires: true, packages };
+  fs.writeFileSync(path.join(dir, 'package-lock.json'), JSON.stringify(lockfile, null, 2));
+  const ignoreScripts = o.ignoreScripts ?? true;
+  const r = await run('npm', ['ci', '--offline', ...(ignoreScripts ? ['--ignore-scripts'] : []), '--no-audit', '--no-fund', '--loglevel=error'],
+    { cwd: dir, timeoutMs: 120_000 });
+  if (r.code === 0 && ignoreScripts && fs.existsSync(path.join(dir, 'node_modules/better-sqlite3'))) {
     const release = path.join(dir, 'node_modules/better-sqlite3/build/Release');
     fs.mkdirSync(release, { recursive: true });
     fs.copyFileSync(path.join(ROOT, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node'), path.join(release, 'better_sqlite3.node'));

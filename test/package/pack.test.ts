@@ -1,5 +1,6 @@
 /**
- * The package as a user gets it (issue 19, "A packaging test"):
+ * The root package, `agent-authz` (the sidecar, its CLI and the old subpaths), as a user gets it (issue 19,
+ * "A packaging test"; the workspace packages by audience are packages.test.ts's):
  *
  * 1. `npm pack` in a copy of the project (so `prepare` builds dist/ there, as for a fresh
  *    clone, without rewriting the dist/ that other tests read): the tarball holds dist/, bin/,
