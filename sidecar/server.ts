@@ -26,6 +26,7 @@ import { createProofCrypto } from './crypto-pool.js';
 import type { PoolLimits } from './crypto-pool.js';
 import { installErrorHandlers } from './http/errors.js';
 import { answerClientError, answerConnect, answerExpectationFailed, frameworkErrorCode } from '../runtime/client-error.js';
+import { installLingeringClose } from '../runtime/linger.js';
 import { ERRORS, errorBody } from '../src/errors.js';
 import { installAuth } from './http/auth.js';
 import { registerAuthRoutes } from './routes/auth.js';
@@ -151,6 +152,8 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
 
   answerExpectationFailed(app.server);
   answerConnect(app.server, 'method_not_allowed', 'CONNECT is not supported.');
+  // A refusal before the body was read (413, an early 401) reaches a client still sending it (runtime/linger.ts).
+  installLingeringClose(app.server);
   const metrics = createMetrics();
   const master = resolveMasterKey(config);
   if (master.generated) app.log.warn({ file: master.file }, 'SIDECAR_MASTER_KEY is not set: generated a development master key file. Set SIDECAR_MASTER_KEY in production.');
