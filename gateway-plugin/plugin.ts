@@ -11,7 +11,8 @@
  *    MCP messages).
  * 4. handler: forward exactly the normalized path + original query + raw body
  *    with rewritten headers, behind the fail-open tripwire; the response gets
- *    the gateway's `X-Request-Id`.
+ *    the gateway's `X-Request-Id`. A shadow-mode route's would-be refusal is
+ *    forwarded too, logged, counted and marked for the upstream (shadow.ts).
  * Refusals are rendered by refusal.ts (JSON-RPC errors on MCP routes).
  */
 
@@ -25,7 +26,8 @@ import { DecisionPipeline } from './pipeline.js';
 import type { Admission, Decision, PipelineRequest } from './pipeline.js';
 import { SidecarClient } from './verify-client.js';
 import { refusalReason, renderRefusal, toServiceError } from './refusal.js';
-import { countRequest, guardForward } from './metrics.js';
+import { countRequest, countShadow, guardForward } from './metrics.js';
+import { logShadow } from './shadow.js';
 import { upstreamRequestHeaders, upstreamResponseHeaders } from './headers.js';
 import { installServerAnswers } from './framework-errors.js';
 
@@ -136,7 +138,11 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
         }
         const body = Buffer.isBuffer(request.body) ? request.body : undefined;
         const contentType = request.headers['content-type'];
-        state.outcome = decision.kind === 'allow' ? ['allowed', 'authorized'] : ['public', 'public'];
+        if (decision.kind === 'shadow') {
+          countShadow(metrics, decision.route, decision.reason);
+          logShadow(request.log, decision);
+          state.outcome = ['shadow', decision.reason];
+        } else state.outcome = decision.kind === 'allow' ? ['allowed', 'authorized'] : ['public', 'public'];
         state.forwardStart = performance.now();
         const facts = {
           requestId: request.id,
