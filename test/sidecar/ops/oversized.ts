@@ -9,6 +9,12 @@
  * `fetch` among them), this one reads the answer only once its request is sent.
  */
 import net from 'node:net';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import { freePort } from '../../helpers/net.js';
+import { REPO, cleanEnv } from './helpers.js';
 import { ERRORS, isErrorCode } from '../../../src/errors.js';
 
 /** One oversized request's outcome: the status and error code read (status 0 when none), and the socket's error (a reset) if any. */
@@ -106,4 +112,41 @@ export async function tally<R>(n: number, concurrency: number, one: (i: number) 
     }
   }));
   return counts;
+}
+
+/** A sidecar process for the oversized tests. */
+export interface SidecarProcess {
+  readonly url: string;
+  readonly port: number;
+  readonly lines: string[];
+  kill(): void;
+}
+
+/**
+ * Spawns `node --import tsx sidecar/main.ts` on a free port with a fresh data directory and
+ * `env`, and waits until `/readyz` answers 200: at most `readyMs` (a loaded machine under tap may
+ * need more than 20 s to start it).
+ */
+export async function spawnSidecarProcess(env: Record<string, string> = {}, readyMs = 90_000): Promise<SidecarProcess> {
+  const port = await freePort();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'authz-linger-'));
+  const child = spawn(process.execPath, ['--import', 'tsx', 'sidecar/main.ts'], {
+    cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'],
+    env: cleanEnv({ SIDECAR_PORT: String(port), SIDECAR_HOST: '127.0.0.1', SIDECAR_DATA_DIR: dataDir, SIDECAR_LOG_LEVEL: 'warn', ...env }),
+  });
+  const lines: string[] = [];
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => lines.push(d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => lines.push(d));
+  let exited = false;
+  child.once('exit', () => { exited = true; fs.rmSync(dataDir, { recursive: true, force: true }); });
+  const kill = (): void => { if (!exited) child.kill('SIGKILL'); };
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + readyMs;
+  while (Date.now() < deadline && !exited) {
+    const status = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.status, () => 0);
+    if (status === 200) return { url, port, lines, kill };
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  kill();
+  throw new Error(`sidecar not ready within ${readyMs} ms: ${lines.join('').slice(0, 2000)}`);
 }

@@ -10,8 +10,7 @@
  * close (runtime/linger.ts). Without it a few in a hundred end in `EPIPE`.
  */
 import t from 'tap';
-import { spawnSidecar } from './helpers.js';
-import { fillerBody, refusedWith, sendOversized, tally } from './oversized.js';
+import { fillerBody, refusedWith, sendOversized, spawnSidecarProcess, tally } from './oversized.js';
 
 const JSON_TYPE = 'Content-Type: application/json';
 /** [request head, expected refusal code]. */
@@ -24,7 +23,7 @@ const CASES: readonly [string, string][] = [
 ];
 
 t.test('oversized requests at full speed: every one gets its refusal, no reset (lingering close)', async (t) => {
-  const sc = await spawnSidecar({ env: { SIDECAR_LOG_LEVEL: 'warn' } });
+  const sc = await spawnSidecarProcess();
   t.teardown(() => sc.kill());
   const big = fillerBody(1024 * 1024);
   const huge = fillerBody(3 * 1024 * 1024);
