@@ -162,7 +162,9 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   if (config.insecureCookies) app.log.warn('SIDECAR_INSECURE_COOKIES=1: session cookies are sent without Secure. FOR LOOPBACK DEVELOPMENT ONLY.');
 
   const storeMetrics = createStoreMetrics(metrics.registry, (s, ok) => metrics.sqliteTx.observe({ result: ok ? 'commit' : 'rollback' }, s));
-  const store = opts.store ?? await openStore({ dataDir: config.dataDir, database: config.database, monitor: storeMetrics.monitor, auditChain: config.audit.chain });
+  const store = opts.store ?? await openStore({
+    dataDir: config.dataDir, database: config.database, monitor: storeMetrics.monitor, auditChain: config.audit.chain, sqliteSynchronous: config.sqliteSynchronous,
+  });
   storeMetrics.bindPool(() => store.poolStats());
   const box = createSecretBox(master.key);
   try {
