@@ -114,23 +114,28 @@ export async function tally<R>(n: number, concurrency: number, one: (i: number) 
   return counts;
 }
 
-/** A sidecar process for the oversized tests. */
+/** A sidecar process for the oversized and durability tests. */
 export interface SidecarProcess {
   readonly url: string;
   readonly port: number;
   readonly lines: string[];
+  /** The spawned process (the wrapper's, with a `wrapper`). */
+  readonly pid: number;
+  /** Resolves once the spawned process has exited. */
+  readonly exited: Promise<void>;
   kill(): void;
 }
 
 /**
- * Spawns `node --import tsx sidecar/main.ts` on a free port with a fresh data directory and
- * `env`, and waits until `/readyz` answers 200: at most `readyMs` (a loaded machine under tap may
+ * Spawns `node --import tsx sidecar/main.ts` (behind `wrapper`, e.g. strace, if given) on a free
+ * port with a fresh data directory and `env`, and waits until `/readyz` answers 200: at most `readyMs` (a loaded machine under tap may
  * need more than 20 s to start it).
  */
-export async function spawnSidecarProcess(env: Record<string, string> = {}, readyMs = 90_000): Promise<SidecarProcess> {
+export async function spawnSidecarProcess(env: Record<string, string> = {}, readyMs = 90_000, wrapper: string[] = []): Promise<SidecarProcess> {
   const port = await freePort();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'authz-linger-'));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'sidecar/main.ts'], {
+  const argv = [...wrapper, process.execPath, '--import', 'tsx', 'sidecar/main.ts'];
+  const child = spawn(argv[0]!, argv.slice(1), {
     cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'],
     env: cleanEnv({ SIDECAR_PORT: String(port), SIDECAR_HOST: '127.0.0.1', SIDECAR_DATA_DIR: dataDir, SIDECAR_LOG_LEVEL: 'warn', ...env }),
   });
@@ -138,13 +143,13 @@ export async function spawnSidecarProcess(env: Record<string, string> = {}, read
   child.stdout!.setEncoding('utf8').on('data', (d: string) => lines.push(d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => lines.push(d));
   let exited = false;
-  child.once('exit', () => { exited = true; fs.rmSync(dataDir, { recursive: true, force: true }); });
+  const done = new Promise<void>((resolve) => child.once('exit', () => { exited = true; fs.rmSync(dataDir, { recursive: true, force: true }); resolve(); }));
   const kill = (): void => { if (!exited) child.kill('SIGKILL'); };
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + readyMs;
   while (Date.now() < deadline && !exited) {
     const status = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.status, () => 0);
-    if (status === 200) return { url, port, lines, kill };
+    if (status === 200) return { url, port, lines, kill, pid: child.pid!, exited: done };
     await new Promise((r) => setTimeout(r, 200));
   }
   kill();

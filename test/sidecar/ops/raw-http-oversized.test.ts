@@ -12,6 +12,9 @@
 import t from 'tap';
 import { fillerBody, refusedWith, sendOversized, spawnSidecarProcess, tally } from './oversized.js';
 
+// 2,000 requests of 1 MiB and a process start: minutes on a loaded 2-core machine (the default file timeout is 180 s).
+t.setTimeout(420_000);
+
 const JSON_TYPE = 'Content-Type: application/json';
 /** [request head, expected refusal code]. */
 const CASES: readonly [string, string][] = [
