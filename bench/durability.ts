@@ -21,8 +21,11 @@ import { parsePlan } from './plan.js';
 /** Verify throughput with `full` and `normal` at one concurrency, and their ratio. */
 export interface SynchronousRatio { concurrency: number; fullPerSec: number; normalPerSec: number; ratio: number }
 
-async function verifyRates(run: Run, backend: Backend, level: 'full' | 'normal', levels: readonly number[], seconds: number, bundles: number): Promise<number[]> {
-  const sc = await startSidecar(run, backend, freshDir(run, `${backend}-sync-${level}`), { name: `sidecar(${level})`, env: { SIDECAR_SQLITE_SYNCHRONOUS: level } });
+async function verifyRates(
+  run: Run, backend: Backend, level: 'full' | 'normal', levels: readonly number[], seconds: number, bundles: number,
+): Promise<number[]> {
+  const dir = freshDir(run, `${backend}-sync-${level}`);
+  const sc = await startSidecar(run, backend, dir, { name: `sidecar(${level})`, env: { SIDECAR_SQLITE_SYNCHRONOUS: level } });
   const p = pool(sc.url, 64);
   try {
     const s = await setUp(sc.url, run.mail, `bench-sync-${level}@bench.example`);
@@ -33,7 +36,8 @@ async function verifyRates(run: Run, backend: Backend, level: 'full' | 'normal',
     for (const c of levels) {
       const r = await v.run(c, bundles, seconds);
       rates.push(r.rps);
-      log(`${backend}: synchronous=${level} verify c=${c}: ${r.rps.toFixed(0)}/s p50 ${r.p50.toFixed(0)} µs p99 ${r.p99.toFixed(0)} µs (${r.count} req, ${r.errors} err)`);
+      const lat = `p50 ${r.p50.toFixed(0)} µs p99 ${r.p99.toFixed(0)} µs`;
+      log(`${backend}: synchronous=${level} verify c=${c}: ${r.rps.toFixed(0)}/s ${lat} (${r.count} req, ${r.errors} err)`);
     }
     return rates;
   } finally {
@@ -43,11 +47,15 @@ async function verifyRates(run: Run, backend: Backend, level: 'full' | 'normal',
 }
 
 /** Measures verify throughput with `full` ÷ `normal` at each of `levels` (default c=1 and c=64). */
-export async function synchronousRatio(run: Run, backend: Backend, levels: readonly number[] = [1, 64], seconds = 3, bundles = 600): Promise<SynchronousRatio[]> {
+export async function synchronousRatio(
+  run: Run, backend: Backend, levels: readonly number[] = [1, 64], seconds = 3, bundles = 600,
+): Promise<SynchronousRatio[]> {
   const full = await verifyRates(run, backend, 'full', levels, seconds, bundles);
   const normal = await verifyRates(run, backend, 'normal', levels, seconds, bundles);
   const out = levels.map((c, i) => ({ concurrency: c, fullPerSec: full[i]!, normalPerSec: normal[i]!, ratio: full[i]! / Math.max(1e-9, normal[i]!) }));
-  for (const r of out) log(`${backend}: verify c=${r.concurrency}: FULL ÷ NORMAL = ${r.ratio.toFixed(2)} (${r.fullPerSec.toFixed(0)}/s ÷ ${r.normalPerSec.toFixed(0)}/s)`);
+  for (const r of out) {
+    log(`${backend}: verify c=${r.concurrency}: FULL ÷ NORMAL = ${r.ratio.toFixed(2)} (${r.fullPerSec.toFixed(0)}/s ÷ ${r.normalPerSec.toFixed(0)}/s)`);
+  }
   return out;
 }
 

@@ -164,7 +164,9 @@ function compileEntry(value: unknown, path: string, index: number, defaults: Rou
   }
   const shape = segments.map((s) => (s.kind === 0 ? `=${s.text}` : s.kind === 1 ? ':' : '*')).join('/');
   const looseShape = segments.map((s) => (s.kind === 0 ? `=${s.loose}` : s.kind === 1 ? ':' : '*')).join('/');
-  return { index, pattern: entry.path as string, scope, amountPointer, currencyPointer, mcp, mode, methods, segments, shape, foldedShape: foldCase(shape), looseShape };
+  return {
+    index, pattern: entry.path as string, scope, amountPointer, currencyPointer, mcp, mode, methods, segments, shape, foldedShape: foldCase(shape), looseShape,
+  };
 }
 
 /**

@@ -270,10 +270,13 @@ function sqliteSynchronous(env: NodeJS.ProcessEnv): SqliteSynchronous {
   const raw = env.SIDECAR_SQLITE_SYNCHRONOUS;
   if (raw === undefined || raw === '') return DEFAULTS.sqliteSynchronous;
   if (env.SIDECAR_DATABASE_URL) {
-    throw new ConfigError('SIDECAR_SQLITE_SYNCHRONOUS: only used with SQLite; SIDECAR_DATABASE_URL is set (PostgreSQL commits are durable by its own settings)');
+    throw new ConfigError('SIDECAR_SQLITE_SYNCHRONOUS: only used with SQLite; SIDECAR_DATABASE_URL is set '
+      + '(PostgreSQL commits are durable by its own settings)');
   }
   const value = raw.toLowerCase();
-  if (value !== 'normal' && value !== 'full') throw new ConfigError(`SIDECAR_SQLITE_SYNCHRONOUS: must be full or normal, got ${JSON.stringify(raw.slice(0, 40))}`);
+  if (value !== 'normal' && value !== 'full') {
+    throw new ConfigError(`SIDECAR_SQLITE_SYNCHRONOUS: must be full or normal, got ${JSON.stringify(raw.slice(0, 40))}`);
+  }
   return value;
 }
 

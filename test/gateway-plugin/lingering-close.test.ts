@@ -35,7 +35,9 @@ async function plugin(): Promise<{ port: number; url: string; close(): Promise<v
   const metrics = createGatewayMetrics();
   const app = Fastify({ http: { maxHeaderSize: GATEWAY_MAX_HEADER_SIZE }, clientErrorHandler: gatewayClientErrors(metrics) });
   const config = gatewayConfig(up.url, sidecar.url);
-  await app.register(agentAuthzGateway, { upstream: up.url, sidecarUrl: sidecar.url, apiKey: TEST_API_KEY, metrics, routes: config.routes as RouteEntry[], bodyLimit: 65_536 });
+  await app.register(agentAuthzGateway, {
+    upstream: up.url, sidecarUrl: sidecar.url, apiKey: TEST_API_KEY, metrics, routes: config.routes as RouteEntry[], bodyLimit: 65_536,
+  });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.server.address() as AddressInfo).port;
   return { port, url: `http://127.0.0.1:${port}`, close: () => app.close() };
@@ -58,7 +60,8 @@ for (const [mode, start] of [['standalone', standalone], ['plugin', plugin]] as 
     const viaFetch = await tally(20, 4, () => fetch(`${gw.url}/v1/items/7`, {
       method: 'POST', headers: { 'content-type': 'application/json', 'x-service-proof': proofHeader() }, body: BODY,
     })
-      .then(async (r) => `${r.status} ${((await r.json()) as { error?: { code?: string } }).error?.code ?? '-'}`, (err: Error & { cause?: { code?: string } }) => `failed ${err.cause?.code ?? err.message}`), (k) => k);
+      .then(async (r) => `${r.status} ${((await r.json()) as { error?: { code?: string } }).error?.code ?? '-'}`,
+        (err: Error & { cause?: { code?: string } }) => `failed ${err.cause?.code ?? err.message}`), (k) => k);
     t.same(viaFetch, { '413 body_too_large': 20 }, "Node's fetch gets the 413 every time");
     t.equal(up.received.length, before, 'the upstream received none of them');
   });

@@ -76,7 +76,8 @@ async function traced(t: Test, level: 'full' | 'normal'): Promise<ReturnType<typ
   await Promise.race([sc.exited, new Promise((r) => setTimeout(r, 30_000))]);
   const result = answersBeforeSync(fs.readFileSync(out, 'utf8'));
   fs.rmSync(path.dirname(out), { recursive: true, force: true });
-  t.comment(`${level}: ${result.answers} verify answers, ${result.beforeSync} written before the WAL sync covering them; WAL: ${result.walWrites} writes, ${result.walSyncs} syncs`);
+  t.comment(`${level}: ${result.answers} verify answers, ${result.beforeSync} written before the WAL sync covering them; `
+    + `WAL: ${result.walWrites} writes, ${result.walSyncs} syncs`);
   t.ok(result.answers >= VERIFIES, `${level}: every verify answer found in the trace`);
   t.ok(result.walWrites > 0, `${level}: the trace saw the WAL written`);
   return result;
