@@ -150,7 +150,10 @@ await t.test('a sensitive route in shadow mode is refused at startup, naming the
   const withRoute = (route: Record<string, unknown>, extra: Record<string, unknown> = {}): Record<string, unknown> =>
     gatewayConfig(up.url, sidecar.url, { routes: [{ method: 'GET', path: '/ok', scope: 'data:read', mode: 'shadow' }, route], ...extra });
   await t.rejects(buildGateway(withRoute({ method: 'POST', path: '/v1/payments', scope: 'payments:send', mode: 'shadow' }), env),
-    { name: 'TypeError', message: /^config: routes\[1\]\.mode: route \/v1\/payments cannot be in shadow mode: scope payments:send is sensitive \(payments:\*\)/ });
+    {
+      name: 'TypeError',
+      message: /^config: routes\[1\]\.mode: route \/v1\/payments cannot be in shadow mode: scope payments:send is sensitive \(payments:\*\)/,
+    });
   await t.rejects(buildGateway(withRoute({ method: 'PUT', path: '/v1/items/:id', scope: 'data:write', mode: 'shadow' }), env),
     { name: 'TypeError', message: /routes\[1\]\.mode: route \/v1\/items\/:id cannot be in shadow mode: scope data:write is sensitive/ });
   const crm = withRoute({ method: 'GET', path: '/crm', scope: 'custom:crm:read', mode: 'shadow' }, { shadow_sensitive_scopes: ['custom:crm:*'] });
