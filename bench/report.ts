@@ -33,6 +33,8 @@ export interface BackendResults {
   /** Verify c=64 (best round) with the audit chain and NDJSON export on, and with both off (bench/audit.ts). */
   audit?: { off: LoadResult; on: LoadResult; ratio: number; exported: number };
   bytesPerVerify?: number | undefined;
+  /** Verify throughput with SIDECAR_SQLITE_SYNCHRONOUS=full ÷ normal at c=1 and c=64 (bench/durability.ts). */
+  synchronousRatio?: { concurrency: number; fullPerSec: number; normalPerSec: number; ratio: number }[] | undefined;
   bytesPerPresent?: number | undefined;
   rssMb?: number;
   gateway?: Partial<Record<GatewayVariant, {
@@ -194,6 +196,14 @@ export function renderTable(res: Results): string {
     per('Server CPU per verify at c=64', (b) => `${fix(b.cpuMsPerVerify, 3)} ms`, 'cpu');
     if (Object.values(res.backends).some((b) => b?.audit)) {
       per('Verify c=64, audit chain + export on ÷ both off', (b) => (b.audit ? `${fix(b.audit.ratio)} (${int(b.audit.on.rps)}/s ÷ ${int(b.audit.off.rps)}/s)` : '—'), 'audit-ratio');
+    }
+    if (Object.values(res.backends).some((b) => b?.synchronousRatio)) {
+      for (const c of [1, 64]) {
+        per(`Verify c=${c}, SQLite synchronous FULL ÷ NORMAL`, (b) => {
+          const r = b.synchronousRatio?.find((x) => x.concurrency === c);
+          return r ? `${fix(r.ratio)} (${int(r.fullPerSec)}/s ÷ ${int(r.normalPerSec)}/s)` : '—';
+        });
+      }
     }
     per('  of which the hybrid verify itself (ceiling CPU)', (b) => (b.ceiling ? `${fix(b.ceiling.verifyCpuUs / 1000, 3)} ms` : '—'));
     per('Verify server time (c=1 p50 − /healthz p50)', (b) => `${int(verifyServerUs(b))} µs`);

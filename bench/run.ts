@@ -32,6 +32,7 @@ import type { BackendResults, Results } from './report.js';
 import { gatewayComparison, profileGateway, startGatewayProcs } from './gateway.js';
 import { agentComparison, startAgentProcs } from './agents.js';
 import { cryptoCeiling, presentAndVerify, profileSidecar } from './verify.js';
+import { synchronousRatio } from './durability.js';
 import { measureAudit, prepareAudit } from './audit.js';
 import type { AuditPrepared } from './audit.js';
 import { snapshotBase, storeSections } from './store.js';
@@ -147,6 +148,8 @@ async function main(): Promise<number> {
         let agentProcs: ReturnType<typeof startAgentProcs> | undefined;
         try {
           if (plan.sections.has('present') || plan.sections.has('verify')) await presentAndVerify(run, backend, sc, s, br);
+          // The price of SIDECAR_SQLITE_SYNCHRONOUS=full, on two fresh sidecars (a measurement, no target).
+          if (plan.sections.has('verify') && backend === backends[0]) br.synchronousRatio = await synchronousRatio(run, backend, [1, 64], plan.smoke ? 1 : 3, plan.smoke ? 40 : 600);
           if (plan.sections.has('audit')) {
             auditP ??= prepareAudit(run, backend, br.verify?.find((r) => r.concurrency === 64)?.rps ?? br.ceiling!.verifyPerSec);
             await measureAudit(run, await auditP, br);

@@ -30,6 +30,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ERRORS, errorBody } from '../src/errors.js';
 import type { ErrorCode } from '../src/errors.js';
 import { answerClientError, answerConnect, answerExpectationFailed, frameworkErrorCode } from '../runtime/client-error.js';
+import { installLingeringClose } from '../runtime/linger.js';
 import { countRequest } from './metrics.js';
 import type { GatewayMetrics } from './metrics.js';
 
@@ -115,10 +116,13 @@ export function notFoundAnswer(code: 'route_not_mapped' | 'route_not_found', met
  * `CONNECT` request with 403 `route_not_mapped` instead of closing the
  * connection, both counted with `metrics`. Each only when nothing listens for
  * that event yet (an application's own handling, or a gateway plugin
- * registered before, wins).
+ * registered before, wins). And closes a connection whose request body was
+ * not read to its end (a 413, an early refusal) with a lingering close
+ * (runtime/linger.ts), so the client still sending it reads the answer.
  */
 export function installServerAnswers(server: Server, metrics?: GatewayMetrics): void {
   const count = counter(metrics);
+  installLingeringClose(server);
   if (server.listenerCount('checkExpectation') === 0) answerExpectationFailed(server, count);
   if (server.listenerCount('connect') === 0) answerConnect(server, 'route_not_mapped', 'CONNECT is not proxied.', count);
 }

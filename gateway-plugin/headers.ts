@@ -58,6 +58,8 @@ export const DECISION_HEADERS = {
   agentId: 'x-service-agent-id',
   certId: 'x-service-cert-id',
   requestId: 'x-request-id',
+  /** Set with decision `shadow`: `<status> <code>[; reason=<reason>]` of the refusal it would have been. */
+  shadowRefusal: 'x-service-shadow-refusal',
 } as const;
 
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'te', 'trailer',
@@ -69,10 +71,12 @@ const UNDERSCORE_DROPPED = ['host', 'content-length', 'content-type'];
 
 /** What the gateway decided for the request being forwarded. */
 export interface ForwardDecision {
-  readonly kind: 'allow' | 'public';
+  readonly kind: 'allow' | 'public' | 'shadow';
   readonly scope?: string | undefined;
   readonly agentId?: string | undefined;
   readonly certId?: string | undefined;
+  /** `shadow`: the refusal it would have been (`X-Service-Shadow-Refusal`, shadow.ts). */
+  readonly shadowRefusal?: string | undefined;
 }
 
 /** Facts about the received request needed to rewrite its headers. */
@@ -128,6 +132,7 @@ export function upstreamRequestHeaders(prepared: Headers, decision: ForwardDecis
     if (decision.agentId !== undefined) out[DECISION_HEADERS.agentId] = decision.agentId;
     if (decision.certId !== undefined) out[DECISION_HEADERS.certId] = decision.certId;
   }
+  if (decision.kind === 'shadow' && decision.shadowRefusal !== undefined) out[DECISION_HEADERS.shadowRefusal] = decision.shadowRefusal;
   out[DECISION_HEADERS.requestId] = facts.requestId;
   if (facts.clientIp !== undefined) out['x-forwarded-for'] = facts.clientIp;
   if (facts.host !== undefined) out['x-forwarded-host'] = facts.host;

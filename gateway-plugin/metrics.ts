@@ -10,6 +10,11 @@
  *   `result` is allow, deny, rejected, indeterminate, error, timeout, network.
  * - `agent_authz_gateway_upstream_duration_seconds{status_class}`: upstream
  *   latency of forwarded requests (until the response is finished).
+ * - `agent_authz_gateway_shadow_would_refuse_total{route,reason}`: requests
+ *   of shadow-mode routes (shadow.ts) that were forwarded although they would
+ *   have been refused; `route` is the route's pattern, `reason` as above (a
+ *   missing proof is `proof_required`). Such requests are also counted in
+ *   `requests_total` with `outcome="shadow"`.
  * - `agent_authz_gateway_fail_open_total`: tripwire, always exported, must
  *   stay 0. Only {@link guardForward} increments it: when a request reaches the
  *   forwarding step without a recorded allow/public decision (a bug), it is
@@ -68,6 +73,8 @@ export interface GatewayMetrics {
   readonly verifyDuration: Histogram<'result'>;
   /** `agent_authz_gateway_upstream_duration_seconds`. */
   readonly upstreamDuration: Histogram<'status_class'>;
+  /** `agent_authz_gateway_shadow_would_refuse_total` (shadow mode; see file header). */
+  readonly shadowWouldRefuse: Counter<'route' | 'reason'>;
   /** `agent_authz_gateway_fail_open_total` (tripwire; see file header). */
   readonly failOpen: Counter;
 }
@@ -103,6 +110,11 @@ export function createGatewayMetrics(registry: Registry = new Registry()): Gatew
     upstreamDuration: new Histogram({ name: `${METRIC_PREFIX}upstream_duration_seconds`,
       help: 'Latency of forwarded requests at the upstream.', labelNames: ['status_class'],
       buckets: [...UPSTREAM_BUCKETS], registers }),
+    shadowWouldRefuse: new Counter({
+      name: `${METRIC_PREFIX}shadow_would_refuse_total`,
+      help: 'Requests of shadow-mode routes forwarded although they would have been refused, by route and reason.',
+      labelNames: ['route', 'reason'], registers,
+    }),
     failOpen,
   };
 }
@@ -134,12 +146,21 @@ export function countRequest(metrics: GatewayMetrics, outcome: string, reason: s
 }
 
 /**
- * The forwarding tripwire. Returns true when forwarding may proceed, i.e. the
- * request carries an explicit allow or is on a public route. Otherwise counts
- * `fail_open_total` and returns false; the caller must refuse the request.
+ * Counts one shadow-mode request that would have been refused in `shadow_would_refuse_total`
+ * (`route`: the route's pattern); the caller counts it in `requests_total` with outcome `shadow`.
  */
-export function guardForward(metrics: GatewayMetrics, decision: 'allow' | 'public' | undefined): boolean {
-  if (decision === 'allow' || decision === 'public') return true;
+export function countShadow(metrics: GatewayMetrics, route: string, reason: string): void {
+  metrics.shadowWouldRefuse.inc({ route, reason: reasonLabel(reason) });
+}
+
+/**
+ * The forwarding tripwire. Returns true when forwarding may proceed, i.e. the
+ * request carries an explicit allow, is on a public route, or is a shadow-mode
+ * route's (which the pipeline only decides for routes configured so).
+ * Otherwise counts `fail_open_total` and returns false; the caller must refuse the request.
+ */
+export function guardForward(metrics: GatewayMetrics, decision: 'allow' | 'public' | 'shadow' | undefined): boolean {
+  if (decision === 'allow' || decision === 'public' || decision === 'shadow') return true;
   metrics.failOpen.inc();
   return false;
 }

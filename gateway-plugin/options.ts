@@ -10,6 +10,7 @@
 import { TrustedProxies, validateTenantRule } from './context.js';
 import type { TenantRule } from './context.js';
 import { compileRoutes } from './routes.js';
+import { checkSensitiveScopes } from './shadow.js';
 import type { RouteEntry, RouteTable } from './routes.js';
 import { createGatewayMetrics, isGatewayMetrics } from './metrics.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -137,6 +138,11 @@ export interface GatewayOptions {
    * `override_header_refused`) or `'strip'` (removed, the request forwarded as received).
    */
   overrideHeaders?: OverrideHeaderPolicy;
+  /**
+   * Scopes (or `area:*` patterns) no route in shadow mode may require, besides the built-in
+   * `payments:*`, `data:write`, `data:delete`, `execute:code`, `admin:manage` (shadow.ts).
+   */
+  shadowSensitiveScopes?: string[];
 }
 
 /** Resolved context rules. */
@@ -170,10 +176,10 @@ export interface ResolvedGatewayOptions extends ResolvedDecisionOptions {
 
 /** Option keys every mode shares. */
 export const DECISION_OPTION_KEYS = ['sidecarUrl', 'apiKey', 'routes', 'verifyTimeoutMs', 'challengeTimeoutMs',
-  'bodyLimit', 'trustedProxies', 'context', 'metrics', 'sidecarConnections'] as const;
+  'bodyLimit', 'trustedProxies', 'context', 'metrics', 'sidecarConnections', 'shadowSensitiveScopes'] as const;
 const OPTION_KEYS = [
   'upstream', 'sidecarUrl', 'apiKey', 'routes', 'verifyTimeoutMs', 'challengeTimeoutMs', 'upstreamTimeoutMs', 'bodyLimit', 'trustedProxies',
-  'context', 'metrics', 'sidecarConnections', 'overrideHeaders',
+  'context', 'metrics', 'sidecarConnections', 'overrideHeaders', 'shadowSensitiveScopes',
 ] as const;
 
 /** Validates an API key value (visible ASCII, as it goes into a header). */
@@ -206,7 +212,8 @@ export function resolveDecisionOptions(o: Record<string, unknown>, label: string
   const apiKey = checkApiKey(o.apiKey, at(label, 'apiKey'));
   const trustedProxies = new TrustedProxies(o.trustedProxies, at(label, 'trustedProxies'));
   const context = resolveContext(o.context, at(label, 'context'), trustedProxies);
-  const routes = compileRoutes(o.routes, at(label, 'routes'), context);
+  const sensitive = checkSensitiveScopes(o.shadowSensitiveScopes, at(label, 'shadowSensitiveScopes'));
+  const routes = compileRoutes(o.routes, at(label, 'routes'), context, sensitive);
   if (o.metrics !== undefined && !isGatewayMetrics(o.metrics)) fail(at(label, 'metrics'), 'must come from createGatewayMetrics()');
   return {
     sidecarUrl,

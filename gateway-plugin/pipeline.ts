@@ -51,6 +51,8 @@ import type { RouteMatch, RouteTable } from './routes.js';
 import { MCP_SESSION_HEADER, SESSION_PROOF_HEADER } from './mcp/session.js';
 import type { McpSessions, SessionBinding } from './mcp/session.js';
 import type { SidecarClient } from './verify-client.js';
+import { refusalReason } from './refusal.js';
+import { shadowHeaderValue } from './shadow.js';
 
 /** The message of an `ambiguous_path` refusal, by the spelling that is routed differently. */
 const AMBIGUOUS_MESSAGES = {
@@ -99,6 +101,8 @@ export interface Admission {
   readonly sessions: McpSessions | undefined;
   /** Why the session of a POST was refused (thrown by stage 2, in the JSON-RPC shape). */
   readonly sessionError: ServiceError | undefined;
+  /** On a shadow-mode route, the refusal of its proof header (missing, malformed): forwarded anyway. */
+  readonly shadow?: ServiceError;
 }
 
 /** Facts about the client common to every decision. */
@@ -107,11 +111,22 @@ interface Peer {
   readonly trustedPeer: boolean;
 }
 
-/** What the pipeline decided: the request may pass. */
+/** What the pipeline decided: the request may pass (`shadow`: a shadow-mode route would have refused it; shadow.ts). */
 export type GatewayVerdict = Peer & (
   | { readonly kind: 'public' }
   | { readonly kind: 'allow'; readonly scope: string; readonly agentId: string | undefined; readonly certId: string | undefined }
+  | ShadowDecision
 );
+
+/** A refusal of a shadow-mode route, forwarded anyway: the refusal, its reason label, and the route's pattern. */
+export interface ShadowDecision {
+  readonly kind: 'shadow';
+  readonly refusal: ServiceError;
+  readonly reason: string;
+  readonly route: string;
+  /** The value of the header that tells the upstream (shadow.ts). */
+  readonly shadowRefusal: string;
+}
 
 /** What the pipeline needs from the resolved options. */
 export interface PipelineOptions {
@@ -169,11 +184,36 @@ export class DecisionPipeline {
     const session = route.mcp === undefined ? undefined : this.#session(req, sessions);
     const base = { target, route, mcp: undefined, session, sessions, sessionError: undefined };
     if (route.scope === undefined) return { ...base, bundleJson: undefined };
-    return { ...base, bundleJson: await this.#readProof(req, route.scope) };
+    if (route.mode !== 'shadow') return { ...base, bundleJson: await this.#readProof(req, route.scope) };
+    try {
+      return { ...base, bundleJson: await this.#readProof(req, route.scope, false) };
+    } catch (err) {
+      if (!(err instanceof ServiceError)) throw err;
+      return { ...base, bundleJson: undefined, shadow: err };
+    }
   }
 
-  /** Stage 2, with the body (`undefined`: not forwarded): context, verify, outcome. Throws a {@link ServiceError} unless allowed. */
+  /**
+   * Stage 2, with the body (`undefined`: not forwarded): context, verify, outcome. Throws a {@link ServiceError}
+   * unless allowed; on a shadow-mode route, returns what would have been refused as a `shadow` verdict instead.
+   */
   async verdict(req: PipelineRequest, admission: Admission, body: Buffer | undefined): Promise<GatewayVerdict> {
+    if (admission.route.mode !== 'shadow') return this.#verdict(req, admission, body);
+    let refusal = admission.shadow;
+    if (refusal === undefined) {
+      try {
+        return await this.#verdict(req, admission, body);
+      } catch (err) {
+        if (!(err instanceof ServiceError)) throw err;
+        refusal = err;
+      }
+    }
+    const peer: Peer = deriveClientIp(req.peerAddress, req.headers['x-forwarded-for'], this.#opts.trustedProxies);
+    const reason = refusalReason(refusal);
+    return { kind: 'shadow', refusal, reason, route: admission.route.pattern, shadowRefusal: shadowHeaderValue(refusal, reason), ...peer };
+  }
+
+  async #verdict(req: PipelineRequest, admission: Admission, body: Buffer | undefined): Promise<GatewayVerdict> {
     const { route, target } = admission;
     const peer: Peer = deriveClientIp(req.peerAddress, req.headers['x-forwarded-for'], this.#opts.trustedProxies);
     if (admission.mcp !== undefined) return this.#bound(admission, await this.#mcpVerdict(req, admission, body, peer));
@@ -233,7 +273,7 @@ export class DecisionPipeline {
     } else if (message.kind === 'response' && req.headers[SESSION_PROOF_HEADER] !== undefined) {
       return this.#sessionAnswer(req, admission, body, peer);
     }
-    const bundleJson = await this.#readProof(req, scope);
+    const bundleJson = await this.#readProof(req, scope, route.mode !== 'shadow');
     return this.#verify(bundleJson, scope, { ...context, body_sha256: sha256Hex(body) }, req.id, peer);
   }
 
@@ -259,12 +299,15 @@ export class DecisionPipeline {
     };
   }
 
-  /** The proof's JSON text; a missing proof is 401 `proof_required` with a fresh challenge for `scope`. */
-  async #readProof(req: PipelineRequest, scope: string): Promise<string> {
+  /**
+   * The proof's JSON text; a missing proof is 401 `proof_required` with a fresh challenge for `scope`
+   * (without one when `withChallenge` is false: shadow mode forwards the request, nobody reads it).
+   */
+  async #readProof(req: PipelineRequest, scope: string, withChallenge = true): Promise<string> {
     const header = readProofHeader(req.rawHeaders);
     if (header.kind === 'duplicate') throw new ServiceError('duplicate_proof_header');
     if (header.kind === 'missing') {
-      const challenge = await this.#sidecar.challenge(req.id);
+      const challenge = withChallenge ? await this.#sidecar.challenge(req.id) : undefined;
       let www = `ServiceProof realm="agent-authz", scope="${scope}"`;
       if (challenge !== undefined) www += `, challenge="${challenge}"`;
       const extra = challenge === undefined ? { required_scope: scope } : { required_scope: scope, challenge };

@@ -15,7 +15,8 @@
  *    the gateway's `X-Request-Id`, and its body is forwarded chunk by chunk
  *    with an idle limit (SSE headers flushed at once; mcp/stream.ts). MCP
  *    session ids are swapped for session tokens bound to the agent both ways
- *    (mcp/session.ts, mcp/proxy.ts).
+ *    (mcp/session.ts, mcp/proxy.ts). A shadow-mode route's would-be refusal is
+ *    forwarded too, logged, counted and marked for the upstream (shadow.ts).
  * Refusals are rendered by refusal.ts (JSON-RPC errors on MCP routes).
  */
 
@@ -29,7 +30,8 @@ import { DecisionPipeline } from './pipeline.js';
 import type { Admission, GatewayVerdict, PipelineRequest } from './pipeline.js';
 import { SidecarClient } from './verify-client.js';
 import { refusalReason, renderRefusal, toServiceError } from './refusal.js';
-import { countRequest, guardForward } from './metrics.js';
+import { countRequest, countShadow, guardForward } from './metrics.js';
+import { logShadow } from './shadow.js';
 import { upstreamRequestHeaders, upstreamResponseHeaders } from './headers.js';
 import { installServerAnswers } from './framework-errors.js';
 import { McpAnswerTooLarge, readLimitedBody } from './mcp/body.js';
@@ -181,7 +183,11 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
         }
         const body = Buffer.isBuffer(request.body) ? request.body : undefined;
         const contentType = request.headers['content-type'];
-        state.outcome = decision.kind === 'allow' ? ['allowed', 'authorized'] : ['public', 'public'];
+        if (decision.kind === 'shadow') {
+          countShadow(metrics, decision.route, decision.reason);
+          logShadow(request.log, decision);
+          state.outcome = ['shadow', decision.reason];
+        } else state.outcome = decision.kind === 'allow' ? ['allowed', 'authorized'] : ['public', 'public'];
         state.forwardStart = performance.now();
         const facts = {
           requestId: request.id,

@@ -9,6 +9,7 @@
  */
 
 import type { McpRoute } from './mcp/config.js';
+import type { RouteMode } from './shadow.js';
 import { foldPath, mayFoldBeyondCase } from '../src/path.js';
 
 /** Methods the gateway proxies (a route's `method` must be one of these or `'*'`). */
@@ -28,6 +29,8 @@ export interface RouteMatch {
   readonly currencyPointer: string | undefined;
   /** The MCP settings of an MCP route (POSTs are JSON-RPC messages), else `undefined`. */
   readonly mcp: McpRoute | undefined;
+  /** `shadow`: verified, but forwarded whatever the decision (shadow.ts); `enforce` otherwise. */
+  readonly mode: RouteMode;
 }
 
 /** A pattern segment: a literal (exact text, ASCII case fold, full fold), `:param` or `*`. */
@@ -77,12 +80,13 @@ function matches(route: CompiledRoute, parts: readonly string[], reading: Readin
 export function sameAuthorization(a: CompiledRoute | undefined, b: CompiledRoute | undefined): boolean {
   if (a === b) return true;
   if (a === undefined || b === undefined) return false;
-  return a.scope === b.scope && a.amountPointer === b.amountPointer && a.currencyPointer === b.currencyPointer && a.mcp === b.mcp;
+  // The mode too: a spelling that reaches a shadow route instead of an enforced one would skip enforcement.
+  return a.scope === b.scope && a.amountPointer === b.amountPointer && a.currencyPointer === b.currencyPointer && a.mcp === b.mcp && a.mode === b.mode;
 }
 
 function toMatch(route: CompiledRoute): RouteMatch {
-  const { index, pattern, scope, amountPointer, currencyPointer, mcp } = route;
-  return { index, pattern, scope, amountPointer, currencyPointer, mcp };
+  const { index, pattern, scope, amountPointer, currencyPointer, mcp, mode } = route;
+  return { index, pattern, scope, amountPointer, currencyPointer, mcp, mode };
 }
 
 /** What {@link RouteTable.resolve} found for a request. */

@@ -36,6 +36,8 @@ import type { McpRoute, McpRouteOptions } from './mcp/config.js';
 import { MAX_PATH_LENGTH, foldSegment, isNormalizedPath } from '../src/path.js';
 import { RouteTable, SUPPORTED_METHODS, foldCase, sameAuthorization } from './route-table.js';
 import type { CompiledRoute, Segment } from './route-table.js';
+import { SensitiveScopes, checkRouteMode, checkShadowRoute } from './shadow.js';
+import type { RouteMode } from './shadow.js';
 
 export { RouteTable, SUPPORTED_METHODS } from './route-table.js';
 export type { RouteMatch, RouteResolution } from './route-table.js';
@@ -66,6 +68,11 @@ export interface RouteEntry {
   context?: { amount?: string; currency?: string };
   /** Marks the route as an MCP endpoint: POSTed JSON-RPC tool calls map to scopes (see mcp/config.ts, docs/mcp.md). */
   mcp?: McpRouteOptions;
+  /**
+   * `'shadow'`: verify runs, but the request is forwarded whatever the decision; would-be refusals
+   * are logged and counted (shadow.ts). Refused for a route with a sensitive scope. Default `'enforce'`.
+   */
+  mode?: RouteMode;
 }
 
 /** Global context pointers that route entries inherit. */
@@ -74,7 +81,7 @@ export interface RouteDefaults {
   currencyPointer?: string | undefined;
 }
 
-const ROUTE_KEYS = ['method', 'path', 'scope', 'public', 'context', 'mcp'] as const;
+const ROUTE_KEYS = ['method', 'path', 'scope', 'public', 'context', 'mcp', 'mode'] as const;
 
 function compileMethods(value: unknown, path: string): ReadonlySet<string> | 'any' {
   if (value === '*') return 'any';
@@ -131,6 +138,8 @@ function compileEntry(value: unknown, path: string, index: number, defaults: Rou
   const segments = compilePattern(entry.path, at(path, 'path'));
   const isPublic = entry.public;
   if (isPublic !== undefined && isPublic !== true) fail(at(path, 'public'), 'must be true when present');
+  const mode = checkRouteMode(entry.mode, at(path, 'mode'));
+  if (mode === 'shadow' && isPublic === true) fail(at(path, 'mode'), 'a public route has nothing to shadow');
   let scope: string | undefined;
   if (isPublic === true) {
     if (entry.scope !== undefined) fail(path, 'a public route must not have a scope');
@@ -155,19 +164,26 @@ function compileEntry(value: unknown, path: string, index: number, defaults: Rou
   }
   const shape = segments.map((s) => (s.kind === 0 ? `=${s.text}` : s.kind === 1 ? ':' : '*')).join('/');
   const looseShape = segments.map((s) => (s.kind === 0 ? `=${s.loose}` : s.kind === 1 ? ':' : '*')).join('/');
-  return { index, pattern: entry.path as string, scope, amountPointer, currencyPointer, mcp, methods, segments, shape,
+  return { index, pattern: entry.path as string, scope, amountPointer, currencyPointer, mcp, mode, methods, segments, shape,
     foldedShape: foldCase(shape), looseShape };
 }
 
 /**
  * Validates and compiles a route table. Throws a path-named `TypeError`
- * (for example `gateway options: routes[3].scope: ...`) on any bad entry.
+ * (for example `gateway options: routes[3].scope: ...`) on any bad entry,
+ * and for a shadow-mode route with a scope in `sensitive` (shadow.ts).
  */
-export function compileRoutes(value: unknown, path: string, defaults: RouteDefaults = {}): RouteTable {
+export function compileRoutes(value: unknown, path: string, defaults: RouteDefaults = {}, sensitive = new SensitiveScopes()): RouteTable {
   if (!Array.isArray(value) || value.length === 0) fail(path, 'must be a non-empty list of routes');
   const compiled = value.map((entry: unknown, i) => {
     if (!isPlainObject(entry)) fail(item(path, i), 'must be an object');
-    return compileEntry(entry, item(path, i), i, defaults);
+    const route = compileEntry(entry, item(path, i), i, defaults);
+    if (route.mode === 'shadow') {
+      const scopes: [string, string][] = route.scope === undefined ? [] : [['scope', route.scope]];
+      for (const [name, tool] of route.mcp?.tools ?? []) scopes.push([`tool ${name}'s scope`, tool.scope]);
+      checkShadowRoute(item(path, i), route.pattern, scopes, sensitive);
+    }
+    return route;
   });
   for (const b of compiled) {
     for (const a of compiled) {

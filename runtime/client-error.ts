@@ -15,6 +15,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { ERRORS, errorBody } from '../src/errors.js';
 import type { ErrorCode } from '../src/errors.js';
+import { isLingering, lingerClose } from './linger.js';
 
 /** The refusal of a request Node's HTTP parser rejected: the code, and the message when it says more than the table's. */
 export function clientErrorCode(err: NodeJS.ErrnoException): { code: ErrorCode; message?: string } {
@@ -26,18 +27,22 @@ export function clientErrorCode(err: NodeJS.ErrnoException): { code: ErrorCode; 
 /**
  * Writes a complete, minimal HTTP/1.1 response in the error shape on a socket
  * whose request the parser refused, then closes it (the parser cannot go on
- * after such an error). Like Node's own handler, it writes nothing while a
+ * after such an error) with a lingering close (linger.ts), so that a client
+ * still sending its request reads the answer instead of a reset. Like Node's own handler, it writes nothing while a
  * response to an earlier request is already being sent on that socket. `onRefusal` sees the code (metrics). Timeouts and
  * resets get no answer: there is nobody to read it.
  */
 export function answerClientError(err: NodeJS.ErrnoException, socket: Socket, onRefusal?: (code: ErrorCode) => void): void {
-  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  // A lingering socket's parser reports its error again for every chunk it discards.
+  if (err.code === 'ECONNRESET' || socket.destroyed || isLingering(socket)) return;
   // As Node's own handler: never write into a response already under way on this socket (it would corrupt it).
   const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
   if (err.code !== 'ERR_HTTP_REQUEST_TIMEOUT' && socket.writable && inFlight?.headersSent !== true) {
     const { code, message } = clientErrorCode(err);
     onRefusal?.(code);
     writeRefusal(socket, code, message);
+    lingerClose(socket);
+    return;
   }
   socket.destroy();
 }
@@ -90,6 +95,8 @@ export function answerConnect(server: Server, code: ErrorCode, message: string, 
     if (socket.writable) {
       onRefusal?.(code);
       writeRefusal(socket, code, message);
+      lingerClose(socket);
+      return;
     }
     socket.destroy();
   });

@@ -11,7 +11,8 @@
  *    ({@link IDLE_DRAIN_MS}, at most a quarter of the timeout): a request that
  *    a client is just sending on one is answered instead of reset. Node's own
  *    `server.close()` would destroy them at once, racing such clients into
- *    ECONNRESET. After the drain, idle connections are closed (and closed
+ *    ECONNRESET. After the drain, connections in a lingering close
+ *    (linger.ts) and idle connections are closed (idle ones closed
  *    again every {@link IDLE_SWEEP_MS}, for connections whose last response
  *    went out before the signal and so without `Connection: close`);
  * 3. in-flight requests finish; then the `onClose` hooks run (the server's
@@ -28,6 +29,7 @@
  * rather than with Fastify's bare 503.
  */
 import type { FastifyInstance } from 'fastify';
+import { destroyLingering } from './linger.js';
 
 /** Extra time after the shutdown deadline (connections cut) before the process exits anyway. */
 export const FORCE_EXIT_GRACE_MS = 2_000;
@@ -120,6 +122,8 @@ function keepIdleConnectionsFor(app: FastifyInstance, drainMs: number): void {
   setTimeout(() => {
     server.closeIdleConnections = closeIdle;
     closeIdle();
+    // Connections still discarding a refused request's body (runtime/linger.ts) got their answer during the drain.
+    destroyLingering();
     setInterval(closeIdle, IDLE_SWEEP_MS).unref();
   }, drainMs).unref();
 }

@@ -26,6 +26,7 @@ import { createProofCrypto } from './crypto/pool.js';
 import type { PoolLimits } from './crypto/pool.js';
 import { installErrorHandlers } from './http/errors.js';
 import { answerClientError, answerConnect, answerExpectationFailed, frameworkErrorCode } from '../runtime/client-error.js';
+import { installLingeringClose } from '../runtime/linger.js';
 import { ERRORS, errorBody } from '../src/errors.js';
 import { installAuth } from './http/auth.js';
 import { registerAuthRoutes } from './routes/auth.js';
@@ -152,6 +153,8 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
 
   answerExpectationFailed(app.server);
   answerConnect(app.server, 'method_not_allowed', 'CONNECT is not supported.');
+  // A refusal before the body was read (413, an early 401) reaches a client still sending it (runtime/linger.ts).
+  installLingeringClose(app.server);
   const metrics = createMetrics();
   const master = resolveMasterKey(config);
   if (master.generated) app.log.warn({ file: master.file },
@@ -163,7 +166,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
 
   const storeMetrics = createStoreMetrics(metrics.registry, (s, ok) => metrics.sqliteTx.observe({ result: ok ? 'commit' : 'rollback' }, s));
   const store = opts.store ?? await openStore({ dataDir: config.dataDir, database: config.database,
-    monitor: storeMetrics.monitor, auditChain: config.audit.chain });
+    monitor: storeMetrics.monitor, auditChain: config.audit.chain, sqliteSynchronous: config.sqliteSynchronous });
   storeMetrics.bindPool(() => store.poolStats());
   const box = createSecretBox(master.key);
   try {

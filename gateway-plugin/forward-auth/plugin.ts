@@ -18,7 +18,8 @@ import fp from 'fastify-plugin';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../src/errors.js';
 import { DECISION_HEADERS } from '../headers.js';
-import { countRequest, guardForward } from '../metrics.js';
+import { countRequest, countShadow, guardForward } from '../metrics.js';
+import { logShadow } from '../shadow.js';
 import { installServerAnswers } from '../framework-errors.js';
 import { DecisionPipeline } from '../pipeline.js';
 import type { Admission, GatewayVerdict, PipelineRequest } from '../pipeline.js';
@@ -50,6 +51,7 @@ function decisionHeaders(decision: GatewayVerdict, requestId: string): Record<st
     if (decision.agentId !== undefined) headers[DECISION_HEADERS.agentId] = decision.agentId;
     if (decision.certId !== undefined) headers[DECISION_HEADERS.certId] = decision.certId;
   }
+  if (decision.kind === 'shadow') headers[DECISION_HEADERS.shadowRefusal] = decision.shadowRefusal;
   return headers;
 }
 
@@ -101,7 +103,11 @@ async function forwardAuthPlugin(fastify: FastifyInstance, rawOptions: ForwardAu
       const decision = await pipeline.verdict(facts, admission, forwardedBody(original, received));
       // Tripwire: only an explicit allow (or a public route) may be answered 200.
       if (!guardForward(metrics, decision.kind)) throw new ServiceError('internal_error');
-      countRequest(metrics, decision.kind === 'allow' ? 'allowed' : 'public', decision.kind === 'allow' ? 'authorized' : 'public');
+      if (decision.kind === 'shadow') {
+        countShadow(metrics, decision.route, decision.reason);
+        logShadow(request.log, decision);
+        countRequest(metrics, 'shadow', decision.reason);
+      } else countRequest(metrics, decision.kind === 'allow' ? 'allowed' : 'public', decision.kind === 'allow' ? 'authorized' : 'public');
       return reply.code(200).headers(decisionHeaders(decision, request.id)).send();
     } catch (err) {
       return refuse(flavor, err as Error, request, reply);

@@ -17,6 +17,7 @@ import {
 } from '../options.js';
 import { TrustedProxies } from '../context.js';
 import { compileRoutes } from '../routes.js';
+import { checkSensitiveScopes } from '../shadow.js';
 import type { GatewayOptions } from '../options.js';
 import type { RouteEntry } from '../routes.js';
 import { DEFAULT_FORWARD_AUTH_PREFIX } from '../forward-auth/options.js';
@@ -46,7 +47,7 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 const TOP_KEYS = [
   'mode', 'forward_auth', 'upstream_url', 'sidecar_url', 'api_key_env', 'verify_timeout_ms', 'challenge_timeout_ms', 'upstream_timeout_ms',
   'body_limit_bytes', 'sidecar_connections', 'trusted_proxies', 'context', 'routes', 'listen', 'health', 'metrics', 'log_level',
-  'override_headers',
+  'override_headers', 'shadow_sensitive_scopes',
 ] as const;
 
 /** What the standalone process serves: the reverse proxy, or the forward-auth endpoint for a proxy in front. */
@@ -147,7 +148,8 @@ export function resolveConfig(raw: unknown, env: NodeJS.ProcessEnv): GatewayConf
   if (!LOG_LEVELS.includes(logLevel)) fail(at(L, 'log_level'), `must be one of ${LOG_LEVELS.join(', ')}`);
   // Validate the shared parts here so errors carry config key names.
   const trusted = new TrustedProxies(c.trusted_proxies, at(L, 'trusted_proxies'));
-  compileRoutes(c.routes, at(L, 'routes'), resolveContext(c.context, at(L, 'context'), trusted));
+  const sensitive = checkSensitiveScopes(c.shadow_sensitive_scopes, at(L, 'shadow_sensitive_scopes'));
+  compileRoutes(c.routes, at(L, 'routes'), resolveContext(c.context, at(L, 'context'), trusted), sensitive);
 
   const common = {
     sidecarUrl,
@@ -159,6 +161,7 @@ export function resolveConfig(raw: unknown, env: NodeJS.ProcessEnv): GatewayConf
     sidecarConnections: checkInt(c.sidecar_connections, at(L, 'sidecar_connections'), 1, 4096, DEFAULT_SIDECAR_CONNECTIONS),
     ...(c.trusted_proxies === undefined ? {} : { trustedProxies: c.trusted_proxies as string[] }),
     ...(c.context === undefined ? {} : { context: c.context as GatewayOptions['context'] & object }),
+    ...(c.shadow_sensitive_scopes === undefined ? {} : { shadowSensitiveScopes: c.shadow_sensitive_scopes as string[] }),
   };
   const plugin: GatewayOptions | ForwardAuthOptions = proxy
     ? {

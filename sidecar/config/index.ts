@@ -66,7 +66,16 @@ export interface SidecarConfig {
   audit: AuditConfig;
   /** The shared PostgreSQL database (`SIDECAR_DATABASE_*`); null = SQLite in the data directory. */
   database: DatabaseConfig | null;
+  /**
+   * SQLite's `synchronous` level (`SIDECAR_SQLITE_SYNCHRONOUS`): `full` syncs the WAL before a commit
+   * is acknowledged (nothing answered is lost on power loss), `normal` syncs at checkpoints (a power
+   * loss may roll back the last commits). docs/storage.md, "Durability".
+   */
+  sqliteSynchronous: SqliteSynchronous;
 }
+
+/** Values of `SIDECAR_SQLITE_SYNCHRONOUS`. */
+export type SqliteSynchronous = 'normal' | 'full';
 
 /** Defaults, as named constants. */
 export const DEFAULTS = {
@@ -86,6 +95,7 @@ export const DEFAULTS = {
   challengeRetentionHours: 24,
   shutdownTimeoutMs: 10_000,
   approvalTtlSeconds: 600,
+  sqliteSynchronous: 'full',
   ...DATABASE_DEFAULTS,
 } as const;
 
@@ -110,7 +120,7 @@ export const ENV_VARS = [
   'SIDECAR_SEND_CODE_PER_MINUTE', 'SIDECAR_SEND_CODE_GLOBAL_PER_MINUTE', 'SIDECAR_LOG_LEVEL', 'SIDECAR_BODY_LIMIT_BYTES', 'SIDECAR_TRUST_PROXY',
   'SIDECAR_AUDIT_RETENTION_DAYS', 'SIDECAR_CHALLENGE_RETENTION_HOURS', 'SIDECAR_SHUTDOWN_TIMEOUT_MS',
   'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_METRICS_LISTEN', 'SIDECAR_CONSOLE', 'SIDECAR_APPROVAL_TTL_SECONDS',
-  'SIDECAR_REQUIRE_BOUND_OPERATION',
+  'SIDECAR_REQUIRE_BOUND_OPERATION', 'SIDECAR_SQLITE_SYNCHRONOUS',
   'SIDECAR_DATABASE_URL', 'SIDECAR_DATABASE_POOL_MAX', 'SIDECAR_DATABASE_STATEMENT_TIMEOUT_MS', 'SIDECAR_DATABASE_CONNECT_TIMEOUT_MS',
   ...AUDIT_ENV_VARS,
 ] as const;
@@ -253,7 +263,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     consoleEnabled: flag(env, 'SIDECAR_CONSOLE', true),
     audit: parseAuditConfig(env, { int: (name, def, min, max) => int(env, name, def, min, max), fail: (m) => { throw new ConfigError(m); } }),
     database: databaseConfig(env),
+    sqliteSynchronous: sqliteSynchronous(env),
   };
+}
+
+/** `SIDECAR_SQLITE_SYNCHRONOUS`: `full` (default) or `normal`, in any letter case; refused with PostgreSQL. */
+function sqliteSynchronous(env: NodeJS.ProcessEnv): SqliteSynchronous {
+  const raw = env.SIDECAR_SQLITE_SYNCHRONOUS;
+  if (raw === undefined || raw === '') return DEFAULTS.sqliteSynchronous;
+  if (env.SIDECAR_DATABASE_URL) {
+    throw new ConfigError('SIDECAR_SQLITE_SYNCHRONOUS: only used with SQLite; SIDECAR_DATABASE_URL is set '
+      + '(PostgreSQL commits are durable by its own settings)');
+  }
+  const value = raw.toLowerCase();
+  if (value !== 'normal' && value !== 'full') {
+    throw new ConfigError(`SIDECAR_SQLITE_SYNCHRONOUS: must be full or normal, got ${JSON.stringify(raw.slice(0, 40))}`);
+  }
+  return value;
 }
 
 /**

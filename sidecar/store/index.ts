@@ -31,13 +31,16 @@ export interface OpenStoreOptions {
   monitor?: StoreMonitor;
   /** Link audit rows into the per-account hash chain (default true; false is SIDECAR_AUDIT_CHAIN=off). */
   auditChain?: boolean;
+  /** SQLite's `synchronous` level (`SIDECAR_SQLITE_SYNCHRONOUS`; default FULL); PostgreSQL ignores it. */
+  sqliteSynchronous?: 'normal' | 'full';
 }
 
 /** Opens the configured store, migrated and ready. */
 export async function openStore(o: OpenStoreOptions): Promise<Store> {
   const extra = { ...(o.monitor ? { monitor: o.monitor } : {}), ...(o.auditChain !== undefined ? { auditChain: o.auditChain } : {}) };
   if (o.database) return openPostgresStore({ ...o.database, ...extra });
-  return openSqliteStore({ file: path.join(o.dataDir, DB_FILE_NAME), ...extra });
+  const synchronous = o.sqliteSynchronous === 'normal' ? 'NORMAL' as const : 'FULL' as const;
+  return openSqliteStore({ file: path.join(o.dataDir, DB_FILE_NAME), ...extra, synchronous });
 }
 
 /**

@@ -17,16 +17,19 @@ export interface DbOptions {
   file: string;
   /** `busy_timeout` in milliseconds. */
   busyTimeoutMs?: number;
+  /** The `synchronous` level (default {@link SYNCHRONOUS_LEVEL}; `SIDECAR_SQLITE_SYNCHRONOUS`). */
+  synchronous?: 'NORMAL' | 'FULL';
   /** Observer of write-transaction latency in seconds (metrics). */
   onTransaction?: (seconds: number, ok: boolean) => void;
 }
 
 /**
- * The `synchronous` level. NORMAL in WAL mode: a committed transaction
- * survives a process crash; on power loss the last transactions before the
- * most recent checkpoint-synced WAL frame may roll back. See docs/storage.md.
+ * The default `synchronous` level. FULL in WAL mode: the WAL is synced before
+ * a commit returns, so an acknowledged commit survives a power loss. NORMAL
+ * (`SIDECAR_SQLITE_SYNCHRONOUS=normal`) survives a process crash, but on power
+ * loss the commits since the last sync may roll back. See docs/storage.md.
  */
-export const SYNCHRONOUS_LEVEL = 'NORMAL';
+export const SYNCHRONOUS_LEVEL = 'FULL';
 
 /** One unit of work of a group commit and how to settle its promise. */
 interface GroupItem {
@@ -49,7 +52,7 @@ export class Db {
   constructor(opts: DbOptions) {
     this.raw = new Database(opts.file);
     // exec() creates no Statement object; see the note on stmt().
-    this.raw.exec(`PRAGMA journal_mode = WAL; PRAGMA busy_timeout = ${opts.busyTimeoutMs ?? 5000}; PRAGMA synchronous = ${SYNCHRONOUS_LEVEL}; PRAGMA foreign_keys = ON;`);
+    this.raw.exec(`PRAGMA journal_mode = WAL; PRAGMA busy_timeout = ${opts.busyTimeoutMs ?? 5000}; PRAGMA synchronous = ${opts.synchronous ?? SYNCHRONOUS_LEVEL}; PRAGMA foreign_keys = ON;`);
     this.onTransaction = opts.onTransaction;
   }
 

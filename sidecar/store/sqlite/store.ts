@@ -27,6 +27,8 @@ export interface SqliteStoreOptions {
   monitor?: StoreMonitor;
   /** Link audit rows into the per-account hash chain (default true; false is SIDECAR_AUDIT_CHAIN=off). */
   auditChain?: boolean;
+  /** SQLite's `synchronous` level (db.ts; `SIDECAR_SQLITE_SYNCHRONOUS`). */
+  synchronous?: 'NORMAL' | 'FULL';
 }
 
 /** The SQLite {@link Store}. */
@@ -46,6 +48,7 @@ export class SqliteStore implements Store {
     const monitor = opts.monitor;
     this.db = new Db({
       file: opts.file,
+      ...(opts.synchronous ? { synchronous: opts.synchronous } : {}),
       ...(monitor?.transaction ? { onTransaction: (s: number, ok: boolean) => monitor.transaction!(s, ok) } : {}),
     });
     try {
