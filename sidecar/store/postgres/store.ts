@@ -8,7 +8,8 @@ import { PgDb, clientConfig } from './db.js';
 import type { PostgresSettings } from './db.js';
 import { PG_SCHEMA_VERSION, migratePostgres, pgSchemaVersion } from './migrate.js';
 import { PgChangeFeed } from './changes.js';
-import { PgAccountStore } from './accounts.js';
+import { PgRunner } from './runner.js';
+import { SqlAccountStore } from '../sql/accounts.js';
 import { PgPlatformStore } from './platforms.js';
 import { PgDelegationStore } from './delegations.js';
 import { PgProofStore } from './proofs.js';
@@ -31,7 +32,7 @@ export interface PostgresStoreOptions extends PostgresSettings {
 
 /** The PostgreSQL {@link Store}. */
 export class PostgresStore implements Store {
-  readonly accounts: PgAccountStore;
+  readonly accounts: SqlAccountStore;
   readonly platforms: PgPlatformStore;
   readonly delegations: PgDelegationStore;
   readonly proofs: PgProofStore;
@@ -47,7 +48,8 @@ export class PostgresStore implements Store {
   constructor(db: PgDb, changes: PgChangeFeed | undefined, chain = true) {
     this.db = db;
     this.changes = changes;
-    this.accounts = new PgAccountStore(db);
+    const runner = new PgRunner(db);
+    this.accounts = new SqlAccountStore(runner);
     this.platforms = new PgPlatformStore(db);
     this.delegations = new PgDelegationStore(db);
     this.proofs = new PgProofStore(db, chain);

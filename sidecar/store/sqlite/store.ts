@@ -7,7 +7,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Db } from './db.js';
 import { MIGRATIONS } from './migrations.js';
-import { SqliteAccountStore } from './accounts.js';
+import { SqliteRunner } from './runner.js';
+import { SqlAccountStore } from '../sql/accounts.js';
 import { SqlitePlatformStore } from './platforms.js';
 import { SqliteDelegationStore } from './delegations.js';
 import { SqliteProofStore } from './proofs.js';
@@ -31,7 +32,7 @@ export interface SqliteStoreOptions {
 
 /** The SQLite {@link Store}. */
 export class SqliteStore implements Store {
-  readonly accounts: SqliteAccountStore;
+  readonly accounts: SqlAccountStore;
   readonly platforms: SqlitePlatformStore;
   readonly delegations: SqliteDelegationStore;
   readonly proofs: SqliteProofStore;
@@ -54,7 +55,8 @@ export class SqliteStore implements Store {
       this.db.close();
       throw err;
     }
-    this.accounts = new SqliteAccountStore(this.db);
+    const runner = new SqliteRunner(this.db);
+    this.accounts = new SqlAccountStore(runner);
     this.platforms = new SqlitePlatformStore(this.db);
     this.delegations = new SqliteDelegationStore(this.db);
     this.proofs = new SqliteProofStore(this.db, opts.auditChain ?? true);
