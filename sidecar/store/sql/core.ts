@@ -47,6 +47,11 @@ export function join(parts: readonly Sql[], sep: string): Sql {
   return new Sql(strings, parts);
 }
 
+/** Values as a comma-separated list of parameters (`IN (…)`, a function's arguments). */
+export const list = (values: readonly unknown[]): Sql => join(values.map((v) => sql`${v}`), ', ');
+/** The conditions that are given, joined by AND (a WHERE with optional filters). */
+export const and = (parts: readonly (Sql | false | undefined)[]): Sql => join(parts.filter((p): p is Sql => p instanceof Sql), ' AND ');
+
 /** Row-lock suffix of a SELECT: PostgreSQL locks; SQLite has one writer, so nothing to lock. */
 export const FOR_UPDATE = pick('', ' FOR UPDATE');
 /** As {@link FOR_UPDATE}, skipping rows another replica holds. */
