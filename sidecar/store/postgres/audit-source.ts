@@ -15,6 +15,7 @@ import pg from 'pg';
 import { clientConfig } from './db.js';
 import type { PostgresSettings } from './db.js';
 import { AuditSourceError } from '../errors.js';
+import { redactDatabaseUrl } from './url.js';
 import { sourceCheckpointFromRow, sourceRowFromRow } from '../rows-audit.js';
 import type { ChainRow, CheckpointRow } from '../rows-audit.js';
 import type { AuditSource, ChainedAuditEvent } from '../types.js';
@@ -23,19 +24,6 @@ import type { AuditSource, ChainedAuditEvent } from '../types.js';
 const PAGE = 2000;
 /** The tables the verifier reads. */
 const TABLES = ['audit_events', 'audit_chain_heads', 'audit_checkpoints', 'service_keys'];
-
-/** `url` with the password (if any) replaced by `***`, for messages and reports. */
-export function redactDatabaseUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    const pw = u.searchParams.get('password');
-    if (pw !== null) u.searchParams.set('password', '***');
-    return u.toString();
-  } catch {
-    return '(an unparsable database URL)';
-  }
-}
 
 /**
  * Connects and opens the snapshot. Throws {@link AuditSourceError} when the database cannot be

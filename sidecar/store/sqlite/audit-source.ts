@@ -3,8 +3,8 @@
  * opened read-only (nothing is migrated or written, so a copy under
  * investigation stays as it is), read in position order per account.
  */
-import Database from 'better-sqlite3';
-import type { Statement } from 'better-sqlite3';
+import type { Database, Statement } from 'better-sqlite3';
+import { openDatabase } from './driver.js';
 import type { AuditSource, ChainedAuditEvent } from '../types.js';
 import { AuditSourceError } from '../errors.js';
 import { sourceCheckpointFromRow, sourceRowFromRow } from '../rows-audit.js';
@@ -20,9 +20,9 @@ const KEEP: Statement[] = [];
 
 /** Opens `file` read-only. Throws {@link AuditSourceError} when it is not a sidecar database with the chain. */
 export function openSqliteAuditSource(file: string): AuditSource {
-  let db: Database.Database;
+  let db: Database;
   try {
-    db = new Database(file, { readonly: true, fileMustExist: true });
+    db = openDatabase(file, { readonly: true, fileMustExist: true });
     db.exec('PRAGMA query_only = ON'); // exec(): no Statement to be collected (see KEEP)
   } catch (err) {
     throw new AuditSourceError(`${file}: cannot open the database: ${(err as Error).message}`);
