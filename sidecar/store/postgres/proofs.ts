@@ -33,7 +33,8 @@ export class PgProofStore extends SqlProofStore {
   async commitDecision(c: DecisionCommit): Promise<DecisionCommitResult> {
     const e = c.effects;
     const debits = (e?.debits ?? []).map((d) => ({ cert_id: d.certId, kind: d.kind, window_start: d.windowStart, amount: d.amount, lim: d.limit }));
-    const decide = [c.challengeId, c.audienceConnectionId, c.now, c.accountId, c.priceMicros, c.decision, c.certId, e?.useApproval ?? null, JSON.stringify(debits)];
+    const decide = [c.challengeId, c.audienceConnectionId, c.now, c.accountId, c.priceMicros, c.decision, c.certId, e?.useApproval ?? null,
+      JSON.stringify(debits)];
     const request = e?.requestApproval;
     const chain = this.chain;
     // The usual commit: one statement, so the account's locks are held for one round trip.

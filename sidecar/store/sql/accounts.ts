@@ -67,7 +67,8 @@ export class SqlAccountStore implements AccountStore {
     // Two statements and, on PostgreSQL, no transaction: the SELECT takes a new snapshot, so it
     // sees an account a concurrent first login committed while the INSERT waited for it.
     return this.r.write((function* () {
-      yield* run(sql`INSERT INTO accounts (id, email, onboarding_step, created_at) VALUES (${newId}, ${email}, 'profile', ${now}) ON CONFLICT (email) DO NOTHING`);
+      yield* run(sql`INSERT INTO accounts (id, email, onboarding_step, created_at) VALUES (${newId}, ${email}, 'profile', ${now})
+        ON CONFLICT (email) DO NOTHING`);
       return accountFromRow((yield* get<AccountRow>(sql`SELECT * FROM accounts WHERE email = ${email}`))!);
     })());
   }

@@ -63,7 +63,9 @@ export class SqlApprovalStore implements ApprovalStore {
     return row && approvalFromRow(row);
   }
 
-  async decideApproval(id: string, d: { state: 'granted' | 'denied'; now: number; grantExpiresAt: number; note: string | null }, change: ApprovalChange): Promise<boolean> {
+  async decideApproval(
+    id: string, d: { state: 'granted' | 'denied'; now: number; grantExpiresAt: number; note: string | null }, change: ApprovalChange,
+  ): Promise<boolean> {
     const granted = d.state === 'granted';
     return this.r.tx(settle(run(sql`UPDATE approvals SET state = ${d.state}, decided_at = ${d.now},
       expires_at = CASE WHEN ${granted ? 1 : 0} = 1 THEN CAST(${d.grantExpiresAt} AS BIGINT) ELSE expires_at END, note = ${d.note},

@@ -42,7 +42,9 @@ export function* appendAudits(rows: readonly AuditEventRecord[], chain: boolean)
     return;
   }
   for (const a of rows) {
-    const head = chain ? yield* get<{ position: number; hash: string }>(sql`SELECT position, hash FROM audit_chain_heads WHERE account_id = ${a.accountId}`) : undefined;
+    const head = chain
+      ? yield* get<{ position: number; hash: string }>(sql`SELECT position, hash FROM audit_chain_heads WHERE account_id = ${a.accountId}`)
+      : undefined;
     const link = chain ? chainAfter(head ?? null, a) : { position: null, prevHash: null, hash: null };
     yield* run(sql`INSERT INTO audit_events (id, account_id, event_type, connection_id, agent_id, cert_id, required_scope, details, created_at,
       chain_position, prev_hash, hash) VALUES (${a.id}, ${a.accountId}, ${a.eventType}, ${a.connectionId}, ${a.agentId}, ${a.certId},

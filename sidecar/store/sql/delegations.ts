@@ -26,8 +26,9 @@ export class SqlDelegationStore implements DelegationStore {
   }
 
   async createRequest(q: DelegationRequestRecord): Promise<void> {
-    await this.r.write(run(sql`INSERT INTO delegation_requests (id, connection_id, account_id, agent_id, requested_scopes, state, cert_id, decided_at, created_at)
-      VALUES (${q.id}, ${q.connectionId}, ${q.accountId}, ${q.agentId}, ${JSON.stringify(q.requestedScopes)}, ${q.state}, ${q.certId}, ${q.decidedAt}, ${q.createdAt})`));
+    await this.r.write(run(sql`INSERT INTO delegation_requests (id, connection_id, account_id, agent_id, requested_scopes, state, cert_id,
+      decided_at, created_at) VALUES (${q.id}, ${q.connectionId}, ${q.accountId}, ${q.agentId}, ${JSON.stringify(q.requestedScopes)}, ${q.state},
+      ${q.certId}, ${q.decidedAt}, ${q.createdAt})`));
   }
 
   async getRequest(id: string): Promise<DelegationRequestRecord | undefined> {

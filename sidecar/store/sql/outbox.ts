@@ -47,7 +47,8 @@ const due = (now: number) => sql`((o.state = 'pending' AND o.next_attempt_at <= 
 export function* insertOutboxEvent(e: OutboxEventInput): Work<void> {
   const seq = (yield* dialectOf()) === 'sqlite' ? sql`(SELECT COALESCE(MAX(seq), 0) + 1 FROM outbox)` : sql`DEFAULT`;
   yield* run(sql`INSERT INTO outbox (id, seq, account_id, platform_id, connection_id, event_type, body_enc, state, attempts, next_attempt_at, created_at)
-    VALUES (${e.id}, ${seq}, ${e.accountId}, ${e.platformId}, ${e.connectionId}, ${e.eventType}, ${bytes(e.bodyEnc)}, 'pending', 0, ${e.createdAt}, ${e.createdAt})`);
+    VALUES (${e.id}, ${seq}, ${e.accountId}, ${e.platformId}, ${e.connectionId}, ${e.eventType}, ${bytes(e.bodyEnc)}, 'pending', 0,
+    ${e.createdAt}, ${e.createdAt})`);
 }
 
 /** The webhook outbox. */
@@ -100,7 +101,8 @@ export class SqlOutboxStore implements OutboxStore {
   async listDeliveries(q: { accountId: string; platformId?: string; state?: string; limit: number; before?: number }): Promise<DeliveryRecord[]> {
     const where = and([sql`account_id = ${q.accountId}`, q.platformId !== undefined && sql`platform_id = ${q.platformId}`,
       q.state !== undefined && sql`state = ${q.state}`, q.before !== undefined && sql`seq < ${q.before}`]);
-    const rows = await this.r.read(all<OutboxRow>(sql`SELECT ${COLUMNS} FROM outbox WHERE ${where} ORDER BY seq DESC LIMIT ${Math.max(0, Math.floor(q.limit))}`));
+    const limit = Math.max(0, Math.floor(q.limit));
+    const rows = await this.r.read(all<OutboxRow>(sql`SELECT ${COLUMNS} FROM outbox WHERE ${where} ORDER BY seq DESC LIMIT ${limit}`));
     return rows.map(deliveryFromRow);
   }
 

@@ -80,7 +80,9 @@ export class SqlPlatformStore implements PlatformStore {
     return row && keyFromRow(row);
   }
 
-  async rotateApiKey(connectionId: string, next: ApiKeyRecord, graceUntil: number | null, event: (previousPrefix: string | null) => OutboxEventInput): Promise<ApiKeyRecord | undefined> {
+  async rotateApiKey(
+    connectionId: string, next: ApiKeyRecord, graceUntil: number | null, event: (previousPrefix: string | null) => OutboxEventInput,
+  ): Promise<ApiKeyRecord | undefined> {
     return this.r.tx((function* () {
       // The connection row lock serializes rotations and removal of one connection.
       if (!(yield* get(sql`SELECT * FROM connections WHERE id = ${connectionId} AND status = 'active'${FOR_UPDATE}`))) return undefined;
@@ -94,9 +96,12 @@ export class SqlPlatformStore implements PlatformStore {
     })());
   }
 
-  async removeConnection(connectionId: string, now: number, events: (revoked: RevokedCert[], denied: DeniedRequest[]) => OutboxEventInput[]): Promise<RevokedCert[] | undefined> {
+  async removeConnection(
+    connectionId: string, now: number, events: (revoked: RevokedCert[], denied: DeniedRequest[]) => OutboxEventInput[],
+  ): Promise<RevokedCert[] | undefined> {
     return this.r.tx((function* () {
-      if ((yield* run(sql`UPDATE connections SET status = 'removed', removed_at = ${now} WHERE id = ${connectionId} AND status = 'active'`)) !== 1) return undefined;
+      const removed = yield* run(sql`UPDATE connections SET status = 'removed', removed_at = ${now} WHERE id = ${connectionId} AND status = 'active'`);
+      if (removed !== 1) return undefined;
       yield* run(sql`UPDATE api_keys SET status = 'removed', valid_until = NULL WHERE connection_id = ${connectionId}`);
       // RETURNING: exactly the rows this statement changed, even if others changed concurrently.
       type Changed = { id: string; agent_id: string; seq: number };
@@ -113,7 +118,8 @@ export class SqlPlatformStore implements PlatformStore {
 
   async createAgent(a: AgentRecord): Promise<void> {
     await this.r.write(run(sql`INSERT INTO agents (id, connection_id, account_id, name, agent_type, custody_mode, public_key, secret_enc, created_at)
-      VALUES (${a.id}, ${a.connectionId}, ${a.accountId}, ${a.name}, ${a.agentType}, ${a.custodyMode}, ${a.publicKey}, ${bytes(a.secretEnc)}, ${a.createdAt})`));
+      VALUES (${a.id}, ${a.connectionId}, ${a.accountId}, ${a.name}, ${a.agentType}, ${a.custodyMode}, ${a.publicKey}, ${bytes(a.secretEnc)},
+      ${a.createdAt})`));
   }
 
   async getAgent(id: string): Promise<AgentRecord | undefined> {
