@@ -45,12 +45,13 @@ export class SqlAccountStore implements AccountStore {
   }
 
   async hitRateLimit(key: string, limit: number, windowMs: number, now: number): Promise<RateLimitHit> {
-    const end = sql`CAST(${now} AS BIGINT) + CAST(${windowMs} AS BIGINT)`;
-    const expired = sql`rate_limits.window_end <= CAST(${now} AS BIGINT)`;
-    const row = (await this.r.write(get<{ count: number; window_end: number }>(sql`INSERT INTO rate_limits (key, window_end, count) VALUES (${key}, ${end}, 1)
+    // Plain parameters only (no nested fragments), so the text is compiled once: this runs on every login send.
+    const row = (await this.r.write(get<{ count: number; window_end: number }>(sql`INSERT INTO rate_limits (key, window_end, count)
+       VALUES (${key}, CAST(${now} AS BIGINT) + CAST(${windowMs} AS BIGINT), 1)
        ON CONFLICT (key) DO UPDATE SET
-         count = CASE WHEN ${expired} THEN 1 ELSE rate_limits.count + 1 END,
-         window_end = CASE WHEN ${expired} THEN ${end} ELSE rate_limits.window_end END
+         count = CASE WHEN rate_limits.window_end <= CAST(${now} AS BIGINT) THEN 1 ELSE rate_limits.count + 1 END,
+         window_end = CASE WHEN rate_limits.window_end <= CAST(${now} AS BIGINT) THEN CAST(${now} AS BIGINT) + CAST(${windowMs} AS BIGINT)
+           ELSE rate_limits.window_end END
        RETURNING count, window_end`), { group: true }))!;
     return { allowed: row.count <= limit, count: row.count, retryAfterMs: Math.max(0, row.window_end - now) };
   }

@@ -59,8 +59,20 @@ export const SKIP_LOCKED = pick('', ' FOR UPDATE SKIP LOCKED');
 /** The insertion-order column of tables keyed by id (SQLite's rowid, PostgreSQL's identity `seq`). */
 export const SEQ = pick('rowid', 'seq');
 
+/** The text of statements whose values are all parameters, by template and dialect (compiled once per call site). */
+const plain = { sqlite: new WeakMap<readonly string[], string>(), pg: new WeakMap<readonly string[], string>() };
+const isParam = (v: unknown): boolean => !(v instanceof Sql) && !(v instanceof Fragment);
+
 /** Compiles `s` for `dialect`: the text with its placeholders, and the parameters in order. */
 export function compile(s: Sql, dialect: Dialect): { text: string; params: unknown[] } {
+  if (s.values.every(isParam)) {
+    let text = plain[dialect].get(s.strings);
+    if (text === undefined) {
+      text = s.strings.reduce((acc, part, i) => `${acc}${dialect === 'pg' ? `$${i}` : '?'}${part}`);
+      plain[dialect].set(s.strings, text);
+    }
+    return { text, params: s.values as unknown[] };
+  }
   const params: unknown[] = [];
   const walk = (q: Sql): string => {
     let text = q.strings[0]!;
