@@ -31,7 +31,7 @@ import { verifyRunner } from './verify.js';
 import type { Backend } from './plan.js';
 import { log } from './common.js';
 import type { Run } from './common.js';
-import { openPostgresStore } from '../sidecar/store/index.js';
+import { openPostgresStore } from '../sidecar/store/postgres/store.js';
 
 /** What the step measured. */
 export interface PostgresResults {

@@ -4,22 +4,26 @@
  * database URL is configured (`SIDECAR_DATABASE_URL`). The rest of the
  * sidecar sees only the {@link Store} interface, and the offline audit
  * verifier only an {@link AuditSource} of either engine.
+ *
+ * {@link openStore} and {@link openAuditSource} import the engine they open
+ * when they open it: a sidecar on PostgreSQL never loads better-sqlite3, one on
+ * SQLite never loads pg. The SQLite engine's own modules are re-exported here
+ * for the tools and tests that open a file directly; they load the driver only
+ * when a file is opened (sqlite/driver.ts). The PostgreSQL engine is imported
+ * from `./postgres/store.js` by whoever needs it directly.
  */
 import path from 'node:path';
-import { DB_FILE_NAME, openSqliteStore } from './sqlite/store.js';
-import { openPostgresStore } from './postgres/store.js';
-import type { PostgresSettings } from './postgres/store.js';
-import { openSqliteAuditSource } from './sqlite/audit-source.js';
-import { openPostgresAuditSource } from './postgres/audit-source.js';
+import { DB_FILE_NAME } from './sqlite/store.js';
+import type { PostgresSettings } from './postgres/db.js';
 import type { AuditSource, Store, StoreMonitor } from './types.js';
 
 export type * from './types.js';
 export { DB_FILE_NAME, SqliteStore, openSqliteStore } from './sqlite/store.js';
 export type { SqliteStoreOptions } from './sqlite/store.js';
-export { PostgresStore, openPostgresStore } from './postgres/store.js';
-export type { PostgresSettings, PostgresStoreOptions } from './postgres/store.js';
+export type { PostgresSettings } from './postgres/db.js';
+export type { PostgresStore, PostgresStoreOptions } from './postgres/store.js';
 export { AuditSourceError, SchemaTooNewError, StoreUnavailableError } from './errors.js';
-export { redactDatabaseUrl } from './postgres/audit-source.js';
+export { redactDatabaseUrl } from './postgres/url.js';
 
 /** What {@link openStore} needs from the configuration. */
 export interface OpenStoreOptions {
@@ -35,12 +39,12 @@ export interface OpenStoreOptions {
   sqliteSynchronous?: 'normal' | 'full';
 }
 
-/** Opens the configured store, migrated and ready. */
+/** Opens the configured store, migrated and ready, loading only its engine. */
 export async function openStore(o: OpenStoreOptions): Promise<Store> {
   const extra = { ...(o.monitor ? { monitor: o.monitor } : {}), ...(o.auditChain !== undefined ? { auditChain: o.auditChain } : {}) };
-  if (o.database) return openPostgresStore({ ...o.database, ...extra });
+  if (o.database) return (await import('./postgres/store.js')).openPostgresStore({ ...o.database, ...extra });
   const synchronous = o.sqliteSynchronous === 'normal' ? 'NORMAL' as const : 'FULL' as const;
-  return openSqliteStore({ file: path.join(o.dataDir, DB_FILE_NAME), ...extra, synchronous });
+  return (await import('./sqlite/store.js')).openSqliteStore({ file: path.join(o.dataDir, DB_FILE_NAME), ...extra, synchronous });
 }
 
 /**
@@ -48,5 +52,7 @@ export async function openStore(o: OpenStoreOptions): Promise<Store> {
  * PostgreSQL database (one read-only snapshot). Throws `AuditSourceError` when it cannot be read.
  */
 export async function openAuditSource(o: { file: string } | { database: PostgresSettings }): Promise<AuditSource> {
-  return 'file' in o ? openSqliteAuditSource(o.file) : openPostgresAuditSource(o.database);
+  return 'file' in o
+    ? (await import('./sqlite/audit-source.js')).openSqliteAuditSource(o.file)
+    : (await import('./postgres/audit-source.js')).openPostgresAuditSource(o.database);
 }

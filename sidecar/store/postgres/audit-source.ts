@@ -5,9 +5,7 @@
  * rows, checkpoints and keys are read from one snapshot while the replicas
  * keep writing (a head read later than its rows would look like rows removed
  * from the end), and nothing is written or migrated. SELECT on the audit
- * tables is all the role needs. Rows are read in pages in (position, seq)
- * order, so a large trail is never held in memory at once, and a position
- * that repeats (the unique index dropped) still reaches the checker.
+ * tables is all the role needs. The reads are sql/audit-source.ts.
  *
  * Only the verify command opens this (through `store/index.ts`).
  */
@@ -15,27 +13,13 @@ import pg from 'pg';
 import { clientConfig } from './db.js';
 import type { PostgresSettings } from './db.js';
 import { AuditSourceError } from '../errors.js';
-import { sourceCheckpointFromRow, sourceRowFromRow } from '../rows-audit.js';
-import type { ChainRow, CheckpointRow } from '../rows-audit.js';
-import type { AuditSource, ChainedAuditEvent } from '../types.js';
+import { redactDatabaseUrl } from './url.js';
+import { compile, drive } from '../sql/core.js';
+import { auditSource } from '../sql/audit-source.js';
+import type { AuditSource } from '../types.js';
 
-/** Rows per page of one account's chain. */
-const PAGE = 2000;
 /** The tables the verifier reads. */
 const TABLES = ['audit_events', 'audit_chain_heads', 'audit_checkpoints', 'service_keys'];
-
-/** `url` with the password (if any) replaced by `***`, for messages and reports. */
-export function redactDatabaseUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    const pw = u.searchParams.get('password');
-    if (pw !== null) u.searchParams.set('password', '***');
-    return u.toString();
-  } catch {
-    return '(an unparsable database URL)';
-  }
-}
 
 /**
  * Connects and opens the snapshot. Throws {@link AuditSourceError} when the database cannot be
@@ -70,43 +54,12 @@ export async function openPostgresAuditSource(settings: PostgresSettings): Promi
     await client.end().catch(() => {});
     throw err;
   }
-  return {
-    async serviceKeys() {
-      return (await query<{ id: string; public_key: string }>('SELECT id, public_key FROM service_keys ORDER BY created_at, id COLLATE "C"'))
-        .map((k) => ({ id: k.id, publicKey: k.public_key }));
-    },
-    async accounts() {
-      return (await query<{ account_id: string }>(`SELECT account_id FROM (SELECT account_id FROM audit_chain_heads UNION SELECT account_id FROM audit_events
-        UNION SELECT account_id FROM audit_checkpoints) a ORDER BY account_id COLLATE "C"`)).map((r) => r.account_id);
-    },
-    async head(accountId) {
-      return (await query<{ position: number; hash: string }>('SELECT position, hash FROM audit_chain_heads WHERE account_id = $1', [accountId]))[0] ?? null;
-    },
-    async checkpoints(accountId) {
-      return (await query<CheckpointRow>('SELECT * FROM audit_checkpoints WHERE account_id = $1 ORDER BY position, created_at, id COLLATE "C"', [accountId]))
-        .map(sourceCheckpointFromRow);
-    },
-    async *rows(accountId): AsyncIterable<ChainedAuditEvent> {
-      let after = { position: -1, seq: -1 };
-      for (;;) {
-        const page = await query<ChainRow & { seq: number }>(
-          `SELECT * FROM audit_events WHERE account_id = $1 AND chain_position IS NOT NULL AND (chain_position, seq) > ($2, $3)
-            ORDER BY chain_position, seq LIMIT ${PAGE}`, [accountId, after.position, after.seq]);
-        for (const r of page) yield sourceRowFromRow(r);
-        if (page.length < PAGE) return;
-        const last = page[page.length - 1]!;
-        after = { position: last.chain_position, seq: last.seq };
-      }
-    },
-    async unchained(accountId) {
-      const r = (await query<{ n: number; first: string | null }>(
-        `SELECT COUNT(*)::int AS n, MIN(id COLLATE "C") AS first FROM audit_events
-          WHERE account_id = $1 AND (chain_position IS NULL OR hash IS NULL OR prev_hash IS NULL)`, [accountId]))[0]!;
-      return { count: r.n, firstId: r.first };
-    },
-    async close() {
-      await client.query('ROLLBACK').catch(() => {});
-      await client.end().catch(() => {});
-    },
-  };
+  return auditSource((work) => drive(work, 'pg', async (op) => {
+    const { text, params } = compile(op.stmt, 'pg');
+    const rows = await query(text, params);
+    return op.kind === 'all' ? rows : rows[0];
+  }), async () => {
+    await client.query('ROLLBACK').catch(() => {});
+    await client.end().catch(() => {});
+  });
 }

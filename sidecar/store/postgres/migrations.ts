@@ -18,7 +18,7 @@
  *   written, then the approval and usage-counter effects. The transaction
  *   commits without waiting for the WAL flush (the hot account row is
  *   unlocked at once); the store answers only after the flush barrier of
- *   proofs.ts. The audit rows are appended, hash-chained, by audit-append.ts.
+ *   runner.ts. The audit rows are appended, hash-chained, by sql/audit-append.ts.
  *
  * Version 2 moves the audit append into the database (`authz_append_audits`:
  * the head lock and the link frames) and adds `authz_commit_decision`, a

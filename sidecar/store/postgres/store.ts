@@ -2,19 +2,22 @@
  * The PostgreSQL {@link Store}: one database shared by any number of sidecar
  * replicas. Opening it connects the pool, runs the migrations under an
  * advisory lock (migrate.ts) and starts the change feed (changes.ts) that
- * tells this replica about changes the others commit.
+ * tells this replica about changes the others commit. The stores are the
+ * shared ones of sql/ on a {@link PgRunner}, with this engine's verify commit.
  */
 import { PgDb, clientConfig } from './db.js';
 import type { PostgresSettings } from './db.js';
 import { PG_SCHEMA_VERSION, migratePostgres, pgSchemaVersion } from './migrate.js';
 import { PgChangeFeed } from './changes.js';
-import { PgAccountStore } from './accounts.js';
-import { PgPlatformStore } from './platforms.js';
-import { PgDelegationStore } from './delegations.js';
+import { PgRunner } from './runner.js';
 import { PgProofStore } from './proofs.js';
-import { PgOutboxStore } from './outbox.js';
-import { PgApprovalStore, PgUsageStore } from './approvals.js';
-import { PgAuditStore } from './audit.js';
+import { SqlAccountStore } from '../sql/accounts.js';
+import { SqlPlatformStore } from '../sql/platforms.js';
+import { SqlDelegationStore } from '../sql/delegations.js';
+import { SqlOutboxStore } from '../sql/outbox.js';
+import { SqlApprovalStore, SqlUsageStore } from '../sql/approvals.js';
+import { SqlAuditStore } from '../sql/audit.js';
+import { keyCheck } from '../sql/meta.js';
 import type { PoolStats, Store, StoreMonitor } from '../types.js';
 
 export type { PostgresSettings } from './db.js';
@@ -31,30 +34,32 @@ export interface PostgresStoreOptions extends PostgresSettings {
 
 /** The PostgreSQL {@link Store}. */
 export class PostgresStore implements Store {
-  readonly accounts: PgAccountStore;
-  readonly platforms: PgPlatformStore;
-  readonly delegations: PgDelegationStore;
+  readonly accounts: SqlAccountStore;
+  readonly platforms: SqlPlatformStore;
+  readonly delegations: SqlDelegationStore;
   readonly proofs: PgProofStore;
-  readonly outbox: PgOutboxStore;
-  readonly approvals: PgApprovalStore;
-  readonly usage: PgUsageStore;
-  readonly audit: PgAuditStore;
+  readonly outbox: SqlOutboxStore;
+  readonly approvals: SqlApprovalStore;
+  readonly usage: SqlUsageStore;
+  readonly audit: SqlAuditStore;
   readonly changes: PgChangeFeed | undefined;
   /** The pool (store-internal; the copy command uses it). */
   readonly db: PgDb;
+  private readonly r: PgRunner;
 
   /** `chain` false writes audit rows without hash links (SIDECAR_AUDIT_CHAIN=off). */
   constructor(db: PgDb, changes: PgChangeFeed | undefined, chain = true) {
     this.db = db;
     this.changes = changes;
-    this.accounts = new PgAccountStore(db);
-    this.platforms = new PgPlatformStore(db);
-    this.delegations = new PgDelegationStore(db);
-    this.proofs = new PgProofStore(db, chain);
-    this.outbox = new PgOutboxStore(db);
-    this.approvals = new PgApprovalStore(db, chain);
-    this.usage = new PgUsageStore(db);
-    this.audit = new PgAuditStore(db);
+    const r = this.r = new PgRunner(db);
+    this.accounts = new SqlAccountStore(r);
+    this.platforms = new SqlPlatformStore(r);
+    this.delegations = new SqlDelegationStore(r);
+    this.proofs = new PgProofStore(r, chain);
+    this.outbox = new SqlOutboxStore(r);
+    this.approvals = new SqlApprovalStore(r, chain);
+    this.usage = new SqlUsageStore(r);
+    this.audit = new SqlAuditStore(r);
   }
 
   async ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }> {
@@ -64,8 +69,7 @@ export class PostgresStore implements Store {
   }
 
   async keyCheck(candidate: Uint8Array): Promise<Uint8Array> {
-    await this.db.run("INSERT INTO store_meta (key, value) VALUES ('key_check', $1) ON CONFLICT (key) DO NOTHING", [Buffer.from(candidate)]);
-    return new Uint8Array((await this.db.get<{ value: Buffer }>("SELECT value FROM store_meta WHERE key = 'key_check'"))!.value);
+    return keyCheck(this.r, candidate);
   }
 
   poolStats(): PoolStats {

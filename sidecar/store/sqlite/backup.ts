@@ -10,7 +10,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import { openDatabase } from './driver.js';
 
 /** Statements kept reachable for the life of the process (see backupDatabase). */
 const KEEP: unknown[] = [];
@@ -40,7 +40,7 @@ export async function backupDatabase(srcFile: string, destFile: string): Promise
   fs.rmSync(partial, { force: true });
 
   const dbOpts = { fileMustExist: true };
-  const src = new Database(srcFile, dbOpts);
+  const src = openDatabase(srcFile, dbOpts);
   let pages = 0;
   try {
     src.exec('PRAGMA busy_timeout = 5000');
@@ -54,7 +54,7 @@ export async function backupDatabase(srcFile: string, destFile: string): Promise
   }
 
   let schemaVersion = 0;
-  const copy = new Database(partial, dbOpts);
+  const copy = openDatabase(partial, dbOpts);
   try {
     // The copy keeps the source's WAL flag; a single-file rollback journal is simpler to move around.
     copy.exec('PRAGMA journal_mode = DELETE');

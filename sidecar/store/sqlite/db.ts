@@ -6,8 +6,8 @@
  * Only files under `sidecar/store/` import this module; nothing outside the
  * store sees a SQLite type.
  */
-import Database from 'better-sqlite3';
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
+import { openDatabase } from './driver.js';
 import { MIGRATIONS } from './migrations.js';
 import { SchemaTooNewError } from '../errors.js';
 
@@ -50,7 +50,7 @@ export class Db {
   private groupScheduled = false;
 
   constructor(opts: DbOptions) {
-    this.raw = new Database(opts.file);
+    this.raw = openDatabase(opts.file);
     // exec() creates no Statement object; see the note on stmt().
     this.raw.exec(`PRAGMA journal_mode = WAL; PRAGMA busy_timeout = ${opts.busyTimeoutMs ?? 5000}; PRAGMA synchronous = ${opts.synchronous ?? SYNCHRONOUS_LEVEL}; PRAGMA foreign_keys = ON;`);
     this.onTransaction = opts.onTransaction;

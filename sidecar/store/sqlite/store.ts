@@ -1,19 +1,22 @@
 /**
  * The SQLite {@link Store}: one database file, owned by one sidecar process
- * (docs/storage.md), opened, migrated and assembled from the sub-stores of
- * this folder. It has no change feed: the one process updates its own caches.
+ * (docs/storage.md), opened, migrated and assembled from the shared stores of
+ * sql/ on a {@link SqliteRunner}. It has no change feed: the one process
+ * updates its own caches.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { Db } from './db.js';
 import { MIGRATIONS } from './migrations.js';
-import { SqliteAccountStore } from './accounts.js';
-import { SqlitePlatformStore } from './platforms.js';
-import { SqliteDelegationStore } from './delegations.js';
-import { SqliteProofStore } from './proofs.js';
+import { SqliteRunner } from './runner.js';
 import { SqliteOutboxStore } from './outbox.js';
-import { SqliteApprovalStore, SqliteUsageStore } from './approvals.js';
-import { SqliteAuditStore } from './audit.js';
+import { SqliteProofStore } from './proofs.js';
+import { SqlAccountStore } from '../sql/accounts.js';
+import { SqlPlatformStore } from '../sql/platforms.js';
+import { SqlDelegationStore } from '../sql/delegations.js';
+import { SqlApprovalStore, SqlUsageStore } from '../sql/approvals.js';
+import { SqlAuditStore } from '../sql/audit.js';
+import { keyCheck } from '../sql/meta.js';
 import type { PoolStats, Store, StoreMonitor } from '../types.js';
 
 /** Name of the database file inside the data directory. */
@@ -33,15 +36,16 @@ export interface SqliteStoreOptions {
 
 /** The SQLite {@link Store}. */
 export class SqliteStore implements Store {
-  readonly accounts: SqliteAccountStore;
-  readonly platforms: SqlitePlatformStore;
-  readonly delegations: SqliteDelegationStore;
+  readonly accounts: SqlAccountStore;
+  readonly platforms: SqlPlatformStore;
+  readonly delegations: SqlDelegationStore;
   readonly proofs: SqliteProofStore;
   readonly outbox: SqliteOutboxStore;
-  readonly approvals: SqliteApprovalStore;
-  readonly usage: SqliteUsageStore;
-  readonly audit: SqliteAuditStore;
+  readonly approvals: SqlApprovalStore;
+  readonly usage: SqlUsageStore;
+  readonly audit: SqlAuditStore;
   private readonly db: Db;
+  private readonly r: SqliteRunner;
 
   constructor(opts: SqliteStoreOptions) {
     if (opts.file !== ':memory:') fs.mkdirSync(path.dirname(opts.file), { recursive: true });
@@ -57,14 +61,16 @@ export class SqliteStore implements Store {
       this.db.close();
       throw err;
     }
-    this.accounts = new SqliteAccountStore(this.db);
-    this.platforms = new SqlitePlatformStore(this.db);
-    this.delegations = new SqliteDelegationStore(this.db);
-    this.proofs = new SqliteProofStore(this.db, opts.auditChain ?? true);
-    this.outbox = new SqliteOutboxStore(this.db);
-    this.approvals = new SqliteApprovalStore(this.db, (a) => this.proofs.insertAudit(a));
-    this.usage = new SqliteUsageStore(this.db);
-    this.audit = new SqliteAuditStore(this.db);
+    const r = this.r = new SqliteRunner(this.db);
+    const chain = opts.auditChain ?? true;
+    this.accounts = new SqlAccountStore(r);
+    this.platforms = new SqlPlatformStore(r);
+    this.delegations = new SqlDelegationStore(r);
+    this.proofs = new SqliteProofStore(r, chain);
+    this.outbox = new SqliteOutboxStore(r);
+    this.approvals = new SqlApprovalStore(r, chain);
+    this.usage = new SqlUsageStore(r);
+    this.audit = new SqlAuditStore(r);
   }
 
   async ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }> {
@@ -74,10 +80,7 @@ export class SqliteStore implements Store {
   }
 
   async keyCheck(candidate: Uint8Array): Promise<Uint8Array> {
-    return this.db.tx(() => {
-      this.db.run("INSERT INTO store_meta (key, value) VALUES ('key_check', ?) ON CONFLICT (key) DO NOTHING", Buffer.from(candidate));
-      return new Uint8Array(this.db.get<{ value: Buffer }>("SELECT value FROM store_meta WHERE key = 'key_check'")!.value);
-    });
+    return keyCheck(this.r, candidate);
   }
 
   /** One connection, used by one statement at a time: never waited for. */

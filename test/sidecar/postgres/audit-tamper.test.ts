@@ -22,7 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { rowHash } from '../../../src/audit-chain.js';
-import { openPostgresStore } from '../../../sidecar/store/index.js';
+import { openPostgresStore } from '../../../sidecar/store/postgres/store.js';
 import { startPostgres } from '../../helpers/postgres.js';
 import { signerOf, verifyCli, writeTrail } from '../audit/helpers.js';
 

@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { startPostgres } from '../../helpers/postgres.js';
-import { openPostgresStore } from '../../../sidecar/store/index.js';
+import { openPostgresStore } from '../../../sidecar/store/postgres/store.js';
 import type { StoreChange } from '../../../sidecar/store/index.js';
 import { followChanges } from '../../../sidecar/store/follow.js';
 import { NOW, approved, ev, newPrefix, seed } from '../store/contract-fixtures.js';

@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import { startPostgres } from '../../helpers/postgres.js';
-import { openPostgresStore } from '../../../sidecar/store/index.js';
+import { openPostgresStore } from '../../../sidecar/store/postgres/store.js';
 import { runStoreContract } from '../store/contract.js';
 
 const pg = await startPostgres(t);

@@ -20,7 +20,7 @@
 import t from 'tap';
 import { startPostgres } from '../../helpers/postgres.js';
 import { login, specFlow, startMailSink } from '../../helpers/sidecar.js';
-import { openPostgresStore } from '../../../sidecar/store/index.js';
+import { openPostgresStore } from '../../../sidecar/store/postgres/store.js';
 import { VERIFY_PRICE_MICROS } from '../../../sidecar/decide/billing.js';
 import { bundleFor, expectDecision, expectError, usage, verify } from '../decide/helpers.js';
 import { newMasterKey, platformOn, sameSession, startReplicas } from './replicas.js';

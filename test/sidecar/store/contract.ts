@@ -11,7 +11,9 @@
  * promises: an operation that fails part-way (a duplicate key late in the
  * transaction) writes nothing at all.
  *
- * The parts live in contract-*.ts; fixtures in contract-fixtures.ts.
+ * The parts live in contract-*.ts; fixtures in contract-fixtures.ts. The verify
+ * commit's rules, written in TypeScript for SQLite and in PL/pgSQL for
+ * PostgreSQL, are one table of cases (contract-commit-rules.ts).
  */
 import type { Test } from 'tap';
 import type { Store } from '../../../sidecar/store/types.js';
@@ -25,6 +27,7 @@ import { storeLevelContract } from './contract-store.js';
 import { approvalsContract } from './contract-approvals.js';
 import { auditContract } from './contract-audit.js';
 import { auditExportContract } from './contract-audit-export.js';
+import { commitRulesContract } from './contract-commit-rules.js';
 
 /** Opens a new, empty, migrated store. */
 export type OpenStore = () => Promise<Store>;
@@ -42,6 +45,7 @@ export async function runStoreContract(t: Test, name: string, open: OpenStore): 
     ['approvals and usage counters', approvalsContract],
     ['audit chain, checkpoints and retention', auditContract],
     ['audit reads, ranges, export cursors and service keys', auditExportContract],
+    ['the verify commit\'s rules, one table for both implementations', commitRulesContract],
   ];
   for (const [part, fn] of parts) await t.test(`${name}: ${part}`, (tt) => fn(tt, open));
 }

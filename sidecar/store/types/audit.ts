@@ -1,14 +1,9 @@
 /**
- * The store interface, audit-evidence part: the per-account hash chain's
- * heads, signed checkpoints, retention with an anchor, chain-ordered reads
- * (export), the push-export cursors, and the service signing key. `types.ts`
- * re-exports this file. Like the rest, it names no engine type.
- *
- * The chain links themselves are written by the engine's audit append, inside
- * the transaction that writes the row (`recordPresentation`, `commitDecision`);
- * the link rule is `src/audit-chain.ts`.
+ * The store interface (types.ts), by subject: audit evidence (chain heads, signed
+ * checkpoints, retention anchors, exports, the service keys) and the read-only
+ * source of `audit verify`.
  */
-import type { AuditEventRecord } from './ledger-types.js';
+import type { AuditEventRecord } from './proofs.js';
 
 /** An audit row with its chain fields, in chain order. */
 export interface ChainedAuditEvent extends AuditEventRecord {

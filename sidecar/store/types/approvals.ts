@@ -1,14 +1,51 @@
 /**
- * The store interface, third part: step-up approvals and the usage counters
- * of budgets and rate limits (issue 23). Their records, and the effects a
- * verify commits with its decision, are in `ledger-types.ts` (the decision
- * path writes them). `types.ts` re-exports this file. Like the rest, it names
- * no engine type; the contract suite (test/sidecar/store/contract-approvals.ts)
- * holds every engine to it.
- *
- * Times are Unix milliseconds; money is integer micro-units.
+ * The store interface (types.ts), by subject: step-up approvals and the usage
+ * counters of budgets and rate limits.
  */
-import type { ApprovalChange, ApprovalRecord, ApprovalState } from './ledger-types.js';
+import type { OutboxEventInput } from './outbox.js';
+import type { AuditEventRecord } from './proofs.js';
+
+/**
+ * States of an approval: `pending` → `granted` → `used`; `pending` → `denied`;
+ * `pending` or `granted` → `expired` (its `expiresAt` passed).
+ */
+export type ApprovalState = 'pending' | 'granted' | 'denied' | 'used' | 'expired';
+
+/** One approval of one operation. */
+export interface ApprovalRecord {
+  id: string;
+  /** Listing order (assigned by the store). */
+  seq?: number;
+  accountId: string;
+  connectionId: string;
+  platformId: string;
+  agentId: string;
+  certId: string;
+  /** The required scope of the operation. */
+  scope: string;
+  /** SHA-256 (hex) of the canonical operation: certificate, scope, context and bound operation. */
+  fingerprint: string;
+  /** The verify context of the operation (string members only). */
+  context: Record<string, string>;
+  /** The operation the proof was bound to, or null. */
+  operation: Record<string, string> | null;
+  state: ApprovalState;
+  /** The account holder's note (deny), or null. */
+  note: string | null;
+  createdAt: number;
+  /** End of the pending request; once granted, end of the grant. */
+  expiresAt: number;
+  /** When it was granted or denied. */
+  decidedAt: number | null;
+  /** When it became `denied`, `used` or `expired`. */
+  settledAt: number | null;
+}
+
+/** The audit row and webhook event written with an approval's state change. */
+export interface ApprovalChange {
+  audit: AuditEventRecord;
+  event: OutboxEventInput;
+}
 
 /** Step-up approvals. */
 export interface ApprovalStore {

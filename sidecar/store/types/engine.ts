@@ -1,10 +1,8 @@
 /**
- * The store interface, third part: what differs between engines without
- * naming one. The change feed tells every replica about changes other
- * replicas made (an engine shared by several processes has one; the embedded
- * engine, owned by one process, has none), the monitor receives what the
- * engine reports for metrics, and the pool statistics are scrape-time gauges.
- * `types.ts` re-exports this file.
+ * The store interface (types.ts), by subject: what differs between engines without
+ * naming one: the change feed (an engine shared by several processes has one;
+ * the embedded engine, owned by one process, has none), what an engine reports
+ * for metrics, and the pool gauges.
  */
 
 /**
@@ -49,14 +47,4 @@ export interface PoolStats {
   idle: number;
   /** Callers waiting for a connection. */
   waiting: number;
-}
-
-/** Result of {@link AccountStore.hitRateLimit}. */
-export interface RateLimitHit {
-  /** Whether this hit is within the limit. */
-  allowed: boolean;
-  /** Hits in the current window, this one included. */
-  count: number;
-  /** Milliseconds until the window ends. */
-  retryAfterMs: number;
 }

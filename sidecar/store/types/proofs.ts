@@ -1,24 +1,8 @@
 /**
- * The store interface, second part: challenges, verify decisions, audit,
- * metering and the webhook outbox (the ledger the decision path writes).
- * `types.ts` holds the rest and re-exports this file, so importers use
- * `store/types.ts` only. Like the rest, it names no SQLite type.
- *
- * Times are Unix milliseconds; sealed values are opaque `Uint8Array`s.
+ * The store interface (types.ts), by subject: challenges, the verify commit and
+ * its effects, and audit rows and their reads.
  */
-
-/** A lifecycle event to put in the webhook outbox in the same transaction as its state change. */
-export interface OutboxEventInput {
-  /** Delivery id (UUID), also inside the sealed body. */
-  id: string;
-  accountId: string;
-  platformId: string;
-  connectionId: string | null;
-  eventType: string;
-  /** Sealed JSON body (aad = delivery id). */
-  bodyEnc: Uint8Array;
-  createdAt: number;
-}
+import type { ApprovalChange, ApprovalRecord } from './approvals.js';
 
 /** A challenge row; the `id` is the SHA-256 of the challenge value. */
 export interface ChallengeRecord {
@@ -89,48 +73,6 @@ export interface DecisionCommit {
 export type DecisionCommitResult = 'committed' | 'invalid_challenge' | 'credits_exhausted' | 'certificate_revoked'
   | 'approval_used' | 'approval_exists' | 'budget_exceeded' | 'rate_exceeded';
 
-/**
- * States of an approval: `pending` → `granted` → `used`; `pending` → `denied`;
- * `pending` or `granted` → `expired` (its `expiresAt` passed).
- */
-export type ApprovalState = 'pending' | 'granted' | 'denied' | 'used' | 'expired';
-
-/** One approval of one operation. */
-export interface ApprovalRecord {
-  id: string;
-  /** Listing order (assigned by the store). */
-  seq?: number;
-  accountId: string;
-  connectionId: string;
-  platformId: string;
-  agentId: string;
-  certId: string;
-  /** The required scope of the operation. */
-  scope: string;
-  /** SHA-256 (hex) of the canonical operation: certificate, scope, context and bound operation. */
-  fingerprint: string;
-  /** The verify context of the operation (string members only). */
-  context: Record<string, string>;
-  /** The operation the proof was bound to, or null. */
-  operation: Record<string, string> | null;
-  state: ApprovalState;
-  /** The account holder's note (deny), or null. */
-  note: string | null;
-  createdAt: number;
-  /** End of the pending request; once granted, end of the grant. */
-  expiresAt: number;
-  /** When it was granted or denied. */
-  decidedAt: number | null;
-  /** When it became `denied`, `used` or `expired`. */
-  settledAt: number | null;
-}
-
-/** The audit row and webhook event written with an approval's state change. */
-export interface ApprovalChange {
-  audit: AuditEventRecord;
-  event: OutboxEventInput;
-}
-
 /** A debit of one usage counter, made by an allow. */
 export interface UsageDebit {
   certId: string;
@@ -161,7 +103,6 @@ export interface DecisionEffects {
    */
   requestApproval?: ApprovalChange & { approval: ApprovalRecord };
 }
-
 
 /** Challenges, presentations, verify decisions, audit and metering. */
 export interface ProofStore {
@@ -199,74 +140,4 @@ export interface ProofStore {
   listAudit(q: AuditQuery): Promise<AuditEventRecord[]>;
   /** Deletes challenges that are consumed or expired before `olderThan`; returns the count. */
   purgeChallenges(olderThan: number): Promise<number>;
-}
-
-/** A claimed delivery, ready to send. */
-export interface ClaimedDelivery {
-  id: string;
-  platformId: string;
-  eventType: string;
-  bodyEnc: Uint8Array;
-  /** Attempts made before this one. */
-  attempts: number;
-  createdAt: number;
-  callbackUrl: string | null;
-  callbackDisabled: boolean;
-  webhookSecretEnc: Uint8Array;
-}
-
-/** A delivery as listed to the account holder. */
-export interface DeliveryRecord {
-  id: string;
-  platformId: string;
-  connectionId: string | null;
-  eventType: string;
-  state: 'pending' | 'delivered' | 'dead' | 'disabled';
-  attempts: number;
-  nextAttemptAt: number;
-  lastStatus: number | null;
-  lastError: string | null;
-  deliveredAt: number | null;
-  createdAt: number;
-  seq: number;
-}
-
-/** One delivery attempt. */
-export interface DeliveryAttemptRecord {
-  attempt: number;
-  attemptedAt: number;
-  status: number | null;
-  error: string | null;
-  durationMs: number;
-}
-
-/** The webhook outbox (filled by the other stores inside their transactions). */
-export interface OutboxStore {
-  /** Leases up to `limit` due deliveries until `now + leaseMs`. */
-  claimDue(now: number, limit: number, leaseMs: number): Promise<ClaimedDelivery[]>;
-  /**
-   * Records an attempt and moves the delivery: `delivered`, `pending` with a
-   * next attempt time, `dead` (schedule exhausted) or `disabled` (410).
-   */
-  recordAttempt(id: string, a: DeliveryAttemptRecord, next: { state: DeliveryRecord['state']; nextAttemptAt: number }): Promise<void>;
-  /** Releases a lease without recording an attempt (shutdown). */
-  release(id: string): Promise<void>;
-  /**
-   * Releases every lease of a pending delivery, without recording attempts;
-   * returns how many were released. Called once when the worker starts.
-   *
-   * Only an engine whose database belongs to ONE process implements it (SQLite:
-   * at start nothing can be in flight, so any lease left was held by a process
-   * that died). An engine shared by several replicas (PostgreSQL) must not: a
-   * starting replica would take leases that a live peer holds; there a dead
-   * replica's leases simply run out. See docs/storage.md.
-   */
-  releaseAllLeases?(): Promise<number>;
-  listDeliveries(q: { accountId: string; platformId?: string; state?: string; limit: number; before?: number }): Promise<DeliveryRecord[]>;
-  getDelivery(id: string): Promise<(DeliveryRecord & { accountId: string }) | undefined>;
-  listAttempts(deliveryId: string): Promise<DeliveryAttemptRecord[]>;
-  /** Makes a delivery due now again (keeps its id and body). */
-  redeliver(id: string, now: number): Promise<void>;
-  /** Depth (pending) and the creation time of the oldest pending delivery. */
-  stats(): Promise<{ pending: number; oldestPendingAt: number | null }>;
 }

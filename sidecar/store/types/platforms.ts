@@ -1,0 +1,101 @@
+/**
+ * The store interface (types.ts), by subject: platforms, their connections
+ * and API keys, and agents.
+ */
+import type { OutboxEventInput } from './outbox.js';
+
+/** A platform and its connection, as registered. */
+export interface PlatformRecord {
+  id: string;
+  accountId: string;
+  name: string;
+  description: string;
+  surfaceType: string;
+  publishState: string;
+  defaultAllowedScopes: string[];
+  callbackUrl: string | null;
+  callbackDisabledAt: number | null;
+  signingSecretEnc: Uint8Array;
+  webhookSecretEnc: Uint8Array;
+  expiresAt: number;
+  createdAt: number;
+}
+
+/** A connection (created together with its platform). */
+export interface ConnectionRecord {
+  id: string;
+  platformId: string;
+  accountId: string;
+  allowedScopes: string[];
+  status: 'active' | 'removed';
+  removedAt: number | null;
+  createdAt: number;
+}
+
+/** An API key row (digest only). */
+export interface ApiKeyRecord {
+  id: string;
+  connectionId: string;
+  prefix: string;
+  digest: string;
+  status: 'active' | 'rotated' | 'removed';
+  /** For rotated keys: end of the grace period (null = no grace). */
+  validUntil: number | null;
+  createdAt: number;
+}
+
+/** An agent with its custodial key. */
+export interface AgentRecord {
+  id: string;
+  connectionId: string;
+  accountId: string;
+  name: string;
+  agentType: string;
+  custodyMode: string;
+  publicKey: string;
+  secretEnc: Uint8Array;
+  createdAt: number;
+}
+
+/** A certificate revoked as a side effect (connection removal). */
+export interface RevokedCert { certId: string; agentId: string }
+
+/** A pending request denied as a side effect (connection removal). */
+export interface DeniedRequest { requestId: string; agentId: string }
+
+/** Platforms, connections, API keys and agents. */
+export interface PlatformStore {
+  countPlatforms(accountId: string): Promise<number>;
+  /**
+   * Creates platform + connection + API key + `connection.created` outbox event atomically,
+   * unless the account already has `maxPlatforms` platforms (checked in the same transaction);
+   * returns false then.
+   */
+  createPlatform(p: PlatformRecord, c: ConnectionRecord, k: ApiKeyRecord, event: OutboxEventInput | null, maxPlatforms: number): Promise<boolean>;
+  getPlatform(id: string): Promise<PlatformRecord | undefined>;
+  listPlatforms(accountId: string): Promise<PlatformRecord[]>;
+  setCallbackUrl(platformId: string, url: string | null): Promise<void>;
+  /** Marks the callback disabled (receiver answered 410). */
+  disableCallback(platformId: string, now: number): Promise<void>;
+  getConnection(id: string): Promise<ConnectionRecord | undefined>;
+  listConnections(accountId: string): Promise<ConnectionRecord[]>;
+  /** The API key row with this prefix (any status). */
+  getApiKeyByPrefix(prefix: string): Promise<ApiKeyRecord | undefined>;
+  /**
+   * Rotates atomically: the active key becomes `rotated` (valid until
+   * `graceUntil`, null = stops at once), `next` becomes active, and the event
+   * built from the previous key's prefix is enqueued. Returns the previous
+   * key, or undefined when the connection is not active.
+   */
+  rotateApiKey(connectionId: string, next: ApiKeyRecord, graceUntil: number | null, event: (previousPrefix: string | null) => OutboxEventInput): Promise<ApiKeyRecord | undefined>;
+  /**
+   * Removes a connection: its keys stop working, its active certificates are
+   * revoked, its pending requests are denied, and the events built by `events`
+   * are enqueued, all atomically.
+   * Returns the revoked certificates, or undefined if it was not active.
+   */
+  removeConnection(connectionId: string, now: number, events: (revoked: RevokedCert[], denied: DeniedRequest[]) => OutboxEventInput[]): Promise<RevokedCert[] | undefined>;
+  createAgent(a: AgentRecord): Promise<void>;
+  getAgent(id: string): Promise<AgentRecord | undefined>;
+  listAgents(filter: { accountId?: string; connectionId?: string }): Promise<AgentRecord[]>;
+}
