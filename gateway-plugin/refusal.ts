@@ -49,7 +49,9 @@ export function renderRefusal(err: ServiceError, rpc: McpFacts | undefined): Ref
   return {
     status: err.status,
     headers,
-    body: { jsonrpc: '2.0', id: rpc.id, error: { code: jsonRpcErrorCode(err.status, rpc.parsed), message: err.message, data } },
+    body: {
+      jsonrpc: '2.0', id: rpc.id, error: { code: jsonRpcErrorCode(err.status, rpc.parsed), message: err.message, data },
+    },
   };
 }
 
@@ -69,9 +71,13 @@ export function toServiceError(error: FastifyError | Error, request: FastifyRequ
   if (error instanceof ServiceError) return error;
   // The upstream's answer stalled before its first byte (mcp/stream.ts): the documented 502, not a 500.
   const code = (error as { code?: unknown }).code;
-  if (code === 'UPSTREAM_IDLE' || code === 'UND_ERR_BODY_TIMEOUT') return new ServiceError('upstream_unavailable', undefined, { cause: 'upstream_timeout' });
+  if (code === 'UPSTREAM_IDLE' || code === 'UND_ERR_BODY_TIMEOUT') {
+    return new ServiceError('upstream_unavailable', undefined, { cause: 'upstream_timeout' });
+  }
   const status = (error as FastifyError).statusCode ?? 500;
-  if ((error as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' || status === 413) return new ServiceError('body_too_large');
+  if ((error as FastifyError).code === 'FST_ERR_CTP_BODY_TOO_LARGE' || status === 413) {
+    return new ServiceError('body_too_large');
+  }
   if (status === 415) return new ServiceError('unsupported_media_type');
   if (status >= 400 && status < 500) return new ServiceError('invalid_request');
   request.log.error({ err: error }, 'gateway: unexpected error');

@@ -26,7 +26,9 @@ import { at, checkScope, checkString, fail, item } from './validate.js';
  * vocabulary's other sensitive scopes (src/scopes.ts). The vocabulary has no scope for the
  * right to delegate; list one in `shadowSensitiveScopes` if your routes use a custom scope for it.
  */
-export const BUILTIN_SENSITIVE_SCOPES: readonly string[] = ['payments:*', 'data:write', 'data:delete', 'execute:code', 'admin:manage'];
+export const BUILTIN_SENSITIVE_SCOPES: readonly string[] = [
+  'payments:*', 'data:write', 'data:delete', 'execute:code', 'admin:manage',
+];
 
 /** A route's mode: `enforce` (the default) or `shadow`. */
 export type RouteMode = 'enforce' | 'shadow';
@@ -65,7 +67,9 @@ export function checkSensitiveScopes(value: unknown, path: string): SensitiveSco
   const list = value.map((v: unknown, i) => {
     const text = checkString(v, item(path, i));
     if (text.endsWith(':*')) {
-      if (!/^[a-z][a-z0-9._-]*(:[a-z0-9._-]+)*:\*$/.test(text)) fail(item(path, i), `${JSON.stringify(text)} is not a scope pattern such as "custom:crm:*"`);
+      if (!/^[a-z][a-z0-9._-]*(:[a-z0-9._-]+)*:\*$/.test(text)) {
+        fail(item(path, i), `${JSON.stringify(text)} is not a scope pattern such as "custom:crm:*"`);
+      }
       return text;
     }
     return checkScope(text, item(path, i));
@@ -74,11 +78,14 @@ export function checkSensitiveScopes(value: unknown, path: string): SensitiveSco
 }
 
 /** Refuses a shadow-mode route that requires a sensitive scope (`scopes`: the route's, and its MCP tools'). */
-export function checkShadowRoute(path: string, pattern: string, scopes: Iterable<[where: string, scope: string]>, sensitive: SensitiveScopes): void {
+export function checkShadowRoute(
+  path: string, pattern: string, scopes: Iterable<[where: string, scope: string]>, sensitive: SensitiveScopes,
+): void {
   for (const [where, scope] of scopes) {
     const hit = sensitive.match(scope);
     if (hit !== undefined) {
-      fail(at(path, 'mode'), `route ${pattern} cannot be in shadow mode: ${where} ${scope} is sensitive (${hit}); enforce it`);
+      fail(at(path, 'mode'),
+        `route ${pattern} cannot be in shadow mode: ${where} ${scope} is sensitive (${hit}); enforce it`);
     }
   }
 }
@@ -98,5 +105,8 @@ interface ShadowFacts {
 /** Logs a shadow-mode request that is forwarded although it would have been refused (level `info`). */
 export function logShadow(log: { info(obj: object, msg: string): void }, decision: ShadowFacts): void {
   const { refusal, reason, route } = decision;
-  log.info({ shadow: { route, status: refusal.status, code: refusal.code, reason } }, 'gateway: shadow mode forwarded a request it would refuse');
+  log.info(
+    { shadow: { route, status: refusal.status, code: refusal.code, reason } },
+    'gateway: shadow mode forwarded a request it would refuse',
+  );
 }

@@ -47,7 +47,9 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Socket, on
   socket.destroy();
 }
 
-const REASON_PHRASES: Readonly<Record<number, string>> = { 400: 'Bad Request', 403: 'Forbidden', 405: 'Method Not Allowed', 431: 'Request Header Fields Too Large' };
+const REASON_PHRASES: Readonly<Record<number, string>> = {
+  400: 'Bad Request', 403: 'Forbidden', 405: 'Method Not Allowed', 431: 'Request Header Fields Too Large',
+};
 
 /**
  * Writes a complete HTTP/1.1 refusal `code` in the error shape, with `Cache-Control: no-store`,
@@ -57,7 +59,8 @@ const REASON_PHRASES: Readonly<Record<number, string>> = { 400: 'Bad Request', 4
 export function writeRefusal(socket: Socket, code: ErrorCode, message?: string): void {
   const status = ERRORS[code].status;
   const body = JSON.stringify(errorBody(code, message));
-  socket.write(`HTTP/1.1 ${status} ${REASON_PHRASES[status] ?? 'Error'}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`
+  socket.write(`HTTP/1.1 ${status} ${REASON_PHRASES[status] ?? 'Error'}\r\nContent-Type: application/json; charset=utf-8\r\n`
+    + `Content-Length: ${Buffer.byteLength(body)}\r\n`
     + `Cache-Control: no-store\r\nX-Request-Id: ${crypto.randomUUID()}\r\nConnection: close\r\n\r\n${body}`);
 }
 

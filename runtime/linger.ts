@@ -81,7 +81,9 @@ export function lingerClose(socket: Socket, bounds: LingerBounds = LINGER_BOUNDS
     const now = Date.now();
     const read = socket.bytesRead;
     if (read !== lastBytes) { lastBytes = read; lastProgress = now; }
-    if (now - start >= bounds.timeMs || now - lastProgress >= bounds.idleMs || read - startBytes > bounds.maxBytes) socket.destroy();
+    if (now - start >= bounds.timeMs || now - lastProgress >= bounds.idleMs || read - startBytes > bounds.maxBytes) {
+      socket.destroy();
+    }
   }, CHECK_MS);
   timer.unref();
   socket.once('close', () => { clearInterval(timer); lingering.delete(socket); });

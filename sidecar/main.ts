@@ -37,7 +37,9 @@ interface Command {
 /** The sidecar's subcommands; no command means `serve`. */
 export const COMMANDS: Readonly<Record<string, Command>> = {
   serve: { usage: 'serve', summary: 'run the sidecar (the default)', run: async () => { await serve(); return -1; } },
-  backup: { usage: 'backup <file>', summary: 'online backup of the SQLite database to a new file', run: runBackupCommand },
+  backup: {
+    usage: 'backup <file>', summary: 'online backup of the SQLite database to a new file', run: runBackupCommand,
+  },
   audit: { usage: AUDIT_USAGE,
     summary: 'check an audit trail offline (docs/audit.md; exit 0 verified, 1 broken, 2 usage, 3 unreadable, 4 cannot run)',
     run: (args) => runAuditCommand(args) },

@@ -99,7 +99,8 @@ function render(r: TrailReport, source: string): string {
     const span = a.firstPosition === null ? 'no rows' : `rows ${a.firstPosition}–${a.lastPosition} (${a.rows})`;
     if (a.problem) {
       const p = a.problem;
-      out.push(`account ${a.accountId}: BROKEN at ${p.position === null ? 'an unknown position' : `position ${p.position}`}${p.eventId ? ` (event ${p.eventId})` : ''}: ${p.kind}: ${p.message}`);
+      out.push(`account ${a.accountId}: BROKEN at ${p.position === null ? 'an unknown position' : `position ${p.position}`}`
+        + `${p.eventId ? ` (event ${p.eventId})` : ''}: ${p.kind}: ${p.message}`);
     } else {
       out.push(`account ${a.accountId}: ok, ${span}, ${a.checkpoints} checkpoint(s), signed up to ${a.signedTo ?? 'none'}`);
     }

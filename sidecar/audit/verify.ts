@@ -47,15 +47,26 @@ export interface VerifyOptions {
  * rows outside it. Null when they match.
  */
 export function rangeProblem(a: AccountCheck, range: { first: number | null; last: number | null }): ChainProblem | null {
-  const p = (kind: ChainProblem['kind'], position: number | null, message: string): ChainProblem => ({ kind, accountId: a.accountId, position, eventId: null, message });
+  const p = (kind: ChainProblem['kind'], position: number | null, message: string): ChainProblem =>
+    ({ kind, accountId: a.accountId, position, eventId: null, message });
   const { first, last } = range;
   if (first === null || last === null) {
     return a.firstPosition === null ? null : p('malformed', a.firstPosition, 'the export announces no events, but it has event lines');
   }
-  if (a.firstPosition === null || a.lastPosition === null) return p('rows_missing', first, `the export announces positions ${first}–${last}, but it has no event lines: they were removed`);
-  if (a.firstPosition > first) return p('rows_missing', first, `the export announces events from position ${first}, but its first event line is at ${a.firstPosition}: rows were removed from the start`);
-  if (a.firstPosition < first) return p('malformed', a.firstPosition, `an event line at position ${a.firstPosition}, before the export's first position ${first}`);
-  if (a.lastPosition < last) return p('rows_missing', a.lastPosition + 1, `the export announces events up to position ${last}, but its last event line is at ${a.lastPosition}: rows were removed from the end`);
+  if (a.firstPosition === null || a.lastPosition === null) {
+    return p('rows_missing', first, `the export announces positions ${first}–${last}, but it has no event lines: they were removed`);
+  }
+  if (a.firstPosition > first) {
+    return p('rows_missing', first, `the export announces events from position ${first}, `
+      + `but its first event line is at ${a.firstPosition}: rows were removed from the start`);
+  }
+  if (a.firstPosition < first) {
+    return p('malformed', a.firstPosition, `an event line at position ${a.firstPosition}, before the export's first position ${first}`);
+  }
+  if (a.lastPosition < last) {
+    return p('rows_missing', a.lastPosition + 1, `the export announces events up to position ${last}, `
+      + `but its last event line is at ${a.lastPosition}: rows were removed from the end`);
+  }
   if (a.lastPosition > last) return p('malformed', last + 1, `event lines after the export's last position ${last}`);
   return null;
 }

@@ -277,7 +277,9 @@ function sqliteSynchronous(env: NodeJS.ProcessEnv): SqliteSynchronous {
   }
   const value = raw.toLowerCase();
   if (value !== 'normal' && value !== 'full') {
-    throw new ConfigError(`SIDECAR_SQLITE_SYNCHRONOUS: must be full or normal, got ${JSON.stringify(raw.slice(0, 40))}`);
+    throw new ConfigError(
+      `SIDECAR_SQLITE_SYNCHRONOUS: must be full or normal, got ${JSON.stringify(raw.slice(0, 40))}`,
+    );
   }
   return value;
 }

@@ -82,7 +82,8 @@ export async function copySqliteToPostgres(sqliteFile: string, target: PostgresS
           cols.set(t.name, names);
           counts[t.name] = await copyTable(src, q, t.name, names);
           if (t.identity) {
-            await q.run(`SELECT setval(pg_get_serial_sequence('${t.name}', '${t.identity}'), GREATEST((SELECT MAX(${t.identity}) FROM ${t.name}), 1), (SELECT COUNT(*) > 0 FROM ${t.name}))`);
+            await q.run(`SELECT setval(pg_get_serial_sequence('${t.name}', '${t.identity}'),
+              GREATEST((SELECT MAX(${t.identity}) FROM ${t.name}), 1), (SELECT COUNT(*) > 0 FROM ${t.name}))`);
           }
         }
       });
@@ -124,7 +125,9 @@ async function verifyTable(src: Db, dst: Querier, t: (typeof COPY_TABLES)[number
   const a = src.all<Row>(`SELECT ${names.join(', ')} FROM ${table} ORDER BY ${t.key.join(', ')}`);
   const pgKey = t.key.map((k) => (t.numeric || k === 'window_start' ? k : `${k} COLLATE "C"`)).join(', ');
   const b = await dst.all<Row>(`SELECT ${names.join(', ')} FROM ${table} ORDER BY ${pgKey}`);
-  if (a.length !== copied || b.length !== copied) throw new Error(`copy verification failed for ${table}: ${a.length} rows in SQLite, ${b.length} in PostgreSQL, ${copied} copied`);
+  if (a.length !== copied || b.length !== copied) {
+    throw new Error(`copy verification failed for ${table}: ${a.length} rows in SQLite, ${b.length} in PostgreSQL, ${copied} copied`);
+  }
   const ha = digest(a, names).digest('hex');
   const hb = digest(b, names).digest('hex');
   if (ha !== hb) throw new Error(`copy verification failed for ${table}: the rows differ (SHA-256 ${ha.slice(0, 12)} ≠ ${hb.slice(0, 12)})`);

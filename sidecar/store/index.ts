@@ -41,10 +41,14 @@ export interface OpenStoreOptions {
 
 /** Opens the configured store, migrated and ready, loading only its engine. */
 export async function openStore(o: OpenStoreOptions): Promise<Store> {
-  const extra = { ...(o.monitor ? { monitor: o.monitor } : {}), ...(o.auditChain !== undefined ? { auditChain: o.auditChain } : {}) };
+  const extra = {
+    ...(o.monitor ? { monitor: o.monitor } : {}), ...(o.auditChain !== undefined ? { auditChain: o.auditChain } : {}),
+  };
   if (o.database) return (await import('./postgres/store.js')).openPostgresStore({ ...o.database, ...extra });
   const synchronous = o.sqliteSynchronous === 'normal' ? 'NORMAL' as const : 'FULL' as const;
-  return (await import('./sqlite/store.js')).openSqliteStore({ file: path.join(o.dataDir, DB_FILE_NAME), ...extra, synchronous });
+  return (await import('./sqlite/store.js')).openSqliteStore({
+    file: path.join(o.dataDir, DB_FILE_NAME), ...extra, synchronous,
+  });
 }
 
 /**

@@ -42,11 +42,16 @@ export function createStoreMetrics(registry: client.Registry, transaction?: (sec
     },
   });
   const lag = new client.Histogram({
-    name: 'agent_authz_store_notification_lag_seconds', help: 'Time from a change on any replica to its change notification arriving here (cache invalidation).',
+    name: 'agent_authz_store_notification_lag_seconds',
+    help: 'Time from a change on any replica to its change notification arriving here (cache invalidation).',
     buckets: LAG_BUCKETS, registers: reg,
   });
-  const resyncs = new client.Counter({ name: 'agent_authz_store_resyncs_total', help: 'Full cache resyncs after a lost change-notification connection.', registers: reg });
-  const errors = new client.Counter({ name: 'agent_authz_store_errors_total', help: 'Failed database operations (including lost connections).', registers: reg });
+  const resyncs = new client.Counter({
+    name: 'agent_authz_store_resyncs_total', help: 'Full cache resyncs after a lost change-notification connection.', registers: reg,
+  });
+  const errors = new client.Counter({
+    name: 'agent_authz_store_errors_total', help: 'Failed database operations (including lost connections).', registers: reg,
+  });
   return {
     monitor: {
       error: () => errors.inc(),

@@ -27,7 +27,9 @@ export const approvalFromRow = (r: ApprovalRow): ApprovalRecord => ({
 /** An `audit_chain_heads` row. */
 export interface HeadRow { account_id: string; position: number; hash: string; checkpoint_position: number; checkpoint_at: number }
 /** An `audit_checkpoints` row. */
-export interface CheckpointRow { id: string; account_id: string; position: number; head: string; kind: string; key_id: string; signature: string; created_at: number }
+export interface CheckpointRow {
+  id: string; account_id: string; position: number; head: string; kind: string; key_id: string; signature: string; created_at: number;
+}
 /** A `service_keys` row. */
 export interface ServiceKeyRow { id: string; purpose: string; public_key: string; secret_enc: Buffer; created_at: number }
 /** An `audit_events` row with its chain columns. */

@@ -19,7 +19,10 @@ export interface AccountRow {
 /** A `login_codes` row. */
 export interface CodeRow { id: string; email: string; code_hash: string; attempts: number; expires_at: number; used_at: number | null; created_at: number }
 /** A `sessions` row. */
-export interface SessionRow { id: string; token_hash: string; account_id: string; expires_at: number; absolute_expires_at: number; ended_at: number | null; created_at: number }
+export interface SessionRow {
+  id: string; token_hash: string; account_id: string; expires_at: number; absolute_expires_at: number; ended_at: number | null;
+  created_at: number;
+}
 /** A `platforms` row. */
 export interface PlatformRow {
   id: string; account_id: string; name: string; description: string; surface_type: string; publish_state: string;
@@ -27,9 +30,15 @@ export interface PlatformRow {
   signing_secret_enc: Buffer; webhook_secret_enc: Buffer; expires_at: number; created_at: number;
 }
 /** A `connections` row. */
-export interface ConnectionRow { id: string; platform_id: string; account_id: string; allowed_scopes: string; status: 'active' | 'removed'; removed_at: number | null; created_at: number }
+export interface ConnectionRow {
+  id: string; platform_id: string; account_id: string; allowed_scopes: string; status: 'active' | 'removed';
+  removed_at: number | null; created_at: number;
+}
 /** An `api_keys` row. */
-export interface KeyRow { id: string; connection_id: string; prefix: string; digest: string; status: ApiKeyRecord['status']; valid_until: number | null; created_at: number }
+export interface KeyRow {
+  id: string; connection_id: string; prefix: string; digest: string; status: ApiKeyRecord['status']; valid_until: number | null;
+  created_at: number;
+}
 /** An `agents` row. */
 export interface AgentRow {
   id: string; connection_id: string; account_id: string; name: string; agent_type: string; custody_mode: string;
@@ -47,7 +56,10 @@ export interface CertRow {
   issued_at: number; expires_at: number | null; revoked_at: number | null; revoke_reason: string | null;
 }
 /** A `challenges` row. */
-export interface ChallengeRow { id: string; audience_connection_id: string; account_id: string; expires_at: number; presented_at: number | null; consumed_at: number | null; created_at: number }
+export interface ChallengeRow {
+  id: string; audience_connection_id: string; account_id: string; expires_at: number; presented_at: number | null;
+  consumed_at: number | null; created_at: number;
+}
 /** An `audit_events` row. */
 export interface AuditRow {
   seq: number; id: string; account_id: string; event_type: AuditEventRecord['eventType']; connection_id: string | null;

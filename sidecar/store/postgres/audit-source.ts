@@ -49,7 +49,9 @@ export async function openPostgresAuditSource(settings: PostgresSettings): Promi
   try {
     await query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     const found = await query<{ t: string | null }>('SELECT to_regclass(name)::text AS t FROM unnest($1::text[]) AS name', [TABLES]);
-    if (found.some((r) => r.t === null)) throw new AuditSourceError(`${where}: no audit chain in this database (not an agent-authz database, or not migrated yet)`);
+    if (found.some((r) => r.t === null)) {
+      throw new AuditSourceError(`${where}: no audit chain in this database (not an agent-authz database, or not migrated yet)`);
+    }
   } catch (err) {
     await client.end().catch(() => {});
     throw err;

@@ -39,7 +39,10 @@ export interface Querier {
 /** SQLSTATE classes and codes that mean "the database is not available now". */
 const UNAVAILABLE_SQLSTATE = /^(08|57P0[1-4]|53300|57014|55P03|40P01|40001)/;
 /** Node and pg messages of lost, refused or timed-out connections. */
-const UNAVAILABLE_MESSAGE = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENOTFOUND|Connection terminated|timeout exceeded|Query read timeout|connection error|not queryable|Client was closed/i;
+const UNAVAILABLE_MESSAGE = new RegExp([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENOTFOUND', 'Connection terminated',
+  'timeout exceeded', 'Query read timeout', 'connection error', 'not queryable', 'Client was closed',
+].join('|'), 'i');
 
 /** Whether `err` means the database is unreachable or overloaded (retry later), not a bad statement. */
 export function isUnavailable(err: unknown): boolean {

@@ -39,7 +39,8 @@ export async function migratePostgres(db: PgDb): Promise<number> {
     await client.query('SET statement_timeout = 0');
     await client.query('SELECT pg_advisory_lock($1::bigint)', [MIGRATION_LOCK_KEY]);
     try {
-      await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())');
+      await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations
+        (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`);
       const applied = await pgSchemaVersion(client);
       if (applied > PG_SCHEMA_VERSION) throw new SchemaTooNewError(applied, PG_SCHEMA_VERSION);
       for (const m of PG_MIGRATIONS) {

@@ -35,7 +35,9 @@ export class PgRunner implements Runner {
   /** With `lazy`, the transaction commits without waiting for its WAL flush (`synchronous_commit` off). */
   tx<T>(work: Work<T>, o?: WriteOptions): Promise<T> {
     return this.db.tx(async (q) => {
-      if (o?.lazy && (await q.run("SELECT set_config('synchronous_commit', 'off', true)")) !== 1) throw new Error('set_config failed');
+      if (o?.lazy && (await q.run("SELECT set_config('synchronous_commit', 'off', true)")) !== 1) {
+        throw new Error('set_config failed');
+      }
       return drive(work, 'pg', exec(q));
     });
   }

@@ -91,7 +91,10 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     if (opts.changes !== false) {
       const client = clientConfig(opts);
       // Its own application_name, so operators (and the tests) can tell the LISTEN connection apart.
-      feed = new PgChangeFeed({ client: { ...client, application_name: `${client.application_name} (changes)` }, ...(opts.monitor ? { monitor: opts.monitor } : {}) });
+      feed = new PgChangeFeed({
+        client: { ...client, application_name: `${client.application_name} (changes)` },
+        ...(opts.monitor ? { monitor: opts.monitor } : {}),
+      });
       await feed.start();
     }
   } catch (err) {

@@ -18,7 +18,8 @@ export class SqlAccountStore implements AccountStore {
   }
 
   async latestLoginCode(email: string): Promise<LoginCodeRecord | undefined> {
-    const row = await this.r.read(get<CodeRow>(sql`SELECT * FROM login_codes WHERE email = ${email} ORDER BY created_at DESC, ${SEQ} DESC LIMIT 1`));
+    const row = await this.r.read(get<CodeRow>(sql`SELECT * FROM login_codes WHERE email = ${email}
+      ORDER BY created_at DESC, ${SEQ} DESC LIMIT 1`));
     return row && codeFromRow(row);
   }
 
@@ -33,7 +34,8 @@ export class SqlAccountStore implements AccountStore {
   }
 
   async reserveCodeAttempt(id: string, max: number): Promise<boolean> {
-    return (await this.r.write(run(sql`UPDATE login_codes SET attempts = attempts + 1 WHERE id = ${id} AND attempts < ${max}`))) === 1;
+    return (await this.r.write(run(sql`UPDATE login_codes SET attempts = attempts + 1 WHERE id = ${id}
+      AND attempts < ${max}`))) === 1;
   }
 
   async releaseCodeAttempt(id: string): Promise<void> {
@@ -41,23 +43,27 @@ export class SqlAccountStore implements AccountStore {
   }
 
   async consumeLoginCode(id: string, now: number): Promise<boolean> {
-    return (await this.r.write(run(sql`UPDATE login_codes SET used_at = ${now} WHERE id = ${id} AND used_at IS NULL`))) === 1;
+    return (await this.r.write(run(sql`UPDATE login_codes SET used_at = ${now} WHERE id = ${id}
+      AND used_at IS NULL`))) === 1;
   }
 
   async hitRateLimit(key: string, limit: number, windowMs: number, now: number): Promise<RateLimitHit> {
     // Plain parameters only (no nested fragments), so the text is compiled once: this runs on every login send.
-    const row = (await this.r.write(get<{ count: number; window_end: number }>(sql`INSERT INTO rate_limits (key, window_end, count)
+    const row = (await this.r.write(get<{ count: number; window_end: number }>(sql`INSERT INTO rate_limits (key,
+      window_end, count)
        VALUES (${key}, CAST(${now} AS BIGINT) + CAST(${windowMs} AS BIGINT), 1)
        ON CONFLICT (key) DO UPDATE SET
          count = CASE WHEN rate_limits.window_end <= CAST(${now} AS BIGINT) THEN 1 ELSE rate_limits.count + 1 END,
-         window_end = CASE WHEN rate_limits.window_end <= CAST(${now} AS BIGINT) THEN CAST(${now} AS BIGINT) + CAST(${windowMs} AS BIGINT)
+         window_end = CASE WHEN rate_limits.window_end <= CAST(${now} AS BIGINT) THEN CAST(${now} AS BIGINT) +
+           CAST(${windowMs} AS BIGINT)
            ELSE rate_limits.window_end END
        RETURNING count, window_end`), { group: true }))!;
     return { allowed: row.count <= limit, count: row.count, retryAfterMs: Math.max(0, row.window_end - now) };
   }
 
   async releaseRateLimit(key: string, windowEnd: number): Promise<void> {
-    await this.r.write(run(sql`UPDATE rate_limits SET count = count - 1 WHERE key = ${key} AND window_end = ${windowEnd} AND count > 0`), { group: true });
+    await this.r.write(run(sql`UPDATE rate_limits SET count = count - 1 WHERE key = ${key} AND window_end = ${windowEnd}
+      AND count > 0`), { group: true });
   }
 
   async purgeRateLimits(olderThan: number): Promise<number> {
@@ -68,7 +74,8 @@ export class SqlAccountStore implements AccountStore {
     // Two statements and, on PostgreSQL, no transaction: the SELECT takes a new snapshot, so it
     // sees an account a concurrent first login committed while the INSERT waited for it.
     return this.r.write((function* () {
-      yield* run(sql`INSERT INTO accounts (id, email, onboarding_step, created_at) VALUES (${newId}, ${email}, 'profile', ${now})
+      yield* run(sql`INSERT INTO accounts (id, email, onboarding_step, created_at)
+        VALUES (${newId}, ${email}, 'profile', ${now})
         ON CONFLICT (email) DO NOTHING`);
       return accountFromRow((yield* get<AccountRow>(sql`SELECT * FROM accounts WHERE email = ${email}`))!);
     })());
@@ -81,26 +88,35 @@ export class SqlAccountStore implements AccountStore {
 
   async lowestBalances(limit: number): Promise<{ accountId: string; creditsMicros: number }[]> {
     const rows = await this.r.read(all<{ id: string; c: number }>(
-      sql`SELECT id, credits_micros AS c FROM accounts WHERE onboarding_step = 'complete' ORDER BY credits_micros, id LIMIT ${limit}`));
+      sql`SELECT id, credits_micros AS c FROM accounts WHERE onboarding_step = 'complete' ORDER BY credits_micros, id
+        LIMIT ${limit}`));
     return rows.map((row) => ({ accountId: row.id, creditsMicros: row.c }));
   }
 
   async updateProfile(id: string, firstName: string, lastName: string): Promise<void> {
     await this.r.write(run(sql`UPDATE accounts SET first_name = ${firstName}, last_name = ${lastName},
-      onboarding_step = CASE WHEN onboarding_step = 'profile' THEN 'account_type' ELSE onboarding_step END WHERE id = ${id}`));
+      onboarding_step = CASE WHEN onboarding_step = 'profile' THEN 'account_type' ELSE onboarding_step END
+        WHERE id = ${id}`));
   }
 
-  async completeOnboarding(id: string, v: { accountType: string; rootPublicKey: string; rootSecretEnc: Uint8Array; creditsMicros: number }): Promise<boolean> {
-    return (await this.r.write(run(sql`UPDATE accounts SET account_type = ${v.accountType}, root_public_key = ${v.rootPublicKey},
-      root_secret_enc = ${bytes(v.rootSecretEnc)}, credits_micros = credits_micros + ${v.creditsMicros}, onboarding_step = 'complete'
+  async completeOnboarding(
+    id: string, v: { accountType: string; rootPublicKey: string; rootSecretEnc: Uint8Array; creditsMicros: number },
+  ): Promise<boolean> {
+    return (await this.r.write(run(sql`UPDATE accounts
+      SET account_type = ${v.accountType}, root_public_key = ${v.rootPublicKey},
+      root_secret_enc = ${bytes(v.rootSecretEnc)}, credits_micros = credits_micros + ${v.creditsMicros}, onboarding_step
+        = 'complete'
       WHERE id = ${id} AND onboarding_step <> 'complete'`))) === 1;
   }
 
   async createSession(s: SessionRecord, replaces?: string): Promise<void> {
     await this.r.tx((function* () {
-      if (replaces) yield* run(sql`UPDATE sessions SET ended_at = ${s.createdAt} WHERE id = ${replaces} AND ended_at IS NULL`);
-      yield* run(sql`INSERT INTO sessions (id, token_hash, account_id, expires_at, absolute_expires_at, ended_at, created_at)
-        VALUES (${s.id}, ${s.tokenHash}, ${s.accountId}, ${s.expiresAt}, ${s.absoluteExpiresAt}, ${s.endedAt}, ${s.createdAt})`);
+      if (replaces) yield* run(sql`UPDATE sessions SET ended_at = ${s.createdAt} WHERE id = ${replaces}
+        AND ended_at IS NULL`);
+      yield* run(sql`INSERT INTO sessions (id, token_hash, account_id, expires_at, absolute_expires_at, ended_at,
+        created_at)
+        VALUES (${s.id}, ${s.tokenHash}, ${s.accountId}, ${s.expiresAt}, ${s.absoluteExpiresAt}, ${s.endedAt},
+          ${s.createdAt})`);
     })());
   }
 

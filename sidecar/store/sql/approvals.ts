@@ -20,9 +20,12 @@ import type { ApprovalRow } from '../rows-audit.js';
  */
 export function* insertApproval(a: ApprovalRecord): Work<boolean> {
   const operation = a.operation === null ? null : JSON.stringify(a.operation);
-  return (yield* run(sql`INSERT INTO approvals (id, account_id, connection_id, platform_id, agent_id, cert_id, scope, fingerprint, context,
-    operation, state, note, created_at, expires_at, decided_at, settled_at) VALUES (${a.id}, ${a.accountId}, ${a.connectionId}, ${a.platformId},
-    ${a.agentId}, ${a.certId}, ${a.scope}, ${a.fingerprint}, ${JSON.stringify(a.context)}, ${operation}, ${a.state}, ${a.note}, ${a.createdAt},
+  return (yield* run(sql`INSERT INTO approvals (id, account_id, connection_id, platform_id, agent_id, cert_id, scope,
+    fingerprint, context,
+    operation, state, note, created_at, expires_at, decided_at, settled_at)
+      VALUES (${a.id}, ${a.accountId}, ${a.connectionId}, ${a.platformId},
+    ${a.agentId}, ${a.certId}, ${a.scope}, ${a.fingerprint}, ${JSON.stringify(a.context)}, ${operation}, ${a.state},
+      ${a.note}, ${a.createdAt},
     ${a.expiresAt}, ${a.decidedAt}, ${a.settledAt}) ON CONFLICT DO NOTHING`)) === 1;
 }
 
@@ -49,38 +52,52 @@ export class SqlApprovalStore implements ApprovalStore {
     return row && approvalFromRow(row);
   }
 
-  async listApprovals(q: { accountId: string; state?: ApprovalState; limit: number; before?: number }): Promise<ApprovalRecord[]> {
+  async listApprovals(
+    q: { accountId: string; state?: ApprovalState; limit: number; before?: number },
+  ): Promise<ApprovalRecord[]> {
     const where = [sql`account_id = ${q.accountId}`];
     if (q.state !== undefined) where.push(sql`state = ${q.state}`);
     if (q.before !== undefined) where.push(sql`seq < ${q.before}`);
-    return (await this.r.read(all<ApprovalRow>(sql`SELECT * FROM approvals WHERE ${join(where, ' AND ')} ORDER BY seq DESC
+    return (await this.r.read(all<ApprovalRow>(sql`SELECT * FROM approvals WHERE ${join(where, ' AND ')}
+      ORDER BY seq DESC
       LIMIT ${Math.max(0, Math.floor(q.limit))}`))).map(approvalFromRow);
   }
 
-  async findForOperation(certId: string, fingerprint: string, settledAfter: number): Promise<ApprovalRecord | undefined> {
-    const row = await this.r.read(get<ApprovalRow>(sql`SELECT * FROM approvals WHERE cert_id = ${certId} AND fingerprint = ${fingerprint}
+  async findForOperation(
+    certId: string, fingerprint: string, settledAfter: number,
+  ): Promise<ApprovalRecord | undefined> {
+    const row = await this.r.read(get<ApprovalRow>(sql`SELECT * FROM approvals WHERE cert_id = ${certId}
+      AND fingerprint = ${fingerprint}
       AND (state IN ('pending', 'granted') OR settled_at > ${settledAfter}) ORDER BY seq DESC LIMIT 1`));
     return row && approvalFromRow(row);
   }
 
   async decideApproval(
-    id: string, d: { state: 'granted' | 'denied'; now: number; grantExpiresAt: number; note: string | null }, change: ApprovalChange,
+    id: string,
+    d: { state: 'granted' | 'denied'; now: number; grantExpiresAt: number; note: string | null },
+    change: ApprovalChange,
   ): Promise<boolean> {
     const granted = d.state === 'granted';
     return this.r.tx(settle(run(sql`UPDATE approvals SET state = ${d.state}, decided_at = ${d.now},
-      expires_at = CASE WHEN ${granted ? 1 : 0} = 1 THEN CAST(${d.grantExpiresAt} AS BIGINT) ELSE expires_at END, note = ${d.note},
-      settled_at = ${granted ? null : d.now} WHERE id = ${id} AND state = 'pending' AND expires_at > ${d.now}`), change, this.chain));
+      expires_at = CASE WHEN ${granted ? 1 : 0} = 1 THEN CAST(${d.grantExpiresAt} AS BIGINT) ELSE expires_at END, note =
+        ${d.note},
+      settled_at = ${granted ? null : d.now} WHERE id = ${id} AND state = 'pending'
+        AND expires_at > ${d.now}`), change, this.chain));
   }
 
-  async expireDue(now: number, limit: number, change: (a: ApprovalRecord) => ApprovalChange): Promise<ApprovalRecord[]> {
+  async expireDue(
+    now: number, limit: number, change: (a: ApprovalRecord) => ApprovalChange,
+  ): Promise<ApprovalRecord[]> {
     const chain = this.chain;
     return this.r.tx((function* () {
       // SKIP LOCKED: replicas running the job at once take different rows.
-      const due = (yield* all<ApprovalRow>(sql`SELECT * FROM approvals WHERE state IN ('pending', 'granted') AND expires_at <= ${now}
+      const due = (yield* all<ApprovalRow>(sql`SELECT * FROM approvals WHERE state IN ('pending', 'granted')
+        AND expires_at <= ${now}
         ORDER BY expires_at, seq LIMIT ${Math.max(0, Math.floor(limit))}${SKIP_LOCKED}`)).map(approvalFromRow);
       const out: ApprovalRecord[] = [];
       for (const a of due) {
-        const expire = run(sql`UPDATE approvals SET state = 'expired', settled_at = expires_at WHERE id = ${a.id} AND state = ${a.state}`);
+        const expire = run(sql`UPDATE approvals SET state = 'expired', settled_at = expires_at WHERE id = ${a.id}
+          AND state = ${a.state}`);
         if (yield* settle(expire, change(a), chain)) out.push(a);
       }
       return out;

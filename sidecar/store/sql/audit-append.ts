@@ -28,7 +28,8 @@ export function appendArgs(rows: readonly AuditEventRecord[], chain: boolean): u
   const accountId = rows[0]?.accountId;
   if (rows.some((r) => r.accountId !== accountId)) throw new TypeError('appendAudits: the rows must be of one account');
   const col = <T>(f: (r: AuditEventRecord) => T): T[] => rows.map(f);
-  return [col((r) => r.id), col((r) => r.eventType), col((r) => r.connectionId), col((r) => r.agentId), col((r) => r.certId),
+  return [col((r) => r.id), col((r) => r.eventType), col((r) => r.connectionId), col((r) => r.agentId),
+    col((r) => r.certId),
     col((r) => r.requiredScope), col((r) => JSON.stringify(r.details)), col((r) => r.createdAt),
     chain ? col((r) => contentHash(r).toString('hex')) : [], AUDIT_LINK_TAG, chain];
 }
@@ -43,14 +44,19 @@ export function* appendAudits(rows: readonly AuditEventRecord[], chain: boolean)
   }
   for (const a of rows) {
     const head = chain
-      ? yield* get<{ position: number; hash: string }>(sql`SELECT position, hash FROM audit_chain_heads WHERE account_id = ${a.accountId}`)
+      ? yield* get<{ position: number; hash: string }>(sql`SELECT position, hash FROM audit_chain_heads
+        WHERE account_id = ${a.accountId}`)
       : undefined;
     const link = chain ? chainAfter(head ?? null, a) : { position: null, prevHash: null, hash: null };
-    yield* run(sql`INSERT INTO audit_events (id, account_id, event_type, connection_id, agent_id, cert_id, required_scope, details, created_at,
-      chain_position, prev_hash, hash) VALUES (${a.id}, ${a.accountId}, ${a.eventType}, ${a.connectionId}, ${a.agentId}, ${a.certId},
-      ${a.requiredScope}, ${JSON.stringify(a.details)}, ${a.createdAt}, ${link.position}, ${link.prevHash}, ${link.hash})`);
+    yield* run(sql`INSERT INTO audit_events (id, account_id, event_type, connection_id, agent_id, cert_id,
+      required_scope, details, created_at,
+      chain_position, prev_hash, hash) VALUES (${a.id}, ${a.accountId}, ${a.eventType}, ${a.connectionId}, ${a.agentId},
+        ${a.certId},
+      ${a.requiredScope}, ${JSON.stringify(a.details)}, ${a.createdAt}, ${link.position}, ${link.prevHash},
+        ${link.hash})`);
     if (!chain) continue;
-    if (head) yield* run(sql`UPDATE audit_chain_heads SET position = ${link.position}, hash = ${link.hash} WHERE account_id = ${a.accountId}`);
+    if (head) yield* run(sql`UPDATE audit_chain_heads SET position = ${link.position}, hash = ${link.hash}
+      WHERE account_id = ${a.accountId}`);
     else {
       yield* run(sql`INSERT INTO audit_chain_heads (account_id, position, hash, checkpoint_position, checkpoint_at)
         VALUES (${a.accountId}, ${link.position}, ${link.hash}, 0, ${a.createdAt})`);

@@ -24,25 +24,32 @@ const C = pick('', ' COLLATE "C"');
 export function auditSource(read: Reader, close: () => Promise<void>): AuditSource {
   return {
     async serviceKeys() {
-      return (await read(all<{ id: string; public_key: string }>(sql`SELECT id, public_key FROM service_keys ORDER BY created_at, id${C}`)))
+      return (await read(all<{ id: string; public_key: string }>(sql`SELECT id, public_key FROM service_keys
+        ORDER BY created_at, id${C}`)))
         .map((k) => ({ id: k.id, publicKey: k.public_key }));
     },
     async accounts() {
-      return (await read(all<{ account_id: string }>(sql`SELECT account_id FROM (SELECT account_id FROM audit_chain_heads
-        UNION SELECT account_id FROM audit_events UNION SELECT account_id FROM audit_checkpoints) a ORDER BY account_id${C}`))).map((r) => r.account_id);
+      return (await read(all<{ account_id: string }>(sql`SELECT account_id FROM (SELECT account_id
+        FROM audit_chain_heads
+        UNION SELECT account_id FROM audit_events UNION SELECT account_id FROM audit_checkpoints) a
+          ORDER BY account_id${C}`))).map((r) => r.account_id);
     },
     async head(accountId) {
-      return (await read(get<{ position: number; hash: string }>(sql`SELECT position, hash FROM audit_chain_heads WHERE account_id = ${accountId}`))) ?? null;
+      return (await read(get<{ position: number; hash: string }>(sql`SELECT position, hash FROM audit_chain_heads
+        WHERE account_id = ${accountId}`))) ?? null;
     },
     async checkpoints(accountId) {
-      return (await read(all<CheckpointRow>(sql`SELECT * FROM audit_checkpoints WHERE account_id = ${accountId} ORDER BY position, created_at, id${C}`)))
+      return (await read(all<CheckpointRow>(sql`SELECT * FROM audit_checkpoints WHERE account_id = ${accountId}
+        ORDER BY position, created_at, id${C}`)))
         .map(sourceCheckpointFromRow);
     },
     async *rows(accountId): AsyncIterable<ChainedAuditEvent> {
       let after = { position: -1, seq: -1 };
       for (;;) {
-        const page = await read(all<ChainRow & { seq: number }>(sql`SELECT * FROM audit_events WHERE account_id = ${accountId}
-          AND chain_position IS NOT NULL AND (chain_position, seq) > (${after.position}, ${after.seq}) ORDER BY chain_position, seq LIMIT ${PAGE}`));
+        const page = await read(all<ChainRow & { seq: number }>(sql`SELECT * FROM audit_events
+          WHERE account_id = ${accountId}
+          AND chain_position IS NOT NULL AND (chain_position, seq) > (${after.position}, ${after.seq})
+            ORDER BY chain_position, seq LIMIT ${PAGE}`));
         for (const r of page) yield sourceRowFromRow(r);
         if (page.length < PAGE) return;
         const last = page[page.length - 1]!;
@@ -50,8 +57,10 @@ export function auditSource(read: Reader, close: () => Promise<void>): AuditSour
       }
     },
     async unchained(accountId) {
-      const r = (await read(get<{ n: number; first: string | null }>(sql`SELECT CAST(COUNT(*) AS INTEGER) AS n, MIN(id${C}) AS first
-        FROM audit_events WHERE account_id = ${accountId} AND (chain_position IS NULL OR hash IS NULL OR prev_hash IS NULL)`)))!;
+      const r = (await read(get<{ n: number; first: string | null }>(sql`SELECT CAST(COUNT(*) AS INTEGER) AS n,
+        MIN(id${C}) AS first
+        FROM audit_events WHERE account_id = ${accountId} AND (chain_position IS NULL OR hash IS NULL
+          OR prev_hash IS NULL)`)))!;
       return { count: r.n, firstId: r.first };
     },
     close,

@@ -50,7 +50,8 @@ export function join(parts: readonly Sql[], sep: string): Sql {
 /** Values as a comma-separated list of parameters (`IN (…)`, a function's arguments). */
 export const list = (values: readonly unknown[]): Sql => join(values.map((v) => sql`${v}`), ', ');
 /** The conditions that are given, joined by AND (a WHERE with optional filters). */
-export const and = (parts: readonly (Sql | false | undefined)[]): Sql => join(parts.filter((p): p is Sql => p instanceof Sql), ' AND ');
+export const and = (parts: readonly (Sql | false | undefined)[]): Sql =>
+  join(parts.filter((p): p is Sql => p instanceof Sql), ' AND ');
 
 /** Row-lock suffix of a SELECT: PostgreSQL locks; SQLite has one writer, so nothing to lock. */
 export const FOR_UPDATE = pick('', ' FOR UPDATE');
@@ -150,7 +151,9 @@ export interface Runner {
 }
 
 /** Runs `work` to its end, answering each op with `exec` (synchronous: SQLite). */
-export function driveSync<T>(work: Work<T>, dialect: Dialect, exec: (op: Exclude<Op, { kind: 'dialect' }>) => unknown): T {
+export function driveSync<T>(
+  work: Work<T>, dialect: Dialect, exec: (op: Exclude<Op, { kind: 'dialect' }>) => unknown,
+): T {
   let r = work.next();
   while (!r.done) {
     const op = r.value;
@@ -160,7 +163,9 @@ export function driveSync<T>(work: Work<T>, dialect: Dialect, exec: (op: Exclude
 }
 
 /** Runs `work` to its end, awaiting each op (PostgreSQL). */
-export async function drive<T>(work: Work<T>, dialect: Dialect, exec: (op: Exclude<Op, { kind: 'dialect' }>) => Promise<unknown>): Promise<T> {
+export async function drive<T>(
+  work: Work<T>, dialect: Dialect, exec: (op: Exclude<Op, { kind: 'dialect' }>) => Promise<unknown>,
+): Promise<T> {
   let r = work.next();
   while (!r.done) {
     const op = r.value;

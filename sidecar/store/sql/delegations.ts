@@ -7,7 +7,9 @@
 import { SEQ, all, get, run, sql } from './core.js';
 import type { Runner, Work } from './core.js';
 import { insertOutboxEvent } from './outbox.js';
-import type { ActiveCertificate, CertificateRecord, DelegationRequestRecord, DelegationStore, OutboxEventInput } from '../types.js';
+import type {
+  ActiveCertificate, CertificateRecord, DelegationRequestRecord, DelegationStore, OutboxEventInput,
+} from '../types.js';
 import { certFromRow, constraintsText, requestFromRow } from '../rows.js';
 import type { CertRow, RequestRow } from '../rows.js';
 
@@ -26,8 +28,10 @@ export class SqlDelegationStore implements DelegationStore {
   }
 
   async createRequest(q: DelegationRequestRecord): Promise<void> {
-    await this.r.write(run(sql`INSERT INTO delegation_requests (id, connection_id, account_id, agent_id, requested_scopes, state, cert_id,
-      decided_at, created_at) VALUES (${q.id}, ${q.connectionId}, ${q.accountId}, ${q.agentId}, ${JSON.stringify(q.requestedScopes)}, ${q.state},
+    await this.r.write(run(sql`INSERT INTO delegation_requests (id, connection_id, account_id, agent_id,
+      requested_scopes, state, cert_id,
+      decided_at, created_at) VALUES (${q.id}, ${q.connectionId}, ${q.accountId}, ${q.agentId},
+        ${JSON.stringify(q.requestedScopes)}, ${q.state},
       ${q.certId}, ${q.decidedAt}, ${q.createdAt})`));
   }
 
@@ -37,18 +41,23 @@ export class SqlDelegationStore implements DelegationStore {
   }
 
   async listRequests(accountId: string): Promise<DelegationRequestRecord[]> {
-    return (await this.r.read(all<RequestRow>(sql`SELECT * FROM delegation_requests WHERE account_id = ${accountId} ORDER BY created_at DESC, ${SEQ} DESC`)))
+    return (await this.r.read(all<RequestRow>(sql`SELECT * FROM delegation_requests WHERE account_id = ${accountId}
+      ORDER BY created_at DESC, ${SEQ} DESC`)))
       .map(requestFromRow);
   }
 
   async approveRequest(requestId: string, c: CertificateRecord, event: OutboxEventInput | null): Promise<boolean> {
     return this.r.tx((function* () {
-      const approve = run(sql`UPDATE delegation_requests SET state = 'approved', cert_id = ${c.id}, decided_at = ${c.issuedAt}
+      const approve = run(sql`UPDATE delegation_requests
+        SET state = 'approved', cert_id = ${c.id}, decided_at = ${c.issuedAt}
         WHERE id = ${requestId} AND state = 'pending'`);
       if ((yield* approve) !== 1) return false;
-      yield* run(sql`INSERT INTO certificates (id, request_id, account_id, connection_id, agent_id, approved_scope, constraints, cert_json, cert_sha256,
-        status, issued_at, expires_at, revoked_at, revoke_reason) VALUES (${c.id}, ${c.requestId}, ${c.accountId}, ${c.connectionId}, ${c.agentId},
-        ${JSON.stringify(c.approvedScope)}, ${constraintsText(c.constraints)}, ${c.certJson}, ${c.certSha256}, ${c.status}, ${c.issuedAt},
+      yield* run(sql`INSERT INTO certificates (id, request_id, account_id, connection_id, agent_id, approved_scope,
+        constraints, cert_json, cert_sha256,
+        status, issued_at, expires_at, revoked_at, revoke_reason)
+          VALUES (${c.id}, ${c.requestId}, ${c.accountId}, ${c.connectionId}, ${c.agentId},
+        ${JSON.stringify(c.approvedScope)}, ${constraintsText(c.constraints)}, ${c.certJson}, ${c.certSha256},
+          ${c.status}, ${c.issuedAt},
         ${c.expiresAt}, ${c.revokedAt}, ${c.revokeReason})`);
       if (event) yield* insertOutboxEvent(event);
       return true;
@@ -66,23 +75,30 @@ export class SqlDelegationStore implements DelegationStore {
   }
 
   async listCertificates(accountId: string): Promise<CertificateRecord[]> {
-    return (await this.r.read(all<CertRow>(sql`SELECT * FROM certificates WHERE account_id = ${accountId} ORDER BY issued_at DESC, ${SEQ} DESC`)))
+    return (await this.r.read(all<CertRow>(sql`SELECT * FROM certificates WHERE account_id = ${accountId}
+      ORDER BY issued_at DESC, ${SEQ} DESC`)))
       .map(certFromRow);
   }
 
   async activeCertificateForAgent(agentId: string): Promise<ActiveCertificate | undefined> {
     // Not SELECT *: the certificate JSON (~10 KB) is not needed on present's path.
-    const row = await this.r.read(get<Pick<CertRow, 'id' | 'agent_id' | 'cert_sha256' | 'status' | 'expires_at'>>(sql`SELECT id, agent_id, cert_sha256,
-      status, expires_at FROM certificates WHERE agent_id = ${agentId} AND status = 'approved' ORDER BY issued_at DESC, ${SEQ} DESC LIMIT 1`));
-    return row && { id: row.id, agentId: row.agent_id, certSha256: row.cert_sha256, status: row.status, expiresAt: row.expires_at };
+    type Active = Pick<CertRow, 'id' | 'agent_id' | 'cert_sha256' | 'status' | 'expires_at'>;
+    const row = await this.r.read(get<Active>(sql`SELECT id, agent_id, cert_sha256,
+      status, expires_at FROM certificates WHERE agent_id = ${agentId} AND status = 'approved'
+        ORDER BY issued_at DESC, ${SEQ} DESC LIMIT 1`));
+    return row && {
+      id: row.id, agentId: row.agent_id, certSha256: row.cert_sha256, status: row.status, expiresAt: row.expires_at,
+    };
   }
 
   async revokeCertificate(id: string, reason: string, now: number, event: OutboxEventInput | null): Promise<boolean> {
-    return this.r.tx(changeWithEvent(run(sql`UPDATE certificates SET status = 'revoked', revoked_at = ${now}, revoke_reason = ${reason}
+    return this.r.tx(changeWithEvent(run(sql`UPDATE certificates
+      SET status = 'revoked', revoked_at = ${now}, revoke_reason = ${reason}
       WHERE id = ${id} AND status = 'approved'`), event));
   }
 
   async revokedCertificateIds(): Promise<string[]> {
-    return (await this.r.read(all<{ id: string }>(sql`SELECT id FROM certificates WHERE status = 'revoked'`))).map((x) => x.id);
+    return (await this.r.read(all<{ id: string }>(sql`SELECT id FROM certificates
+      WHERE status = 'revoked'`))).map((x) => x.id);
   }
 }

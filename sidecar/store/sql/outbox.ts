@@ -29,7 +29,9 @@
  */
 import { all, and, bytes, dialectOf, get, pick, run, sql } from './core.js';
 import type { Runner, Work } from './core.js';
-import type { ClaimedDelivery, DeliveryAttemptRecord, DeliveryRecord, OutboxEventInput, OutboxStore } from '../types.js';
+import type {
+  ClaimedDelivery, DeliveryAttemptRecord, DeliveryRecord, OutboxEventInput, OutboxStore,
+} from '../types.js';
 import { DELIVERY_COLUMNS, attemptFromRow, claimFromRow, clipError as clip, deliveryFromRow } from '../rows.js';
 import type { AttemptRow, ClaimRow, OutboxRow } from '../rows.js';
 import { raw } from './core.js';
@@ -46,8 +48,10 @@ const due = (now: number) => sql`((o.state = 'pending' AND o.next_attempt_at <= 
  */
 export function* insertOutboxEvent(e: OutboxEventInput): Work<void> {
   const seq = (yield* dialectOf()) === 'sqlite' ? sql`(SELECT COALESCE(MAX(seq), 0) + 1 FROM outbox)` : sql`DEFAULT`;
-  yield* run(sql`INSERT INTO outbox (id, seq, account_id, platform_id, connection_id, event_type, body_enc, state, attempts, next_attempt_at, created_at)
-    VALUES (${e.id}, ${seq}, ${e.accountId}, ${e.platformId}, ${e.connectionId}, ${e.eventType}, ${bytes(e.bodyEnc)}, 'pending', 0,
+  yield* run(sql`INSERT INTO outbox (id, seq, account_id, platform_id, connection_id, event_type, body_enc, state,
+    attempts, next_attempt_at, created_at)
+    VALUES (${e.id}, ${seq}, ${e.accountId}, ${e.platformId}, ${e.connectionId}, ${e.eventType}, ${bytes(e.bodyEnc)},
+      'pending', 0,
     ${e.createdAt}, ${e.createdAt})`);
 }
 
@@ -69,23 +73,32 @@ export class SqlOutboxStore implements OutboxStore {
        leased AS (
          UPDATE outbox o SET state = 'pending', lease_until = ${now + leaseMs} FROM due WHERE o.id = due.id
          RETURNING ${raw(claim)}, o.next_attempt_at, o.seq)
-       SELECT l.*, ${raw(secrets)} FROM leased l JOIN platforms p ON p.id = l.platform_id ORDER BY l.next_attempt_at, l.seq`))).map(claimFromRow);
+       SELECT l.*, ${raw(secrets)} FROM leased l JOIN platforms p ON p.id = l.platform_id
+         ORDER BY l.next_attempt_at, l.seq`))).map(claimFromRow);
     }
     return this.r.tx((function* () {
-      const rows = yield* all<ClaimRow>(sql`SELECT ${raw(claim)}, ${raw(secrets)} FROM outbox o JOIN platforms p ON p.id = o.platform_id
+      const rows = yield* all<ClaimRow>(sql`SELECT ${raw(claim)}, ${raw(secrets)} FROM outbox o
+        JOIN platforms p ON p.id = o.platform_id
         WHERE ${due(now)} ORDER BY o.next_attempt_at, o.seq LIMIT ${limit}`);
-      for (const row of rows) yield* run(sql`UPDATE outbox SET state = 'pending', lease_until = ${now + leaseMs} WHERE id = ${row.id}`);
+      for (const row of rows) yield* run(sql`UPDATE outbox SET state = 'pending', lease_until = ${now + leaseMs}
+        WHERE id = ${row.id}`);
       return rows.map(claimFromRow);
     })());
   }
 
-  async recordAttempt(id: string, a: DeliveryAttemptRecord, next: { state: DeliveryRecord['state']; nextAttemptAt: number }): Promise<void> {
+  async recordAttempt(
+    id: string, a: DeliveryAttemptRecord, next: { state: DeliveryRecord['state']; nextAttemptAt: number },
+  ): Promise<void> {
     await this.r.tx((function* () {
       yield* run(sql`INSERT INTO delivery_attempts (delivery_id, attempt, attempted_at, status, error, duration_ms)
-        VALUES (${id}, ${a.attempt}, ${a.attemptedAt}, ${a.status}, ${clip(a.error)}, ${Math.max(0, Math.round(a.durationMs))})`);
-      yield* run(sql`UPDATE outbox SET attempts = ${pick('MAX', 'GREATEST')}(attempts, ${a.attempt}), state = ${next.state},
-        next_attempt_at = ${next.nextAttemptAt}, lease_until = NULL, last_status = ${a.status}, last_error = ${clip(a.error)},
-        delivered_at = CASE WHEN ${next.state === 'delivered' ? 1 : 0} = 1 THEN ${a.attemptedAt} ELSE delivered_at END WHERE id = ${id}`);
+        VALUES (${id}, ${a.attempt}, ${a.attemptedAt}, ${a.status}, ${clip(a.error)},
+          ${Math.max(0, Math.round(a.durationMs))})`);
+      yield* run(sql`UPDATE outbox SET attempts = ${pick('MAX', 'GREATEST')}(attempts, ${a.attempt}), state =
+        ${next.state},
+        next_attempt_at = ${next.nextAttemptAt}, lease_until = NULL, last_status = ${a.status}, last_error =
+          ${clip(a.error)},
+        delivered_at = CASE WHEN ${next.state === 'delivered' ? 1 : 0} = 1 THEN ${a.attemptedAt} ELSE delivered_at END
+          WHERE id = ${id}`);
       if (next.state === 'disabled') {
         // 410 Gone: disable the platform's callback atomically with the attempt.
         yield* run(sql`UPDATE platforms SET callback_disabled_at = ${a.attemptedAt}
@@ -98,11 +111,15 @@ export class SqlOutboxStore implements OutboxStore {
     await this.r.write(run(sql`UPDATE outbox SET lease_until = NULL WHERE id = ${id}`));
   }
 
-  async listDeliveries(q: { accountId: string; platformId?: string; state?: string; limit: number; before?: number }): Promise<DeliveryRecord[]> {
-    const where = and([sql`account_id = ${q.accountId}`, q.platformId !== undefined && sql`platform_id = ${q.platformId}`,
+  async listDeliveries(
+    q: { accountId: string; platformId?: string; state?: string; limit: number; before?: number },
+  ): Promise<DeliveryRecord[]> {
+    const where = and([sql`account_id = ${q.accountId}`, q.platformId !== undefined && sql`platform_id =
+      ${q.platformId}`,
       q.state !== undefined && sql`state = ${q.state}`, q.before !== undefined && sql`seq < ${q.before}`]);
     const limit = Math.max(0, Math.floor(q.limit));
-    const rows = await this.r.read(all<OutboxRow>(sql`SELECT ${COLUMNS} FROM outbox WHERE ${where} ORDER BY seq DESC LIMIT ${limit}`));
+    const rows = await this.r.read(all<OutboxRow>(sql`SELECT ${COLUMNS} FROM outbox WHERE ${where} ORDER BY seq DESC
+      LIMIT ${limit}`));
     return rows.map(deliveryFromRow);
   }
 
@@ -113,7 +130,8 @@ export class SqlOutboxStore implements OutboxStore {
 
   async listAttempts(deliveryId: string): Promise<DeliveryAttemptRecord[]> {
     return (await this.r.read(all<AttemptRow>(
-      sql`SELECT attempt, attempted_at, status, error, duration_ms FROM delivery_attempts WHERE delivery_id = ${deliveryId} ORDER BY attempt, id`,
+      sql`SELECT attempt, attempted_at, status, error, duration_ms FROM delivery_attempts
+        WHERE delivery_id = ${deliveryId} ORDER BY attempt, id`,
     ))).map(attemptFromRow);
   }
 
@@ -128,7 +146,8 @@ export class SqlOutboxStore implements OutboxStore {
 
   /** Backlog of deliverable pending deliveries (held ones — no URL or disabled callback — are not counted). */
   async stats(): Promise<{ pending: number; oldestPendingAt: number | null }> {
-    const row = (await this.r.read(get<{ n: number; oldest: number | null }>(sql`SELECT COUNT(*) AS n, MIN(o.created_at) AS oldest
+    const row = (await this.r.read(get<{ n: number; oldest: number | null }>(sql`SELECT COUNT(*) AS n, MIN(o.created_at)
+      AS oldest
       FROM outbox o JOIN platforms p ON p.id = o.platform_id
       WHERE o.state = 'pending' AND p.callback_url IS NOT NULL AND p.callback_disabled_at IS NULL`)))!;
     return { pending: row.n, oldestPendingAt: row.oldest };

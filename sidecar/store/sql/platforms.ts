@@ -8,7 +8,8 @@ import { FOR_UPDATE, SEQ, all, bytes, get, pgOnly, run, sql } from './core.js';
 import type { Runner, Work } from './core.js';
 import { insertOutboxEvent } from './outbox.js';
 import type {
-  AgentRecord, ApiKeyRecord, ConnectionRecord, DeniedRequest, OutboxEventInput, PlatformRecord, PlatformStore, RevokedCert,
+  AgentRecord, ApiKeyRecord, ConnectionRecord, DeniedRequest, OutboxEventInput, PlatformRecord, PlatformStore,
+  RevokedCert,
 } from '../types.js';
 import { agentFromRow, connectionFromRow, keyFromRow, platformFromRow } from '../rows.js';
 import type { AgentRow, ConnectionRow, KeyRow, PlatformRow } from '../rows.js';
@@ -31,17 +32,24 @@ export class SqlPlatformStore implements PlatformStore {
     return (await this.r.read(countPlatforms(accountId)))!.n;
   }
 
-  async createPlatform(p: PlatformRecord, c: ConnectionRecord, k: ApiKeyRecord, event: OutboxEventInput | null, maxPlatforms: number): Promise<boolean> {
+  async createPlatform(
+    p: PlatformRecord, c: ConnectionRecord, k: ApiKeyRecord, event: OutboxEventInput | null, maxPlatforms: number,
+  ): Promise<boolean> {
     return this.r.tx((function* () {
       // The account row lock serializes creates of one account, so the count cannot go stale.
       yield* pgOnly(sql`SELECT 1 FROM accounts WHERE id = ${p.accountId} FOR UPDATE`);
       if ((yield* countPlatforms(p.accountId))!.n >= maxPlatforms) return false;
-      yield* run(sql`INSERT INTO platforms (id, account_id, name, description, surface_type, publish_state, default_allowed_scopes,
+      yield* run(sql`INSERT INTO platforms (id, account_id, name, description, surface_type, publish_state,
+        default_allowed_scopes,
         callback_url, callback_disabled_at, signing_secret_enc, webhook_secret_enc, expires_at, created_at)
-        VALUES (${p.id}, ${p.accountId}, ${p.name}, ${p.description}, ${p.surfaceType}, ${p.publishState}, ${JSON.stringify(p.defaultAllowedScopes)},
-        ${p.callbackUrl}, ${p.callbackDisabledAt}, ${bytes(p.signingSecretEnc)}, ${bytes(p.webhookSecretEnc)}, ${p.expiresAt}, ${p.createdAt})`);
-      yield* run(sql`INSERT INTO connections (id, platform_id, account_id, allowed_scopes, status, removed_at, created_at)
-        VALUES (${c.id}, ${c.platformId}, ${c.accountId}, ${JSON.stringify(c.allowedScopes)}, ${c.status}, ${c.removedAt}, ${c.createdAt})`);
+        VALUES (${p.id}, ${p.accountId}, ${p.name}, ${p.description}, ${p.surfaceType}, ${p.publishState},
+          ${JSON.stringify(p.defaultAllowedScopes)},
+        ${p.callbackUrl}, ${p.callbackDisabledAt}, ${bytes(p.signingSecretEnc)}, ${bytes(p.webhookSecretEnc)},
+          ${p.expiresAt}, ${p.createdAt})`);
+      yield* run(sql`INSERT INTO connections (id, platform_id, account_id, allowed_scopes, status, removed_at,
+        created_at)
+        VALUES (${c.id}, ${c.platformId}, ${c.accountId}, ${JSON.stringify(c.allowedScopes)}, ${c.status},
+          ${c.removedAt}, ${c.createdAt})`);
       yield* insertKey(k);
       if (event) yield* insertOutboxEvent(event);
       return true;
@@ -54,15 +62,18 @@ export class SqlPlatformStore implements PlatformStore {
   }
 
   async listPlatforms(accountId: string): Promise<PlatformRecord[]> {
-    return (await this.r.read(all<PlatformRow>(sql`SELECT * FROM platforms WHERE account_id = ${accountId} ORDER BY created_at, id`))).map(platformFromRow);
+    return (await this.r.read(all<PlatformRow>(sql`SELECT * FROM platforms WHERE account_id = ${accountId}
+      ORDER BY created_at, id`))).map(platformFromRow);
   }
 
   async setCallbackUrl(platformId: string, url: string | null): Promise<void> {
-    await this.r.write(run(sql`UPDATE platforms SET callback_url = ${url}, callback_disabled_at = NULL WHERE id = ${platformId}`));
+    await this.r.write(run(sql`UPDATE platforms SET callback_url = ${url}, callback_disabled_at = NULL
+      WHERE id = ${platformId}`));
   }
 
   async disableCallback(platformId: string, now: number): Promise<void> {
-    await this.r.write(run(sql`UPDATE platforms SET callback_disabled_at = ${now} WHERE id = ${platformId} AND callback_disabled_at IS NULL`));
+    await this.r.write(run(sql`UPDATE platforms SET callback_disabled_at = ${now} WHERE id = ${platformId}
+      AND callback_disabled_at IS NULL`));
   }
 
   async getConnection(id: string): Promise<ConnectionRecord | undefined> {
@@ -71,7 +82,8 @@ export class SqlPlatformStore implements PlatformStore {
   }
 
   async listConnections(accountId: string): Promise<ConnectionRecord[]> {
-    return (await this.r.read(all<ConnectionRow>(sql`SELECT * FROM connections WHERE account_id = ${accountId} ORDER BY created_at, id`)))
+    return (await this.r.read(all<ConnectionRow>(sql`SELECT * FROM connections WHERE account_id = ${accountId}
+      ORDER BY created_at, id`)))
       .map(connectionFromRow);
   }
 
@@ -81,15 +93,20 @@ export class SqlPlatformStore implements PlatformStore {
   }
 
   async rotateApiKey(
-    connectionId: string, next: ApiKeyRecord, graceUntil: number | null, event: (previousPrefix: string | null) => OutboxEventInput,
+    connectionId: string, next: ApiKeyRecord, graceUntil: number | null,
+    event: (previousPrefix: string | null) => OutboxEventInput,
   ): Promise<ApiKeyRecord | undefined> {
     return this.r.tx((function* () {
       // The connection row lock serializes rotations and removal of one connection.
-      if (!(yield* get(sql`SELECT * FROM connections WHERE id = ${connectionId} AND status = 'active'${FOR_UPDATE}`))) return undefined;
-      const prev = yield* get<KeyRow>(sql`SELECT * FROM api_keys WHERE connection_id = ${connectionId} AND status = 'active'`);
+      if (!(yield* get(sql`SELECT * FROM connections WHERE id = ${connectionId}
+        AND status = 'active'${FOR_UPDATE}`))) return undefined;
+      const prev = yield* get<KeyRow>(sql`SELECT * FROM api_keys WHERE connection_id = ${connectionId}
+        AND status = 'active'`);
       // Keys rotated out earlier lose any remaining grace: only the newest previous key has one.
-      yield* run(sql`UPDATE api_keys SET valid_until = NULL WHERE connection_id = ${connectionId} AND status = 'rotated' AND valid_until IS NOT NULL`);
-      yield* run(sql`UPDATE api_keys SET status = 'rotated', valid_until = ${graceUntil} WHERE connection_id = ${connectionId} AND status = 'active'`);
+      yield* run(sql`UPDATE api_keys SET valid_until = NULL WHERE connection_id = ${connectionId} AND status = 'rotated'
+        AND valid_until IS NOT NULL`);
+      yield* run(sql`UPDATE api_keys SET status = 'rotated', valid_until = ${graceUntil}
+        WHERE connection_id = ${connectionId} AND status = 'active'`);
       yield* insertKey(next);
       yield* insertOutboxEvent(event(prev?.prefix ?? null));
       return prev && keyFromRow(prev);
@@ -100,12 +117,14 @@ export class SqlPlatformStore implements PlatformStore {
     connectionId: string, now: number, events: (revoked: RevokedCert[], denied: DeniedRequest[]) => OutboxEventInput[],
   ): Promise<RevokedCert[] | undefined> {
     return this.r.tx((function* () {
-      const removed = yield* run(sql`UPDATE connections SET status = 'removed', removed_at = ${now} WHERE id = ${connectionId} AND status = 'active'`);
+      const removed = yield* run(sql`UPDATE connections SET status = 'removed', removed_at = ${now}
+        WHERE id = ${connectionId} AND status = 'active'`);
       if (removed !== 1) return undefined;
       yield* run(sql`UPDATE api_keys SET status = 'removed', valid_until = NULL WHERE connection_id = ${connectionId}`);
       // RETURNING: exactly the rows this statement changed, even if others changed concurrently.
       type Changed = { id: string; agent_id: string; seq: number };
-      const revoked = (yield* all<Changed>(sql`UPDATE certificates SET status = 'revoked', revoked_at = ${now}, revoke_reason = 'connection_removed'
+      const revoked = (yield* all<Changed>(sql`UPDATE certificates
+        SET status = 'revoked', revoked_at = ${now}, revoke_reason = 'connection_removed'
         WHERE connection_id = ${connectionId} AND status = 'approved' RETURNING id, agent_id, ${SEQ} AS seq`))
         .sort((a, b) => a.seq - b.seq).map((x) => ({ certId: x.id, agentId: x.agent_id }));
       const denied = (yield* all<Changed>(sql`UPDATE delegation_requests SET state = 'denied', decided_at = ${now}
@@ -117,8 +136,10 @@ export class SqlPlatformStore implements PlatformStore {
   }
 
   async createAgent(a: AgentRecord): Promise<void> {
-    await this.r.write(run(sql`INSERT INTO agents (id, connection_id, account_id, name, agent_type, custody_mode, public_key, secret_enc, created_at)
-      VALUES (${a.id}, ${a.connectionId}, ${a.accountId}, ${a.name}, ${a.agentType}, ${a.custodyMode}, ${a.publicKey}, ${bytes(a.secretEnc)},
+    await this.r.write(run(sql`INSERT INTO agents (id, connection_id, account_id, name, agent_type, custody_mode,
+      public_key, secret_enc, created_at)
+      VALUES (${a.id}, ${a.connectionId}, ${a.accountId}, ${a.name}, ${a.agentType}, ${a.custodyMode}, ${a.publicKey},
+        ${bytes(a.secretEnc)},
       ${a.createdAt})`));
   }
 
@@ -128,7 +149,9 @@ export class SqlPlatformStore implements PlatformStore {
   }
 
   async listAgents(filter: { accountId?: string; connectionId?: string }): Promise<AgentRecord[]> {
-    const where = filter.connectionId ? sql`connection_id = ${filter.connectionId}` : sql`account_id = ${filter.accountId ?? ''}`;
-    return (await this.r.read(all<AgentRow>(sql`SELECT * FROM agents WHERE ${where} ORDER BY created_at, id`))).map(agentFromRow);
+    const where = filter.connectionId ? sql`connection_id = ${filter.connectionId}` : sql`account_id =
+      ${filter.accountId ?? ''}`;
+    return (await this.r.read(all<AgentRow>(sql`SELECT * FROM agents WHERE ${where}
+      ORDER BY created_at, id`))).map(agentFromRow);
   }
 }

@@ -13,7 +13,9 @@
 import { all, get, join, pick, run, sql } from './core.js';
 import type { Runner } from './core.js';
 import { appendAudits } from './audit-append.js';
-import type { AuditEventRecord, AuditQuery, ChallengeRecord, DecisionCommit, DecisionCommitResult, ProofStore } from '../types.js';
+import type {
+  AuditEventRecord, AuditQuery, ChallengeRecord, DecisionCommit, DecisionCommitResult, ProofStore,
+} from '../types.js';
 import { auditFromRow, challengeFromRow } from '../rows.js';
 import type { AuditRow, ChallengeRow } from '../rows.js';
 
@@ -49,14 +51,18 @@ export abstract class SqlProofStore implements ProofStore {
   }
 
   abstract commitDecision(c: DecisionCommit): Promise<DecisionCommitResult>;
-  abstract consumeAndDebit(challengeId: string | null, audience: string, now: number, accountId: string, price: number): Promise<DecisionCommitResult>;
+  abstract consumeAndDebit(
+    challengeId: string | null, audience: string, now: number, accountId: string, price: number,
+  ): Promise<DecisionCommitResult>;
 
   // The write paths of challenge and present use SQLite's group commit: under load, the
   // transactions of one event-loop turn share one COMMIT; each resolves after that COMMIT.
 
   async insertChallenge(c: ChallengeRecord): Promise<void> {
-    await this.r.write(run(sql`INSERT INTO challenges (id, audience_connection_id, account_id, expires_at, presented_at, consumed_at, created_at)
-      VALUES (${c.id}, ${c.audienceConnectionId}, ${c.accountId}, ${c.expiresAt}, ${c.presentedAt}, ${c.consumedAt}, ${c.createdAt})`), { group: true });
+    await this.r.write(run(sql`INSERT INTO challenges (id, audience_connection_id, account_id, expires_at, presented_at,
+      consumed_at, created_at)
+      VALUES (${c.id}, ${c.audienceConnectionId}, ${c.accountId}, ${c.expiresAt}, ${c.presentedAt}, ${c.consumedAt},
+        ${c.createdAt})`), { group: true });
   }
 
   async getChallenge(id: string): Promise<ChallengeRecord | undefined> {
@@ -66,7 +72,8 @@ export abstract class SqlProofStore implements ProofStore {
 
   async claimChallenge(id: string, audience: string, now: number): Promise<ChallengeRecord | undefined> {
     const row = await this.r.write(get<ChallengeRow>(sql`UPDATE challenges SET presented_at = ${now} WHERE id = ${id}
-      AND audience_connection_id = ${audience} AND presented_at IS NULL AND consumed_at IS NULL AND expires_at > ${now} RETURNING *`),
+      AND audience_connection_id = ${audience} AND presented_at IS NULL AND consumed_at IS NULL AND expires_at > ${now}
+        RETURNING *`),
     { group: true, lazy: true });
     return row && challengeFromRow(row);
   }
@@ -77,7 +84,8 @@ export abstract class SqlProofStore implements ProofStore {
   }
 
   async creditsOf(accountId: string): Promise<number> {
-    return (await this.r.read(get<{ c: number }>(sql`SELECT credits_micros AS c FROM accounts WHERE id = ${accountId}`)))?.c ?? 0;
+    return (await this.r.read(get<{ c: number }>(sql`SELECT credits_micros AS c FROM accounts
+      WHERE id = ${accountId}`)))?.c ?? 0;
   }
 
   async listAudit(q: AuditQuery): Promise<AuditEventRecord[]> {
@@ -91,11 +99,13 @@ export abstract class SqlProofStore implements ProofStore {
     if (q.reason !== undefined) where.push(sql`${detail('decision_reason')} = ${q.reason}`);
     if (q.scope !== undefined) where.push(sql`required_scope = ${q.scope}`);
     if (q.certId !== undefined) where.push(sql`cert_id = ${q.certId}`);
-    return (await this.r.read(all<AuditRow>(sql`SELECT * FROM audit_events WHERE ${join(where, ' AND ')} ORDER BY seq DESC LIMIT ${q.limit}`)))
+    return (await this.r.read(all<AuditRow>(sql`SELECT * FROM audit_events WHERE ${join(where, ' AND ')}
+      ORDER BY seq DESC LIMIT ${q.limit}`)))
       .map(auditFromRow);
   }
 
   async purgeChallenges(olderThan: number): Promise<number> {
-    return this.r.write(run(sql`DELETE FROM challenges WHERE (consumed_at IS NOT NULL AND consumed_at < ${olderThan}) OR expires_at < ${olderThan}`));
+    return this.r.write(run(sql`DELETE FROM challenges WHERE (consumed_at IS NOT NULL AND consumed_at < ${olderThan})
+      OR expires_at < ${olderThan}`));
   }
 }

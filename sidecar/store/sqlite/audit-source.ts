@@ -35,7 +35,8 @@ export function openSqliteAuditSource(file: string): AuditSource {
   };
   let has: boolean;
   try {
-    has = (prep("SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name IN ('audit_chain_heads', 'audit_checkpoints', 'service_keys')").get() as { n: number }).n === 3;
+    has = (prep(`SELECT COUNT(*) AS n FROM sqlite_master
+      WHERE type = 'table' AND name IN ('audit_chain_heads', 'audit_checkpoints', 'service_keys')`).get() as { n: number }).n === 3;
   } catch (err) {
     db.close();
     throw new AuditSourceError(`${file}: not a SQLite database: ${(err as Error).message}`);

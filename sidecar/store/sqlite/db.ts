@@ -52,7 +52,8 @@ export class Db {
   constructor(opts: DbOptions) {
     this.raw = openDatabase(opts.file);
     // exec() creates no Statement object; see the note on stmt().
-    this.raw.exec(`PRAGMA journal_mode = WAL; PRAGMA busy_timeout = ${opts.busyTimeoutMs ?? 5000}; PRAGMA synchronous = ${opts.synchronous ?? SYNCHRONOUS_LEVEL}; PRAGMA foreign_keys = ON;`);
+    this.raw.exec(`PRAGMA journal_mode = WAL; PRAGMA busy_timeout = ${opts.busyTimeoutMs ?? 5000};
+      PRAGMA synchronous = ${opts.synchronous ?? SYNCHRONOUS_LEVEL}; PRAGMA foreign_keys = ON;`);
     this.onTransaction = opts.onTransaction;
   }
 

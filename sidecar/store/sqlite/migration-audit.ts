@@ -71,7 +71,8 @@ interface LegacyRow {
  */
 export function chainExistingRows(db: MigrationDb): void {
   const heads = new Map<string, { position: number; hash: string; startedAt: number }>();
-  for (const r of db.all<LegacyRow>('SELECT seq, id, account_id, event_type, connection_id, agent_id, cert_id, required_scope, details, created_at FROM audit_events ORDER BY seq')) {
+  for (const r of db.all<LegacyRow>(`SELECT seq, id, account_id, event_type, connection_id, agent_id, cert_id, required_scope,
+    details, created_at FROM audit_events ORDER BY seq`)) {
     const head = heads.get(r.account_id) ?? null;
     const link = chainAfter(head, {
       id: r.id, accountId: r.account_id, eventType: r.event_type, connectionId: r.connection_id, agentId: r.agent_id, certId: r.cert_id,
@@ -81,7 +82,8 @@ export function chainExistingRows(db: MigrationDb): void {
     heads.set(r.account_id, { position: link.position, hash: link.hash, startedAt: head?.startedAt ?? r.created_at });
   }
   for (const [accountId, h] of heads) {
-    db.run('INSERT INTO audit_chain_heads (account_id, position, hash, checkpoint_position, checkpoint_at) VALUES (?, ?, ?, 0, ?)', accountId, h.position, h.hash, h.startedAt);
+    db.run(`INSERT INTO audit_chain_heads (account_id, position, hash, checkpoint_position, checkpoint_at)
+      VALUES (?, ?, ?, 0, ?)`, accountId, h.position, h.hash, h.startedAt);
   }
   db.run("CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit_events BEGIN SELECT RAISE(ABORT, 'audit rows are append-only'); END");
 }

@@ -86,7 +86,9 @@ export interface AccountStore {
   lowestBalances(limit: number): Promise<{ accountId: string; creditsMicros: number }[]>;
   updateProfile(id: string, firstName: string, lastName: string): Promise<void>;
   /** Completes onboarding once; false if it was already complete. */
-  completeOnboarding(id: string, v: { accountType: string; rootPublicKey: string; rootSecretEnc: Uint8Array; creditsMicros: number }): Promise<boolean>;
+  completeOnboarding(
+    id: string, v: { accountType: string; rootPublicKey: string; rootSecretEnc: Uint8Array; creditsMicros: number },
+  ): Promise<boolean>;
   /** Creates a session; when `replaces` is given, that session ends in the same transaction. */
   createSession(rec: SessionRecord, replaces?: string): Promise<void>;
   getSessionByTokenHash(tokenHash: string): Promise<SessionRecord | undefined>;

@@ -51,7 +51,9 @@ export interface ApprovalChange {
 export interface ApprovalStore {
   getApproval(id: string): Promise<ApprovalRecord | undefined>;
   /** The account's approvals, newest first; `before` is a seq cursor. */
-  listApprovals(q: { accountId: string; state?: ApprovalState; limit: number; before?: number }): Promise<ApprovalRecord[]>;
+  listApprovals(
+    q: { accountId: string; state?: ApprovalState; limit: number; before?: number },
+  ): Promise<ApprovalRecord[]>;
   /**
    * The approval that answers a verify of this operation: the newest of the certificate with
    * this fingerprint that is `pending` or `granted`, or that settled after `settledAfter`.
@@ -62,7 +64,11 @@ export interface ApprovalStore {
    * event, in one transaction; false (nothing written) when it is not pending or expired.
    * A grant sets `expiresAt` to `grantExpiresAt`; a deny sets the note and `settledAt`.
    */
-  decideApproval(id: string, d: { state: 'granted' | 'denied'; now: number; grantExpiresAt: number; note: string | null }, change: ApprovalChange): Promise<boolean>;
+  decideApproval(
+    id: string,
+    d: { state: 'granted' | 'denied'; now: number; grantExpiresAt: number; note: string | null },
+    change: ApprovalChange,
+  ): Promise<boolean>;
   /**
    * Marks up to `limit` approvals that are `pending` or `granted` with `expiresAt <= now`
    * expired (`settledAt = expiresAt`), each with the audit row and event `change` builds from

@@ -82,7 +82,9 @@ export interface AuditStore {
    */
   insertCheckpoint(c: AuditCheckpointRecord): Promise<boolean>;
   /** An account's checkpoints in position order, optionally within [fromPosition, toPosition]. */
-  listCheckpoints(q: { accountId: string; fromPosition?: number; toPosition?: number }): Promise<AuditCheckpointRecord[]>;
+  listCheckpoints(
+    q: { accountId: string; fromPosition?: number; toPosition?: number },
+  ): Promise<AuditCheckpointRecord[]>;
   /**
    * Per account with rows older than `olderThan`: the longest chain prefix whose rows are all
    * older (a row is removed only with every row before it). At most `limit` accounts.
@@ -106,7 +108,10 @@ export interface AuditStore {
    * with no cursor starts at 0), until `now + leaseMs`.
    */
   claimExport(sink: string, now: number, leaseMs: number, limit: number): Promise<ExportClaim[]>;
-  /** Moves cursors forward (each only from `from`; an already moved one is left) and ends their leases, in one transaction. */
+  /**
+   * Moves cursors forward (each only from `from`; an already moved one is left) and ends their leases, in one
+   * transaction.
+   */
   advanceExport(sink: string, moves: { accountId: string; from: number; to: number }[]): Promise<void>;
   /** Ends leases without moving the cursors. */
   releaseExport(sink: string, accountIds: string[]): Promise<void>;

@@ -49,7 +49,9 @@ export interface DelegationStore {
   denyRequest(requestId: string, now: number, event: OutboxEventInput | null): Promise<boolean>;
   getCertificate(id: string): Promise<CertificateRecord | undefined>;
   listCertificates(accountId: string): Promise<CertificateRecord[]>;
-  /** The newest `approved` certificate of an agent (expiry not checked): only what present needs (no certificate JSON). */
+  /**
+   * The newest `approved` certificate of an agent (expiry not checked): only what present needs (no certificate JSON).
+   */
   activeCertificateForAgent(agentId: string): Promise<ActiveCertificate | undefined>;
   /** Revokes; returns false when it was already revoked. */
   revokeCertificate(id: string, reason: string, now: number, event: OutboxEventInput | null): Promise<boolean>;

@@ -63,7 +63,9 @@ export interface OutboxStore {
    * Records an attempt and moves the delivery: `delivered`, `pending` with a
    * next attempt time, `dead` (schedule exhausted) or `disabled` (410).
    */
-  recordAttempt(id: string, a: DeliveryAttemptRecord, next: { state: DeliveryRecord['state']; nextAttemptAt: number }): Promise<void>;
+  recordAttempt(
+    id: string, a: DeliveryAttemptRecord, next: { state: DeliveryRecord['state']; nextAttemptAt: number },
+  ): Promise<void>;
   /** Releases a lease without recording an attempt (shutdown). */
   release(id: string): Promise<void>;
   /**
@@ -77,7 +79,9 @@ export interface OutboxStore {
    * replica's leases simply run out. See docs/storage.md.
    */
   releaseAllLeases?(): Promise<number>;
-  listDeliveries(q: { accountId: string; platformId?: string; state?: string; limit: number; before?: number }): Promise<DeliveryRecord[]>;
+  listDeliveries(
+    q: { accountId: string; platformId?: string; state?: string; limit: number; before?: number },
+  ): Promise<DeliveryRecord[]>;
   getDelivery(id: string): Promise<(DeliveryRecord & { accountId: string }) | undefined>;
   listAttempts(deliveryId: string): Promise<DeliveryAttemptRecord[]>;
   /** Makes a delivery due now again (keeps its id and body). */

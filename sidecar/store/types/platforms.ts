@@ -71,7 +71,9 @@ export interface PlatformStore {
    * unless the account already has `maxPlatforms` platforms (checked in the same transaction);
    * returns false then.
    */
-  createPlatform(p: PlatformRecord, c: ConnectionRecord, k: ApiKeyRecord, event: OutboxEventInput | null, maxPlatforms: number): Promise<boolean>;
+  createPlatform(
+    p: PlatformRecord, c: ConnectionRecord, k: ApiKeyRecord, event: OutboxEventInput | null, maxPlatforms: number,
+  ): Promise<boolean>;
   getPlatform(id: string): Promise<PlatformRecord | undefined>;
   listPlatforms(accountId: string): Promise<PlatformRecord[]>;
   setCallbackUrl(platformId: string, url: string | null): Promise<void>;
@@ -87,14 +89,19 @@ export interface PlatformStore {
    * built from the previous key's prefix is enqueued. Returns the previous
    * key, or undefined when the connection is not active.
    */
-  rotateApiKey(connectionId: string, next: ApiKeyRecord, graceUntil: number | null, event: (previousPrefix: string | null) => OutboxEventInput): Promise<ApiKeyRecord | undefined>;
+  rotateApiKey(
+    connectionId: string, next: ApiKeyRecord, graceUntil: number | null,
+    event: (previousPrefix: string | null) => OutboxEventInput,
+  ): Promise<ApiKeyRecord | undefined>;
   /**
    * Removes a connection: its keys stop working, its active certificates are
    * revoked, its pending requests are denied, and the events built by `events`
    * are enqueued, all atomically.
    * Returns the revoked certificates, or undefined if it was not active.
    */
-  removeConnection(connectionId: string, now: number, events: (revoked: RevokedCert[], denied: DeniedRequest[]) => OutboxEventInput[]): Promise<RevokedCert[] | undefined>;
+  removeConnection(
+    connectionId: string, now: number, events: (revoked: RevokedCert[], denied: DeniedRequest[]) => OutboxEventInput[],
+  ): Promise<RevokedCert[] | undefined>;
   createAgent(a: AgentRecord): Promise<void>;
   getAgent(id: string): Promise<AgentRecord | undefined>;
   listAgents(filter: { accountId?: string; connectionId?: string }): Promise<AgentRecord[]>;

@@ -20,7 +20,9 @@ export interface AuditEventRecord {
   id: string;
   seq?: number;
   accountId: string;
-  eventType: 'proof.presented' | 'proof.verified' | 'proof.rejected' | 'approval.requested' | 'approval.granted' | 'approval.denied' | 'approval.expired';
+  eventType:
+    | 'proof.presented' | 'proof.verified' | 'proof.rejected'
+    | 'approval.requested' | 'approval.granted' | 'approval.denied' | 'approval.expired';
   connectionId: string | null;
   agentId: string | null;
   certId: string | null;
@@ -135,7 +137,9 @@ export interface ProofStore {
    * For verify outcomes that are not decisions (400s): debit the call and,
    * when `challengeId` is given, consume that challenge too; no audit row.
    */
-  consumeAndDebit(challengeId: string | null, audienceConnectionId: string, now: number, accountId: string, priceMicros: number): Promise<DecisionCommitResult>;
+  consumeAndDebit(
+    challengeId: string | null, audienceConnectionId: string, now: number, accountId: string, priceMicros: number,
+  ): Promise<DecisionCommitResult>;
   /** Audit read, newest first; `before` is a seq cursor; every filter given must hold. */
   listAudit(q: AuditQuery): Promise<AuditEventRecord[]>;
   /** Deletes challenges that are consumed or expired before `olderThan`; returns the count. */
