@@ -38,6 +38,7 @@ import { forwardBody, isEventStream } from './mcp/stream.js';
 import { answerServer, rewriteSessionHeaders } from './mcp/proxy.js';
 import type { RouteMatch } from './routes.js';
 import type { Readable } from 'node:stream';
+import { randomBytes } from 'node:crypto';
 
 interface RequestState {
   facts?: PipelineRequest;
@@ -75,11 +76,16 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
   fastify.addHook('onClose', async () => sidecar.close());
   installServerAnswers(fastify.server, metrics);
   const sessionsByRoute = new Map<number, McpSessions>();
+  const sessionSecret = opts.mcpSessionSecret ?? randomBytes(32);
+  if (opts.mcpSessionSecret === undefined && rawOptions.routes.some((r) => r.mcp !== undefined)) {
+    fastify.log.warn('gateway: no MCP session secret configured (mcpSessionSecret / mcp_session_secret_env): a random one is used, '
+      + 'so MCP sessions end on restart and do not work across replicas (docs/mcp.md#sessions)');
+  }
   const sessionsFor = (route: RouteMatch): McpSessions | undefined => {
     if (route.mcp === undefined) return undefined;
     let sessions = sessionsByRoute.get(route.index);
     if (sessions === undefined) {
-      sessions = new McpSessions(opts.apiKey, route.pattern, route.mcp.sessionTtlMs);
+      sessions = new McpSessions(sessionSecret, route.pattern, route.mcp.sessionTtlMs);
       sessionsByRoute.set(route.index, sessions);
     }
     return sessions;

@@ -23,7 +23,8 @@
  * of the route table. docs/mcp.md documents the semantics.
  */
 
-import { at, checkInt, checkJsonPointer, checkObject, checkScope, fail, isPlainObject, item } from '../validate.js';
+import { at, checkInt, checkJsonPointer, checkObject, checkScope, checkString, fail, isPlainObject, item } from '../validate.js';
+import { MIN_SESSION_SECRET_BYTES } from './session.js';
 
 /**
  * One tool of an MCP route, as written in options or the config file.
@@ -160,4 +161,18 @@ export function compileMcp(value: unknown, path: string): McpRoute {
 /** True when JSON-RPC `method` passes without a proof on this route. */
 export function isPublicMethod(mcp: McpRoute, method: string): boolean {
   return mcp.publicMethods.has(method) || (mcp.publicNotifications && method.startsWith('notifications/'));
+}
+
+/**
+ * Validates the gateway's MCP session secret (`mcpSessionSecret`): at least
+ * {@link MIN_SESSION_SECRET_BYTES} bytes (UTF-8), at most 4096, and never the
+ * sidecar API key (its agents hold that). Throws a path-named `TypeError`.
+ */
+export function checkSessionSecret(value: unknown, path: string, apiKey: string): Buffer {
+  const secret = Buffer.from(checkString(value, path), 'utf8');
+  if (secret.length < MIN_SESSION_SECRET_BYTES || secret.length > 4096) {
+    fail(path, `must be ${MIN_SESSION_SECRET_BYTES} to 4096 bytes (for example: openssl rand -base64 48)`);
+  }
+  if (secret.equals(Buffer.from(apiKey, 'utf8'))) fail(path, 'must not be the sidecar API key (the agents of its connection hold it)');
+  return secret;
 }

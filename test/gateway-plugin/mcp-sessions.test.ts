@@ -1,8 +1,8 @@
 /**
  * MCP sessions bound to the agent that opened them (issue 31, finding 1):
  * the MCP reference server (`@modelcontextprotocol/server-everything`)
- * behind TWO replicas of the real standalone gateway (same API key, no
- * shared state) and the real sidecar, driven with raw JSON-RPC over HTTP so
+ * behind TWO replicas of the real standalone gateway (same API key and MCP
+ * session secret, no shared state) and the real sidecar, driven with raw JSON-RPC over HTTP so
  * every answer is seen as sent.
  *
  * - Agent A's `initialize` gets a session token (not the server's id) and a
@@ -20,7 +20,7 @@
  */
 
 import t from 'tap';
-import { createHmac } from 'node:crypto';
+import { createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
@@ -45,10 +45,11 @@ const config = gatewayConfig(server.url, sc.url, {
     method: ['POST', 'GET', 'DELETE'], path: '/mcp', scope: 'execute:tool',
     mcp: { public: ['ping', 'notifications/*'], tools: { echo: 'data:read' } },
   }],
-  verify_timeout_ms: 10_000, challenge_timeout_ms: 5_000,
+  verify_timeout_ms: 10_000, challenge_timeout_ms: 5_000, mcp_session_secret_env: 'MCP_SESSION_SECRET',
 });
-const gw1 = await startGatewayWithKey(config, a.reg.api_key as string);
-const gw2 = await startGatewayWithKey(config, a.reg.api_key as string);
+const env = { MCP_SESSION_SECRET: randomBytes(32).toString('base64') };
+const gw1 = await startGatewayWithKey(config, a.reg.api_key as string, env);
+const gw2 = await startGatewayWithKey(config, a.reg.api_key as string, env);
 t.teardown(async () => {
   await gw1.close();
   await gw2.close();
@@ -148,8 +149,14 @@ t.test('forged and altered tokens are not sessions', async (t) => {
   const parts = token.split('.');
   const asB = [parts[0], Buffer.from(b.agentId).toString('base64url'), ...parts.slice(2)].join('.');
   const upstreamId = server.sessions().at(-1) as string;
+  // As the first version derived the MAC key: from the API key, which every agent of the connection holds.
+  const oldKey = Buffer.from(hkdfSync('sha256', a.reg.api_key as string, 'agent-authz mcp session', 'route /mcp', 32));
+  const body = [parts[0], Buffer.from(b.agentId).toString('base64url'), Buffer.from(upstreamId).toString('base64url'), parts[3]].join('.');
+  const minted = `${body}.${createHmac('sha256', oldKey).update(body).digest('base64url')}`;
   const before = server.received.length;
-  for (const [what, session] of [['the server\'s own id', upstreamId], ['the token moved to agent B', asB], ['garbage', 'x']] as const) {
+  for (const [what, session] of [
+    ['the server\'s own id', upstreamId], ['the token moved to agent B', asB], ['garbage', 'x'], ['a token minted with the API key', minted],
+  ] as const) {
     const res = await call(gw1.url, 'POST', { message: { jsonrpc: '2.0', id: 4, method: 'tools/list' }, session, proof: b });
     t.equal(res.status, 404, `${what}: 404`);
     t.match(res.json, { id: 4, error: { data: { code: 'mcp_session_not_found' } } }, `${what}: mcp_session_not_found`);
@@ -191,7 +198,8 @@ t.test('the upstream\'s 404 for a session ends it at the gateway too', async (t)
   });
   await new Promise<void>((resolve) => stub.listen(0, '127.0.0.1', resolve));
   t.teardown(() => { stub.closeAllConnections(); stub.close(); });
-  const gw = await startGatewayWithKey({ ...config, upstream_url: `http://127.0.0.1:${(stub.address() as AddressInfo).port}` }, a.reg.api_key as string);
+  const stubUrl = `http://127.0.0.1:${(stub.address() as AddressInfo).port}`;
+  const gw = await startGatewayWithKey({ ...config, upstream_url: stubUrl }, a.reg.api_key as string, env);
   t.teardown(() => gw.close());
   const token = (await call(gw.url, 'POST', { message: initialize, proof: a })).headers['mcp-session-id'] as string;
   t.match(token, /^s1\./);
@@ -201,4 +209,17 @@ t.test('the upstream\'s 404 for a session ends it at the gateway too', async (t)
   t.equal(again.status, 404);
   t.equal(again.json?.error?.data?.code, 'mcp_session_not_found', 'the gateway refuses it itself now');
   t.same(seen, ['POST -', 'POST stub-1'], 'the second request did not reach the upstream');
+});
+
+t.test('replicas without a configured session secret do not share sessions (each draws its own)', async (t) => {
+  const { mcp_session_secret_env: _, ...plain } = config;
+  const one = await startGatewayWithKey(plain, a.reg.api_key as string);
+  const two = await startGatewayWithKey(plain, a.reg.api_key as string);
+  t.teardown(async () => { await one.close(); await two.close(); });
+  const token = (await call(one.url, 'POST', { message: initialize, proof: a })).headers['mcp-session-id'] as string;
+  const here = await call(one.url, 'POST', { message: { jsonrpc: '2.0', id: 2, method: 'tools/list' }, session: token, proof: a });
+  t.equal(here.status, 200, 'the replica that opened it knows it');
+  const there = await call(two.url, 'POST', { message: { jsonrpc: '2.0', id: 2, method: 'tools/list' }, session: token, proof: a });
+  t.equal(there.status, 404, 'the other does not');
+  t.equal(there.json?.error?.data?.code, 'mcp_session_not_found');
 });
