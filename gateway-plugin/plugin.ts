@@ -35,7 +35,7 @@ import { installServerAnswers } from './framework-errors.js';
 import { McpAnswerTooLarge, readLimitedBody } from './mcp/body.js';
 import { McpSessions, SESSION_PROOF_HEADER } from './mcp/session.js';
 import { forwardBody, isEventStream } from './mcp/stream.js';
-import { answerServer, rewriteSessionHeaders } from './mcp/proxy.js';
+import { answerServer, rewriteSessionHeaders, stripSessionHeaders } from './mcp/proxy.js';
 import type { RouteMatch } from './routes.js';
 import type { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
@@ -136,6 +136,7 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
   function onUpstreamResponse(request: FastifyRequest, reply: FastifyReply, res: { statusCode: number; stream: Readable }): void {
     const { admission, decision } = stateOf(request);
     if (admission?.sessions !== undefined) rewriteSessionHeaders(request.method, admission, decision, reply, res.statusCode);
+    else stripSessionHeaders(reply);
     const sse = isEventStream(reply.getHeader('content-type'));
     const idleMs = sse ? admission?.route.mcp?.streamIdleMs ?? opts.upstreamTimeoutMs : opts.upstreamTimeoutMs;
     const onIdle = (): void => request.log.info({ idle_ms: idleMs, sse }, 'gateway: upstream idle');
