@@ -48,7 +48,7 @@ import { decodeProofJson, readProofHeader } from './proof.js';
 import { refuseOverrideHeaders } from './override.js';
 import type { OverrideHeaderPolicy } from './override.js';
 import type { RouteMatch, RouteTable } from './routes.js';
-import { MCP_SESSION_HEADER, SESSION_PROOF_HEADER } from './mcp/session.js';
+import { SESSION_PROOF_HEADER, sessionHeaderOf } from './mcp/session.js';
 import type { McpSessions, SessionBinding } from './mcp/session.js';
 import type { SidecarClient } from './verify-client.js';
 
@@ -137,10 +137,9 @@ export class DecisionPipeline {
 
   /** The session a request on an MCP route names; 404 `mcp_session_not_found` for a token this gateway cannot open. */
   #session(req: PipelineRequest, sessions: McpSessions | undefined): SessionBinding | undefined {
-    if (sessions === undefined) return undefined;
-    const value = req.headers[MCP_SESSION_HEADER];
-    if (value === undefined) return undefined;
-    const binding = typeof value === 'string' ? sessions.open(value) : undefined;
+    const value = sessionHeaderOf(req.rawHeaders);
+    if (sessions === undefined || value === undefined) return undefined;
+    const binding = sessions.open(value);
     if (binding === undefined) throw new ServiceError('mcp_session_not_found');
     return binding;
   }

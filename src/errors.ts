@@ -116,6 +116,7 @@ export const ERRORS = {
   override_header_refused: { status: 400, message: 'Method and URL override headers (X-HTTP-Method-Override, X-Original-URL, ...) are not accepted.' },
   mcp_session_not_found: { status: 404, message: 'No such MCP session (it ended, expired, or was not opened through this gateway); initialize a new one.' },
   mcp_session_forbidden: { status: 403, message: 'This MCP session belongs to another agent.' },
+  mcp_session_header_invalid: { status: 400, message: 'Send at most one Mcp-Session-Id header, spelled with dashes.' },
 } as const satisfies Record<string, ErrorSpec>;
 
 /**

@@ -36,6 +36,8 @@
  */
 
 import { createHash, createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import { ServiceError } from '../../src/errors.js';
+import { canonicalHeaderName } from '../headers.js';
 
 /** The answer header that hands the session key to the agent that opened the session. */
 export const SESSION_KEY_HEADER = 'x-service-session-key';
@@ -152,6 +154,21 @@ export class McpSessions {
 
 function endedKey(upstreamId: string): string {
   return createHash('sha256').update(upstreamId).digest('base64url');
+}
+
+/**
+ * The `Mcp-Session-Id` a request carries (`undefined`: none). Two of them, or one spelled with `_`
+ * (read as the same header by CGI/WSGI-style servers), are 400 `mcp_session_header_invalid`.
+ */
+export function sessionHeaderOf(rawHeaders: readonly string[]): string | undefined {
+  let value: string | undefined;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] as string;
+    if (canonicalHeaderName(name) !== MCP_SESSION_HEADER) continue;
+    if (value !== undefined || name.toLowerCase() !== MCP_SESSION_HEADER) throw new ServiceError('mcp_session_header_invalid');
+    value = rawHeaders[i + 1] ?? '';
+  }
+  return value;
 }
 
 /** The session proof of `body` for an agent holding `sessionKey` (the client side of {@link McpSessions.checkAnswer}). */

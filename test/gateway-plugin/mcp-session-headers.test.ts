@@ -65,3 +65,26 @@ t.test('a non-MCP route passes no session id either way, in any spelling', async
   t.equal(res.headers['mcp_session_id'], undefined, 'nor its underscore spelling');
   t.equal(res.headers['x-service-session-key'], undefined, 'nor a session key');
 });
+
+t.test('an MCP route refuses two session headers, or an underscore spelling, before anything is forwarded', async (t) => {
+  const before = received.length;
+  const ping = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'ping' });
+  const json = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  const cases: Array<[string, Record<string, string | string[]>]> = [
+    ['an underscore spelling', { mcp_session_id: 's1.x' }],
+    ['two session headers', { 'mcp-session-id': ['s1.a', 's1.b'] }],
+    ['both spellings', { 'mcp-session-id': 's1.a', 'Mcp_Session_Id': 's1.b' }],
+  ];
+  for (const [what, extra] of cases) {
+    const post = await send(gw.url, '/mcp', { method: 'POST', headers: { ...json, ...extra }, body: ping });
+    t.equal(post.status, 400, `POST, ${what}: 400`);
+    t.match(post.json, { jsonrpc: '2.0', id: 7, error: { code: -32600, data: { code: 'mcp_session_header_invalid' } } }, `POST, ${what}: JSON-RPC shape`);
+    const get = await send(gw.url, '/mcp', { headers: { accept: 'text/event-stream', 'x-service-proof': proofHeader(), ...extra } });
+    t.equal(get.status, 400, `GET, ${what}: 400`);
+    t.equal(get.json?.error?.code, 'mcp_session_header_invalid', `GET, ${what}: the code`);
+  }
+  t.equal(received.length, before, 'none reached the upstream');
+  const ok = await send(gw.url, '/mcp', { method: 'POST', headers: json, body: ping });
+  t.equal(ok.status, 200, 'without a session header the public ping passes');
+  t.same(sessionNames(received.at(-1)), [], 'and reaches the upstream without one');
+});
