@@ -27,8 +27,9 @@
  *    route carrying `Mcp-Session-Id` must carry a session token of this
  *    gateway (404 `mcp_session_not_found`, before any proof is read), and its
  *    proof must be the token's agent's (403 `mcp_session_forbidden`); an
- *    answer to a server request may prove the session instead, with
- *    `X-Service-Session-Proof` (no verify).
+ *    answer to a server request, or a public method on the session, may
+ *    prove the session instead, with `X-Service-Session-Proof` (no verify);
+ *    on a session a public method needs one of the two.
  */
 
 import type { IncomingHttpHeaders } from 'node:http';
@@ -228,16 +229,18 @@ export class DecisionPipeline {
         ...query,
       };
     } else if (message.method !== undefined && isPublicMethod(mcp, message.method)) {
-      return { kind: 'public', ...peer };
+      // On a session, a public method is its agent's too (no other agent may cancel its calls): the session proof, or a proof below.
+      if (admission.session === undefined) return { kind: 'public', ...peer };
+      if (req.headers[SESSION_PROOF_HEADER] !== undefined) return this.#sessionProved(req, admission, body, peer);
     } else if (message.kind === 'response' && req.headers[SESSION_PROOF_HEADER] !== undefined) {
-      return this.#sessionAnswer(req, admission, body, peer);
+      return this.#sessionProved(req, admission, body, peer);
     }
     const bundleJson = await this.#readProof(req, scope);
     return this.#verify(bundleJson, scope, { ...context, body_sha256: sha256Hex(body) }, req.id, peer);
   }
 
-  /** An answer proved by the session key handed to the session's agent: allowed as that agent, without verify. */
-  #sessionAnswer(req: PipelineRequest, admission: Admission, body: Buffer, peer: Peer): Decision {
+  /** An answer or public method proved by the session key handed to the session's agent: allowed as that agent, without verify. */
+  #sessionProved(req: PipelineRequest, admission: Admission, body: Buffer, peer: Peer): Decision {
     const { session, sessions, route } = admission;
     const proof = req.headers[SESSION_PROOF_HEADER];
     if (session === undefined || sessions === undefined || route.scope === undefined) {

@@ -12,6 +12,9 @@
  *   it cannot compute), the GET stream and DELETE: 403
  *   `mcp_session_forbidden`, and none of them reaches the server, on either
  *   replica.
+ * - On a session, public methods (`notifications/cancelled`, `ping`) are the
+ *   session's agent's too: without the session proof or a proof of A they
+ *   are refused (401 / 403 `mcp_session_forbidden`), so B cannot cancel A's calls.
  * - A forged or altered token is 404 `mcp_session_not_found` before any
  *   proof is read.
  * - After A's DELETE, the token is refused by the replica that ended it (404,
@@ -112,8 +115,9 @@ t.test('a session is bound to the agent that opened it, on every replica', async
   t.not(token, upstreamId, 'not the server\'s id');
   t.match(key, /^[A-Za-z0-9_-]{43}$/, 'and a session key');
   t.equal(server.received.at(-1)?.session, undefined, 'initialize reached the server without a session');
-  const ok = await call(gw1.url, 'POST', { message: { jsonrpc: '2.0', method: 'notifications/initialized' }, session: token });
-  t.equal(ok.status, 202, 'a public notification on the session');
+  const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
+  const ok = await call(gw1.url, 'POST', { message: initialized, session: token, sessionProof: sessionProof(key, initialized) });
+  t.equal(ok.status, 202, 'a public notification on the session, with the session proof');
   t.equal(server.received.at(-1)?.session, upstreamId, 'the server saw its own id');
 
   for (const gw of [gw1, gw2]) {
@@ -141,6 +145,33 @@ t.test('a session is bound to the agent that opened it, on every replica', async
     t.equal(refusals[1]?.[1].json?.id, null, 'a refused answer has id null');
     t.equal(server.received.length, before, 'none of B\'s requests reached the server');
   }
+});
+
+t.test('public methods on a session need the session proof or a proof of its agent (review finding 4)', async (t) => {
+  const init = await call(gw1.url, 'POST', { message: initialize, proof: a });
+  const token = init.headers['mcp-session-id'] as string;
+  const key = init.headers['x-service-session-key'] as string;
+  const cancel = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 2, reason: 'x' } };
+  const ping = { jsonrpc: '2.0', id: 9, method: 'ping' };
+  const before = server.received.length;
+  const bare = await call(gw1.url, 'POST', { message: cancel, session: token });
+  t.equal(bare.status, 401, 'the token alone: 401');
+  t.equal(bare.json?.error?.data?.code, 'proof_required');
+  const wrong = await call(gw1.url, 'POST', { message: cancel, session: token, sessionProof: sessionProof('A'.repeat(43), cancel) });
+  t.equal(wrong.status, 403, 'a session proof under another key: 403');
+  t.equal(wrong.json?.error?.data?.code, 'mcp_session_forbidden');
+  const asB = await call(gw1.url, 'POST', { message: ping, session: token, proof: b });
+  t.equal(asB.status, 403, 'B\'s proof: 403');
+  t.equal(asB.json?.error?.data?.code, 'mcp_session_forbidden');
+  t.equal(server.received.length, before, 'none reached the server');
+  const proved = await call(gw1.url, 'POST', { message: cancel, session: token, sessionProof: sessionProof(key, cancel) });
+  t.equal(proved.status, 202, 'A\'s session proof: forwarded');
+  const proofA = await call(gw2.url, 'POST', { message: ping, session: token, proof: a });
+  t.equal(proofA.status, 200, 'A\'s proof: forwarded (on the other replica)');
+  t.match(proofA.json, { id: 9, result: {} });
+  const reached = server.received.length;
+  await call(gw1.url, 'POST', { message: ping });
+  t.equal(server.received.length, reached + 1, 'without a session a public method stays public (the server refuses it itself)');
 });
 
 t.test('forged and altered tokens are not sessions', async (t) => {
