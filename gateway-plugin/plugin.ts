@@ -128,7 +128,7 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     const { session, sessions } = admission ?? {};
     const overflow = session === undefined || sessions === undefined || typeof proof !== 'string'
       ? undefined
-      : { key: sessions.answerKey(session.token), proof };
+      : { key: sessions.answerKey(session.token), proof, maxBytes: admission?.route.mcp?.answerOverflowBytes };
     readLimitedBody(payload, request.headers['content-length'], limit, overflow, done);
   }
 

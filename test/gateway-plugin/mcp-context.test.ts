@@ -133,6 +133,7 @@ t.test('the mcp config is validated at startup with path-named errors', async (t
     [route({ mcp: { tools: { t1: 'data:read' }, body_limit_bytes: -1 } }), /^gateway options: routes\[0\]\.mcp\.body_limit_bytes: must be an integer from 0 to 1073741824$/],
     [route({ mcp: { tools: { t1: 'data:read' }, stream_idle_timeout_ms: 0 } }), /^gateway options: routes\[0\]\.mcp\.stream_idle_timeout_ms: must be an integer from 1 to 86400000$/],
     [route({ mcp: { tools: { t1: 'data:read' }, session_ttl_ms: 1.5 } }), /^gateway options: routes\[0\]\.mcp\.session_ttl_ms: must be an integer from 1000 to 2592000000$/],
+    [route({ mcp: { tools: { t1: 'data:read' }, answer_overflow_bytes: 67_108_865 } }), /^gateway options: routes\[0\]\.mcp\.answer_overflow_bytes: must be an integer from 0 to 67108864$/],
     [route({ mcp: { tools: { t1: 'data:read' }, stream_idle_ms: 5 } }), /^gateway options: routes\[0\]\.mcp\.stream_idle_ms: unknown key/],
     [route({ mcp: { tools: { t1: 'data:read' }, extra: 1 } }), /^gateway options: routes\[0\]\.mcp\.extra: unknown key/],
     [route({ mcp: { tools: { t1: 'data:read' } }, context: { amount: '/a' } }), /^gateway options: routes\[0\]\.context: an MCP route takes its context from tool arguments/],
