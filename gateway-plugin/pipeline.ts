@@ -137,10 +137,10 @@ export class DecisionPipeline {
   }
 
   /** The session a request on an MCP route names; 404 `mcp_session_not_found` for a token this gateway cannot open. */
-  #session(req: PipelineRequest, sessions: McpSessions | undefined): SessionBinding | undefined {
+  #session(req: PipelineRequest, sessions: McpSessions | undefined, path: string): SessionBinding | undefined {
     const value = sessionHeaderOf(req.rawHeaders);
     if (sessions === undefined || value === undefined) return undefined;
-    const binding = sessions.open(value);
+    const binding = sessions.open(value, path);
     if (binding === undefined) throw new ServiceError('mcp_session_not_found');
     return binding;
   }
@@ -160,13 +160,14 @@ export class DecisionPipeline {
       const mcp: McpFacts = { parsed: false, id: null, tool: undefined };
       // Refused in stage 2, once the refusal can take the JSON-RPC shape.
       try {
-        return { target, route, bundleJson: undefined, mcp, session: this.#session(req, sessions), sessions, sessionError: undefined };
+        const session = this.#session(req, sessions, target.path);
+        return { target, route, bundleJson: undefined, mcp, session, sessions, sessionError: undefined };
       } catch (err) {
         if (!(err instanceof ServiceError)) throw err;
         return { target, route, bundleJson: undefined, mcp, session: undefined, sessions, sessionError: err };
       }
     }
-    const session = route.mcp === undefined ? undefined : this.#session(req, sessions);
+    const session = route.mcp === undefined ? undefined : this.#session(req, sessions, target.path);
     const base = { target, route, mcp: undefined, session, sessions, sessionError: undefined };
     if (route.scope === undefined) return { ...base, bundleJson: undefined };
     return { ...base, bundleJson: await this.#readProof(req, route.scope) };

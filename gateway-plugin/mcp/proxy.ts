@@ -31,13 +31,14 @@ export function rewriteSessionHeaders(method: string, admission: Admission, deci
     return;
   }
   const agentId = decision?.kind === 'allow' ? decision.agentId : undefined;
-  const token = agentId === undefined || typeof upstreamId !== 'string' ? undefined : sessions.mint(agentId, upstreamId);
+  const token = agentId === undefined || typeof upstreamId !== 'string' ? undefined : sessions.mint(agentId, upstreamId, admission.target.path);
   if (token === undefined) {
     // A session the gateway cannot bind to an agent is not handed out.
     reply.removeHeader(MCP_SESSION_HEADER);
     return;
   }
-  reply.header(MCP_SESSION_HEADER, token).header(SESSION_KEY_HEADER, sessions.answerKey(token));
+  // The session key is for the agent alone: no cache keeps the answer that carries it.
+  reply.header(MCP_SESSION_HEADER, token).header(SESSION_KEY_HEADER, sessions.answerKey(token)).header('cache-control', 'no-store');
 }
 
 /** A route that is not an MCP route passes no session id (nor session key) back to the client, in any spelling. */

@@ -15,9 +15,10 @@
  * without shared state and a restart keeps it; without a configured secret
  * each process draws a random one (sessions then end with the process and do
  * not cross replicas). A token cannot be forged, moved to another agent or
- * MCP route, or dated in the future (more than {@link MAX_CLOCK_SKEW_MS}).
- * The token carries the upstream's id in base64url (readable, not secret:
- * upstream ids must be unguessable, docs/mcp.md#sessions). Each later request on the
+ * MCP route (or, on a pattern with `:param` or `*`, another request path),
+ * or dated in the future (more than {@link MAX_CLOCK_SKEW_MS}). The token
+ * carries the upstream's id in base64url (readable, not secret: upstream ids
+ * must be unique and unguessable, docs/mcp.md#sessions). Each later request on the
  * session is mapped back to the upstream's id, and refused unless the agent
  * its proof was verified for is the token's agent.
  *
@@ -84,6 +85,8 @@ export class McpSessions {
   /** Ended sessions: SHA-256 of the upstream id → when its last token expires. */
   readonly #ended = new Map<string, number>();
   readonly #now: () => number;
+  /** The route's pattern has `:param` or `*`: a token is good on the concrete path it was issued on only. */
+  readonly #bindPath: boolean;
 
   /**
    * `secret`: the gateway's MCP session secret (at least {@link MIN_SESSION_SECRET_BYTES} bytes; never the API key);
@@ -96,25 +99,29 @@ export class McpSessions {
     this.#answerKey = derive('answer key');
     this.#ttlMs = ttlMs;
     this.#now = now;
+    this.#bindPath = route.split('/').some((segment) => segment === '*' || segment.startsWith(':'));
   }
 
-  #mac(text: string): string {
-    return createHmac('sha256', this.#tokenKey).update(text).digest('base64url');
+  #mac(text: string, path: string): string {
+    return createHmac('sha256', this.#tokenKey).update(this.#bindPath ? `${text}\n${path}` : text).digest('base64url');
   }
 
-  /** A token binding the upstream's session id to `agentId`; `undefined` when the upstream's id is not an MCP session id. */
-  mint(agentId: string, upstreamId: string): string | undefined {
+  /**
+   * A token binding the upstream's session id to `agentId` (and, on a route pattern with `:param` or `*`, to the
+   * normalized request `path`); `undefined` when the upstream's id is not an MCP session id.
+   */
+  mint(agentId: string, upstreamId: string, path = ''): string | undefined {
     if (!SESSION_ID.test(upstreamId)) return undefined;
     const body = `${PREFIX}.${b64(agentId)}.${b64(upstreamId)}.${this.#now().toString(36)}`;
-    return `${body}.${this.#mac(body)}`;
+    return `${body}.${this.#mac(body, path)}`;
   }
 
-  /** The binding of `token`, or `undefined` when it is not one of ours, was altered, has ended, expired or is dated ahead. */
-  open(token: string): SessionBinding | undefined {
+  /** The binding of `token` on `path`, or `undefined` when it is not one of ours, was altered, has ended, expired or is dated ahead. */
+  open(token: string, path = ''): SessionBinding | undefined {
     const parts = token.split('.');
     if (parts.length !== 5 || parts[0] !== PREFIX) return undefined;
     const body = parts.slice(0, 4).join('.');
-    const expected = Buffer.from(this.#mac(body));
+    const expected = Buffer.from(this.#mac(body, path));
     const given = Buffer.from(parts[4] ?? '');
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
     const agentId = unb64(parts[1] ?? '');

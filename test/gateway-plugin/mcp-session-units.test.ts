@@ -67,6 +67,18 @@ t.test('ending a session ends every token of its upstream id', async (t) => {
   t.equal(s.open(second), undefined, 'another token text of the same upstream session is ended too');
 });
 
+t.test('on a route pattern with :param or *, a token is good on the path it was issued on only (review finding 6)', async (t) => {
+  for (const pattern of ['/t/:tenant/mcp', '/mcp/*']) {
+    const s = new McpSessions(KEY, pattern, 60_000);
+    const [here, there] = pattern === '/mcp/*' ? ['/mcp/a', '/mcp/b'] : ['/t/a/mcp', '/t/b/mcp'];
+    const token = s.mint('agent-1', 'u-1', here) as string;
+    t.ok(s.open(token, here), `${pattern}: on ${here}`);
+    t.equal(s.open(token, there), undefined, `${pattern}: not on ${there}`);
+  }
+  const exact = new McpSessions(KEY, '/mcp', 60_000);
+  t.ok(exact.open(exact.mint('agent-1', 'u-1', '/mcp') as string, '/mcp'), 'an exact pattern has one path');
+});
+
 t.test('tampered tokens do not open', async (t) => {
   const s = new McpSessions(KEY, '/mcp', 60_000);
   const token = s.mint('agent-1', 'upstream-7') as string;

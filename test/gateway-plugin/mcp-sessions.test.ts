@@ -114,6 +114,7 @@ t.test('a session is bound to the agent that opened it, on every replica', async
   t.match(token, /^s1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[0-9a-z]+\.[A-Za-z0-9_-]{43}$/, 'the client gets the gateway\'s session token');
   t.not(token, upstreamId, 'not the server\'s id');
   t.match(key, /^[A-Za-z0-9_-]{43}$/, 'and a session key');
+  t.equal(init.headers['cache-control'], 'no-store', 'the answer with the session key is not cached');
   t.equal(server.received.at(-1)?.session, undefined, 'initialize reached the server without a session');
   const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
   const ok = await call(gw1.url, 'POST', { message: initialized, session: token, sessionProof: sessionProof(key, initialized) });
