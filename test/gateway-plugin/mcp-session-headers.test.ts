@@ -44,14 +44,18 @@ t.test('a non-MCP route whose path overlaps an MCP route is refused at startup, 
   const base = { upstream: 'http://127.0.0.1:1', sidecarUrl: 'http://127.0.0.1:2', apiKey: 'key-0123456789' };
   const post = { ...MCP, method: 'POST' };
   const cases: Array<[unknown[], RegExp]> = [
-    [[post, { method: ['GET', 'DELETE'], path: '/mcp', scope: 'execute:tool' }], /^gateway options: routes\[1\]: its path \/mcp overlaps MCP route routes\[0\] \(\/mcp\)/],
+    [[post, { method: ['GET', 'DELETE'], path: '/mcp', scope: 'execute:tool' }],
+      /^gateway options: routes\[1\]: its path \/mcp overlaps MCP route routes\[0\] \(\/mcp\)/],
     [[post, { method: 'GET', path: '/MCP', public: true }], /^gateway options: routes\[1\]: its path \/MCP overlaps MCP route routes\[0\]/],
     [[{ method: 'GET', path: '/:any', scope: 'data:read' }, post], /^gateway options: routes\[0\]: its path \/:any overlaps MCP route routes\[1\]/],
     [[post, { method: 'GET', path: '/*', public: true }], /^gateway options: routes\[1\]: its path \/\* overlaps MCP route routes\[0\]/],
     [[{ ...post, path: '/v1/*' }, { method: 'GET', path: '/v1/mcp/x', scope: 'data:read' }], /^gateway options: routes\[1\]: its path \/v1\/mcp\/x overlaps/],
   ];
   for (const [routes, message] of cases) t.throws(() => resolveGatewayOptions({ ...base, routes }), { name: 'TypeError', message });
-  for (const other of [{ method: 'GET', path: '/mcp/x', scope: 'data:read' }, { method: 'GET', path: '/', public: true }, { method: 'GET', path: '/:a/b', public: true }]) {
+  const apart = [
+    { method: 'GET', path: '/mcp/x', scope: 'data:read' }, { method: 'GET', path: '/', public: true }, { method: 'GET', path: '/:a/b', public: true },
+  ];
+  for (const other of apart) {
     t.doesNotThrow(() => resolveGatewayOptions({ ...base, routes: [post, other] }), `${other.path} does not overlap /mcp`);
   }
 });
