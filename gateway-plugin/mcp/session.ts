@@ -5,7 +5,7 @@
  * carries one, the gateway hands out its own session id, a token
  *
  * ```text
- * s1.<agent id, base64url>.<upstream session id, base64url>.<issued at, ms base36>.<HMAC-SHA256, base64url>
+ * s1.<agent id, base64url>.<upstream session id, AES-256-GCM, base64url>.<issued at, ms base36>.<HMAC-SHA256, base64url>
  * ```
  *
  * MACed under a key derived (HKDF) from the gateway's MCP session secret
@@ -17,8 +17,8 @@
  * not cross replicas). A token cannot be forged, moved to another agent or
  * MCP route (or, on a pattern with `:param` or `*`, another request path),
  * or dated in the future (more than {@link MAX_CLOCK_SKEW_MS}). The token
- * carries the upstream's id in base64url (readable, not secret: upstream ids
- * must be unique and unguessable, docs/mcp.md#sessions). Each later request on the
+ * carries the upstream's id encrypted (AES-256-GCM, a third HKDF output, a
+ * random 12-byte IV): a token does not reveal it. Each later request on the
  * session is mapped back to the upstream's id, and refused unless the agent
  * its proof was verified for is the token's agent.
  *
@@ -36,7 +36,7 @@
  * token older than its route's `session_ttl_ms` is refused the same way.
  */
 
-import { createHash, createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import { ServiceError } from '../../src/errors.js';
 import { canonicalHeaderName } from '../headers.js';
 
@@ -55,6 +55,8 @@ export const MAX_CLOCK_SKEW_MS = 60_000;
 export const MIN_SESSION_SECRET_BYTES = 32;
 
 const PREFIX = 's1';
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
 const B64URL = /^[A-Za-z0-9_-]+$/;
 /** MCP: a session id is visible ASCII. */
 const SESSION_ID = /^[\x21-\x7e]{1,1024}$/;
@@ -81,6 +83,7 @@ function unb64(value: string): string | undefined {
 export class McpSessions {
   readonly #tokenKey: Buffer;
   readonly #answerKey: Buffer;
+  readonly #idKey: Buffer;
   readonly #ttlMs: number;
   /** Ended sessions: SHA-256 of the upstream id → when its last token expires. */
   readonly #ended = new Map<string, number>();
@@ -97,6 +100,7 @@ export class McpSessions {
     const derive = (use: string): Buffer => Buffer.from(hkdfSync('sha256', secret, 'agent-authz mcp session v2', `${use} route ${route}`, 32));
     this.#tokenKey = derive('token mac');
     this.#answerKey = derive('answer key');
+    this.#idKey = derive('upstream id aead');
     this.#ttlMs = ttlMs;
     this.#now = now;
     this.#bindPath = route.split('/').some((segment) => segment === '*' || segment.startsWith(':'));
@@ -112,8 +116,27 @@ export class McpSessions {
    */
   mint(agentId: string, upstreamId: string, path = ''): string | undefined {
     if (!SESSION_ID.test(upstreamId)) return undefined;
-    const body = `${PREFIX}.${b64(agentId)}.${b64(upstreamId)}.${this.#now().toString(36)}`;
+    const agent = b64(agentId);
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.#idKey, iv).setAAD(Buffer.from(agent));
+    const sealed = Buffer.concat([iv, cipher.update(upstreamId, 'utf8'), cipher.final(), cipher.getAuthTag()]);
+    const body = `${PREFIX}.${agent}.${b64(sealed)}.${this.#now().toString(36)}`;
     return `${body}.${this.#mac(body, path)}`;
+  }
+
+  /** The upstream id sealed in a token part, or `undefined`. */
+  #unseal(agent: string, part: string): string | undefined {
+    if (!B64URL.test(part)) return undefined;
+    const sealed = Buffer.from(part, 'base64url');
+    if (b64(sealed) !== part || sealed.length <= IV_BYTES + TAG_BYTES) return undefined;
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', this.#idKey, sealed.subarray(0, IV_BYTES)).setAAD(Buffer.from(agent));
+      decipher.setAuthTag(sealed.subarray(-TAG_BYTES));
+      const id = Buffer.concat([decipher.update(sealed.subarray(IV_BYTES, -TAG_BYTES)), decipher.final()]).toString('utf8');
+      return SESSION_ID.test(id) ? id : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /** The binding of `token` on `path`, or `undefined` when it is not one of ours, was altered, has ended, expired or is dated ahead. */
@@ -125,7 +148,7 @@ export class McpSessions {
     const given = Buffer.from(parts[4] ?? '');
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
     const agentId = unb64(parts[1] ?? '');
-    const upstreamId = unb64(parts[2] ?? '');
+    const upstreamId = this.#unseal(parts[1] ?? '', parts[2] ?? '');
     const issuedAt = /^[0-9a-z]{1,12}$/.test(parts[3] ?? '') ? parseInt(parts[3] ?? '', 36) : NaN;
     if (agentId === undefined || upstreamId === undefined || !Number.isSafeInteger(issuedAt)) return undefined;
     const now = this.#now();

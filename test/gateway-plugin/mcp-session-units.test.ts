@@ -21,6 +21,9 @@ t.test('a token opens to its agent and upstream id, on any gateway with the same
   t.equal(new McpSessions(KEY, '/other', 60_000).open(token), undefined, 'not on another MCP route');
   t.equal(new McpSessions(Buffer.from('another secret of at least 32 bytes'), '/mcp', 60_000).open(token), undefined, 'not under another secret');
   t.equal(a.mint('agent-1', 'bad id with spaces'), undefined, 'an upstream id that is not an MCP session id is not bound');
+  t.notOk(token.includes(Buffer.from('upstream-7').toString('base64url')), 'the token does not reveal the upstream id');
+  t.notOk(Buffer.from(token.split('.')[2] as string, 'base64url').includes('upstream-7'), 'not even decoded (it is encrypted)');
+  t.not(a.mint('agent-1', 'upstream-7'), a.mint('agent-1', 'upstream-7'), 'a fresh IV per token');
 });
 
 /** A token as one minted under `secret` would be: the old scheme keyed the MAC with HKDF(API key, route) and label 'route /mcp'. */
