@@ -8,12 +8,14 @@
  * the decision reason.
  *
  * Answers to the server's requests (sampling, elicitation, roots: JSON-RPC
- * responses the client POSTs) in a session the gateway bound to this agent
+ * responses the client POSTs) and notifications (`notifications/initialized`,
+ * `notifications/cancelled`, ...) in a session the gateway bound to this agent
  * carry a session proof instead (`X-Service-Session-Proof`, an HMAC of the
  * body under the session key the gateway handed out with the session id;
  * docs/mcp.md#answers-to-server-requests): no challenge, present or verify
  * per answer. Without a session key (a gateway before issue 31, forward-auth
- * mode) they get a full proof as before.
+ * mode), or when the gateway refuses the session proof (401 or 403: a
+ * notification that is not public there), they get a full proof.
  */
 
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -28,21 +30,22 @@ const SESSION_PROOF_HEADER = 'x-service-session-proof';
 /** Most session keys one transport remembers (a transport has one session at a time; re-initializing adds one). */
 const MAX_SESSION_KEYS = 16;
 
-/** True for the text of one JSON-RPC response (an answer to a server request). */
-function isAnswer(body: string): boolean {
+/** True for the text of one JSON-RPC response (an answer to a server request) or notification: the session proves them. */
+function isSessionProved(body: string): boolean {
   try {
     const msg = JSON.parse(body) as Record<string, unknown> | null;
-    return msg !== null && typeof msg === 'object' && !Array.isArray(msg) && msg.method === undefined && msg.id !== undefined
-      && (msg.result !== undefined || msg.error !== undefined);
+    if (msg === null || typeof msg !== 'object' || Array.isArray(msg)) return false;
+    if (typeof msg.method === 'string') return msg.id === undefined;
+    return msg.method === undefined && msg.id !== undefined && (msg.result !== undefined || msg.error !== undefined);
   } catch {
     return false;
   }
 }
 
 /**
- * The agent fetch, plus session proofs for answers: remembers the session key
- * the gateway hands out with a session id, and sends an answer in that
- * session with the HMAC of its body (falling back to a full proof on a 403).
+ * The agent fetch, plus session proofs for answers and notifications: remembers
+ * the session key the gateway hands out with a session id, and sends them in
+ * that session with the HMAC of the body (falling back to a full proof on a 401 or 403).
  */
 function sessionFetch(agentFetch: AgentFetch, send: typeof fetch): AgentFetch {
   const keys = new Map<string, string>();
@@ -51,10 +54,10 @@ function sessionFetch(agentFetch: AgentFetch, send: typeof fetch): AgentFetch {
     const session = headers.get(SESSION_HEADER);
     const key = session === null ? undefined : keys.get(session);
     const body = init?.body;
-    if (key !== undefined && init?.method === 'POST' && typeof body === 'string' && isAnswer(body)) {
+    if (key !== undefined && init?.method === 'POST' && typeof body === 'string' && isSessionProved(body)) {
       headers.set(SESSION_PROOF_HEADER, createHmac('sha256', Buffer.from(key, 'base64url')).update(body).digest('base64url'));
       const res = await send(input, { ...init, headers });
-      if (res.status !== 403) return res;
+      if (res.status !== 403 && res.status !== 401) return res;
       await res.body?.cancel();
     }
     const res = await agentFetch(input, init);

@@ -14,7 +14,10 @@
  * - `Content-Length` / `Content-Type` when no body is forwarded (GET, HEAD);
  * - the method and URL override headers of override.ts (`X-HTTP-Method-Override`,
  *   `X-HTTP-Method`, `X-Method-Override`, `X-Original-URL`, `X-Rewrite-URL`),
- *   in every spelling (only reached with `overrideHeaders: 'strip'`).
+ *   in every spelling (only reached with `overrideHeaders: 'strip'`);
+ * - `Mcp-Session-Id` in every spelling: the client's is a session token of the
+ *   gateway, and the gateway sets the upstream's own id itself on MCP routes
+ *   (mcp/session.ts); no other route passes one.
  *
  * Set by the gateway:
  * - `X-Service-Decision`: `allow` (verified) or `public` (public route);
@@ -65,6 +68,8 @@ export const DECISION_HEADERS = {
 const HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'te', 'trailer',
   'transfer-encoding', 'upgrade', 'expect', 'http2-settings'];
 const FORWARDING = ['forwarded', 'x-real-ip', 'x-forwarded-for', 'x-forwarded-host'];
+/** Set by the gateway on MCP routes only (mcp/session.ts); the client's copy is never forwarded. */
+const MCP_SESSION = 'mcp-session-id';
 const FORWARDING_TRUSTED_ONLY = ['x-forwarded-proto', 'x-forwarded-port'];
 /** Names whose underscore spelling is dropped (on top of the lists above, `x-forwarded-*` and the tenant header). */
 const UNDERSCORE_DROPPED = ['host', 'content-length', 'content-type'];
@@ -115,7 +120,7 @@ export function upstreamRequestHeaders(prepared: Headers, decision: ForwardDecis
     // Every check runs on the CGI reading of the name, so `X_Service_Decision` is stripped like `X-Service-Decision`.
     const name = canonicalHeaderName(rawName);
     if (value === undefined || name.startsWith('x-service-') || HOP_BY_HOP.includes(name) || named.includes(name)) continue;
-    if (FORWARDING.includes(name) || name === DECISION_HEADERS.requestId || overrideHeaderName(name) !== undefined) continue;
+    if (FORWARDING.includes(name) || name === DECISION_HEADERS.requestId || name === MCP_SESSION || overrideHeaderName(name) !== undefined) continue;
     if (name !== lower) {
       // An underscore spelling of a header the gateway sets or vets is never passed on, even from a trusted proxy.
       if (name.startsWith('x-forwarded-') || FORWARDING_TRUSTED_ONLY.includes(name) || name === facts.tenantHeader ||

@@ -16,6 +16,7 @@ import { createGatewayMetrics, isGatewayMetrics } from './metrics.js';
 import type { GatewayMetrics } from './metrics.js';
 import { at, checkHttpUrl, checkInt, checkJsonPointer, checkObject, checkString, fail } from './validate.js';
 import type { OverrideHeaderPolicy } from './override.js';
+import { checkSessionSecret } from './mcp/config.js';
 
 /**
  * Default deadline of a verify call (ms); the spec's sample value.
@@ -143,6 +144,11 @@ export interface GatewayOptions {
    * `payments:*`, `data:write`, `data:delete`, `execute:code`, `admin:manage` (shadow.ts).
    */
   shadowSensitiveScopes?: string[];
+  /**
+   * The secret MCP session tokens and session keys are derived from (at least 32 bytes; docs/mcp.md#sessions).
+   * Only the gateway holds it: never the sidecar API key. Default: random per process (sessions end with it).
+   */
+  mcpSessionSecret?: string;
 }
 
 /** Resolved context rules. */
@@ -172,6 +178,8 @@ export interface ResolvedDecisionOptions {
 export interface ResolvedGatewayOptions extends ResolvedDecisionOptions {
   readonly upstream: string;
   readonly upstreamTimeoutMs: number;
+  /** The configured MCP session secret; `undefined`: a random one per process. */
+  readonly mcpSessionSecret: Buffer | undefined;
 }
 
 /** Option keys every mode shares. */
@@ -179,7 +187,7 @@ export const DECISION_OPTION_KEYS = ['sidecarUrl', 'apiKey', 'routes', 'verifyTi
   'bodyLimit', 'trustedProxies', 'context', 'metrics', 'sidecarConnections', 'shadowSensitiveScopes'] as const;
 const OPTION_KEYS = [
   'upstream', 'sidecarUrl', 'apiKey', 'routes', 'verifyTimeoutMs', 'challengeTimeoutMs', 'upstreamTimeoutMs', 'bodyLimit', 'trustedProxies',
-  'context', 'metrics', 'sidecarConnections', 'overrideHeaders', 'shadowSensitiveScopes',
+  'context', 'metrics', 'sidecarConnections', 'overrideHeaders', 'shadowSensitiveScopes', 'mcpSessionSecret',
 ] as const;
 
 /** Validates an API key value (visible ASCII, as it goes into a header). */
@@ -242,10 +250,14 @@ export function resolveGatewayOptions(raw: unknown, label: string = OPTIONS_LABE
   const o = checkObject(raw, label, OPTION_KEYS);
   if (o.upstream === undefined) fail(at(label, 'upstream'), 'is required');
   const upstream = checkHttpUrl(o.upstream, at(label, 'upstream'), true).origin;
+  const decision = resolveDecisionOptions(o, label);
   return {
     upstream,
-    ...resolveDecisionOptions(o, label),
+    ...decision,
     upstreamTimeoutMs: checkInt(o.upstreamTimeoutMs, at(label, 'upstreamTimeoutMs'), 1, 3_600_000, DEFAULT_UPSTREAM_TIMEOUT_MS),
     overrideHeaders: checkOverridePolicy(o.overrideHeaders, at(label, 'overrideHeaders')),
+    mcpSessionSecret: o.mcpSessionSecret === undefined
+      ? undefined
+      : checkSessionSecret(o.mcpSessionSecret, at(label, 'mcpSessionSecret'), decision.apiKey),
   };
 }

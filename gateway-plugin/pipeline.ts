@@ -27,8 +27,9 @@
  *    route carrying `Mcp-Session-Id` must carry a session token of this
  *    gateway (404 `mcp_session_not_found`, before any proof is read), and its
  *    proof must be the token's agent's (403 `mcp_session_forbidden`); an
- *    answer to a server request may prove the session instead, with
- *    `X-Service-Session-Proof` (no verify).
+ *    answer to a server request, or a public method on the session, may
+ *    prove the session instead, with `X-Service-Session-Proof` (no verify);
+ *    on a session a public method needs one of the two.
  */
 
 import type { IncomingHttpHeaders } from 'node:http';
@@ -48,7 +49,7 @@ import { decodeProofJson, readProofHeader } from './proof.js';
 import { refuseOverrideHeaders } from './override.js';
 import type { OverrideHeaderPolicy } from './override.js';
 import type { RouteMatch, RouteTable } from './routes.js';
-import { MCP_SESSION_HEADER, SESSION_PROOF_HEADER } from './mcp/session.js';
+import { SESSION_PROOF_HEADER, sessionHeaderOf } from './mcp/session.js';
 import type { McpSessions, SessionBinding } from './mcp/session.js';
 import type { SidecarClient } from './verify-client.js';
 import { refusalReason } from './refusal.js';
@@ -151,11 +152,10 @@ export class DecisionPipeline {
   }
 
   /** The session a request on an MCP route names; 404 `mcp_session_not_found` for a token this gateway cannot open. */
-  #session(req: PipelineRequest, sessions: McpSessions | undefined): SessionBinding | undefined {
-    if (sessions === undefined) return undefined;
-    const value = req.headers[MCP_SESSION_HEADER];
-    if (value === undefined) return undefined;
-    const binding = typeof value === 'string' ? sessions.open(value) : undefined;
+  #session(req: PipelineRequest, sessions: McpSessions | undefined, path: string): SessionBinding | undefined {
+    const value = sessionHeaderOf(req.rawHeaders);
+    if (sessions === undefined || value === undefined) return undefined;
+    const binding = sessions.open(value, path);
     if (binding === undefined) throw new ServiceError('mcp_session_not_found');
     return binding;
   }
@@ -175,13 +175,14 @@ export class DecisionPipeline {
       const mcp: McpFacts = { parsed: false, id: null, tool: undefined };
       // Refused in stage 2, once the refusal can take the JSON-RPC shape.
       try {
-        return { target, route, bundleJson: undefined, mcp, session: this.#session(req, sessions), sessions, sessionError: undefined };
+        const session = this.#session(req, sessions, target.path);
+        return { target, route, bundleJson: undefined, mcp, session, sessions, sessionError: undefined };
       } catch (err) {
         if (!(err instanceof ServiceError)) throw err;
         return { target, route, bundleJson: undefined, mcp, session: undefined, sessions, sessionError: err };
       }
     }
-    const session = route.mcp === undefined ? undefined : this.#session(req, sessions);
+    const session = route.mcp === undefined ? undefined : this.#session(req, sessions, target.path);
     const base = { target, route, mcp: undefined, session, sessions, sessionError: undefined };
     if (route.scope === undefined) return { ...base, bundleJson: undefined };
     if (route.mode !== 'shadow') return { ...base, bundleJson: await this.#readProof(req, route.scope) };
@@ -269,16 +270,18 @@ export class DecisionPipeline {
         ...query,
       };
     } else if (message.method !== undefined && isPublicMethod(mcp, message.method)) {
-      return { kind: 'public', ...peer };
+      // On a session, a public method is its agent's too (no other agent may cancel its calls): the session proof, or a proof below.
+      if (admission.session === undefined) return { kind: 'public', ...peer };
+      if (req.headers[SESSION_PROOF_HEADER] !== undefined) return this.#sessionProved(req, admission, body, peer);
     } else if (message.kind === 'response' && req.headers[SESSION_PROOF_HEADER] !== undefined) {
-      return this.#sessionAnswer(req, admission, body, peer);
+      return this.#sessionProved(req, admission, body, peer);
     }
     const bundleJson = await this.#readProof(req, scope, route.mode !== 'shadow');
     return this.#verify(bundleJson, scope, { ...context, body_sha256: sha256Hex(body) }, req.id, peer);
   }
 
-  /** An answer proved by the session key handed to the session's agent: allowed as that agent, without verify. */
-  #sessionAnswer(req: PipelineRequest, admission: Admission, body: Buffer, peer: Peer): GatewayVerdict {
+  /** An answer or public method proved by the session key handed to the session's agent: allowed as that agent, without verify. */
+  #sessionProved(req: PipelineRequest, admission: Admission, body: Buffer, peer: Peer): GatewayVerdict {
     const { session, sessions, route } = admission;
     const proof = req.headers[SESSION_PROOF_HEADER];
     if (session === undefined || sessions === undefined || route.scope === undefined) {

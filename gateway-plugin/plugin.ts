@@ -37,9 +37,10 @@ import { installServerAnswers } from './framework-errors.js';
 import { McpAnswerTooLarge, readLimitedBody } from './mcp/body.js';
 import { McpSessions, SESSION_PROOF_HEADER } from './mcp/session.js';
 import { forwardBody, isEventStream } from './mcp/stream.js';
-import { answerServer, rewriteSessionHeaders } from './mcp/proxy.js';
+import { answerServer, rewriteSessionHeaders, stripSessionHeaders } from './mcp/proxy.js';
 import type { RouteMatch } from './routes.js';
 import type { Readable } from 'node:stream';
+import { randomBytes } from 'node:crypto';
 
 interface RequestState {
   facts?: PipelineRequest;
@@ -77,11 +78,16 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
   fastify.addHook('onClose', async () => sidecar.close());
   installServerAnswers(fastify.server, metrics);
   const sessionsByRoute = new Map<number, McpSessions>();
+  const sessionSecret = opts.mcpSessionSecret ?? randomBytes(32);
+  if (opts.mcpSessionSecret === undefined && rawOptions.routes.some((r) => r.mcp !== undefined)) {
+    fastify.log.warn('gateway: no MCP session secret configured (mcpSessionSecret / mcp_session_secret_env): a random one is used, '
+      + 'so MCP sessions end on restart and do not work across replicas (docs/mcp.md#sessions)');
+  }
   const sessionsFor = (route: RouteMatch): McpSessions | undefined => {
     if (route.mcp === undefined) return undefined;
     let sessions = sessionsByRoute.get(route.index);
     if (sessions === undefined) {
-      sessions = new McpSessions(opts.apiKey, route.pattern, route.mcp.sessionTtlMs);
+      sessions = new McpSessions(sessionSecret, route.pattern, route.mcp.sessionTtlMs);
       sessionsByRoute.set(route.index, sessions);
     }
     return sessions;
@@ -124,7 +130,7 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     const { session, sessions } = admission ?? {};
     const overflow = session === undefined || sessions === undefined || typeof proof !== 'string'
       ? undefined
-      : { key: sessions.answerKey(session.token), proof };
+      : { key: sessions.answerKey(session.token), proof, maxBytes: admission?.route.mcp?.answerOverflowBytes };
     readLimitedBody(payload, request.headers['content-length'], limit, overflow, done);
   }
 
@@ -132,6 +138,7 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
   function onUpstreamResponse(request: FastifyRequest, reply: FastifyReply, res: { statusCode: number; stream: Readable }): void {
     const { admission, decision } = stateOf(request);
     if (admission?.sessions !== undefined) rewriteSessionHeaders(request.method, admission, decision, reply, res.statusCode);
+    else stripSessionHeaders(reply);
     const sse = isEventStream(reply.getHeader('content-type'));
     const idleMs = sse ? admission?.route.mcp?.streamIdleMs ?? opts.upstreamTimeoutMs : opts.upstreamTimeoutMs;
     const onIdle = (): void => request.log.info({ idle_ms: idleMs, sse }, 'gateway: upstream idle');

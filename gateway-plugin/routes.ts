@@ -201,5 +201,26 @@ export function compileRoutes(value: unknown, path: string, defaults: RouteDefau
       }
     }
   }
+  for (const mcp of compiled) {
+    if (mcp.mcp === undefined) continue;
+    for (const other of compiled) {
+      if (other.mcp !== undefined || !pathsOverlap(mcp.segments, other.segments)) continue;
+      const name = item(path, mcp.index).replace(/^.*?: /, '');
+      fail(item(path, other.index), `its path ${other.pattern} overlaps MCP route ${name} (${mcp.pattern}): requests to an MCP endpoint `
+        + 'must all go through its MCP route (list every method there), or they would skip its session binding');
+    }
+  }
   return new RouteTable(compiled);
+}
+
+/** True when some request path matches both patterns (literals compared in their fully folded reading). */
+function pathsOverlap(a: readonly Segment[], b: readonly Segment[]): boolean {
+  for (let i = 0; ; i += 1) {
+    const x = a[i];
+    const y = b[i];
+    if (x === undefined || y === undefined) return x === y;
+    if (x.kind === 2 || y.kind === 2) return true;
+    if (x.kind === 0 && y.kind === 0 && x.loose !== y.loose) return false;
+    if ((x.kind === 0 && x.text === '' && y.kind === 1) || (y.kind === 0 && y.text === '' && x.kind === 1)) return false;
+  }
 }

@@ -54,6 +54,7 @@ export const GATEWAY_ERRORS = {
     message: 'No such MCP session (it ended, expired, or was not opened through this gateway); initialize a new one.',
   },
   mcp_session_forbidden: { status: 403, message: 'This MCP session belongs to another agent.' },
+  mcp_session_header_invalid: { status: 400, message: 'Send at most one Mcp-Session-Id header, spelled with dashes.' },
 } as const satisfies Record<string, ErrorSpec>;
 
 /**

@@ -4,7 +4,11 @@
  * the client) in a session bound to its agent, with a session proof.
  *
  * Over the limit, such an answer is not forwarded, but the gateway keeps
- * reading it (up to {@link MAX_OVERFLOW_BYTES}) without storing it: it keeps
+ * reading it without storing it, only when its session proof is well formed
+ * (43 base64url characters), up to the route's `answer_overflow_bytes`
+ * (default {@link OVERFLOW_FACTOR} × the limit, at most
+ * {@link MAX_OVERFLOW_BYTES}), and at most {@link MAX_OVERFLOW_READS} such
+ * reads at a time per gateway process: it keeps
  * its first and last bytes, to find the id of the server's request it
  * answers (message.ts `answerIdOf`), and MACs it, to check the session proof.
  * When both succeed the refusal is a {@link McpAnswerTooLarge}: the plugin
@@ -20,9 +24,16 @@ import { ServiceError } from '../../src/errors.js';
 import { answerIdOf } from './message.js';
 import type { JsonRpcId } from './message.js';
 
-/** Largest answer read past the limit to answer the server (64 MiB); beyond, plain 413. */
+/** Largest answer ever read past the limit to answer the server (64 MiB); beyond, plain 413. */
 export const MAX_OVERFLOW_BYTES = 64 * 1024 * 1024;
+/** Default read cap past the limit: this many times the limit (`mcp.answer_overflow_bytes` sets it). */
+export const OVERFLOW_FACTOR = 4;
+/** Most over-limit answers read at once per gateway process; more are plain 413. */
+export const MAX_OVERFLOW_READS = 8;
 const EDGE = 1024;
+/** A session proof: base64url of an HMAC-SHA256. */
+const PROOF = /^[A-Za-z0-9_-]{43}$/;
+let overflowReads = 0;
 
 /** How to read past the limit: the session key of the answer's session and the proof it must match. */
 export interface OverflowCheck {
@@ -30,6 +41,8 @@ export interface OverflowCheck {
   readonly key: string;
   /** The `X-Service-Session-Proof` the client sent. */
   readonly proof: string;
+  /** Largest answer read (default {@link OVERFLOW_FACTOR} × the limit); never more than {@link MAX_OVERFLOW_BYTES}. */
+  readonly maxBytes?: number | undefined;
 }
 
 /** 413 for an MCP answer over the limit whose request id and session proof were read: the server gets an error for it. */
@@ -55,24 +68,31 @@ function invalidLength(): ServiceError {
  * with 413 (see the file header for `overflow`).
  */
 export function readLimitedBody(
-  payload: Readable, contentLength: string | undefined, limit: number, overflow: OverflowCheck | undefined,
+  payload: Readable, contentLength: string | undefined, limit: number, check: OverflowCheck | undefined,
   done: (err: Error | null, body?: Buffer) => void,
 ): void {
+  const overflow = check !== undefined && PROOF.test(check.proof) ? check : undefined;
+  const cap = Math.min(overflow?.maxBytes ?? OVERFLOW_FACTOR * limit, MAX_OVERFLOW_BYTES);
   const declared = contentLength === undefined ? NaN : Number(contentLength);
-  if (declared > limit && (overflow === undefined || declared > MAX_OVERFLOW_BYTES)) {
+  if (declared > limit && (overflow === undefined || declared > cap || overflowReads >= MAX_OVERFLOW_READS)) {
     done(new ServiceError('body_too_large'));
     return;
   }
   const chunks: Buffer[] = [];
   let received = 0;
-  let head: Buffer | undefined;
+  let head = Buffer.alloc(0);
   let tail = Buffer.alloc(0);
   let mac: ReturnType<typeof createHmac> | undefined;
-  const stop = (err: Error): void => {
+  let finished = false;
+  const finish = (err: Error | null, body?: Buffer): void => {
     payload.removeListener('data', onData);
     payload.removeListener('end', onEnd);
     payload.removeListener('error', onError);
-    done(err);
+    payload.removeListener('close', onClose);
+    if (finished) return;
+    finished = true;
+    if (mac !== undefined) overflowReads -= 1;
+    done(err, body);
   };
   function onData(chunk: Buffer | string): void {
     const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
@@ -81,11 +101,12 @@ export function readLimitedBody(
       chunks.push(buf);
       return;
     }
-    if (overflow === undefined || received > MAX_OVERFLOW_BYTES) {
-      stop(new ServiceError('body_too_large'));
+    if (overflow === undefined || received > cap || (mac === undefined && overflowReads >= MAX_OVERFLOW_READS)) {
+      finish(new ServiceError('body_too_large'));
       return;
     }
     if (mac === undefined) {
+      overflowReads += 1;
       const start = Buffer.concat(chunks);
       chunks.length = 0;
       head = start.subarray(0, EDGE);
@@ -93,29 +114,39 @@ export function readLimitedBody(
       tail = start.subarray(-EDGE);
     }
     mac.update(buf);
+    // With a limit under EDGE bytes the head is still filling.
+    if (head.length < EDGE) head = Buffer.concat([head, buf]).subarray(0, EDGE);
     tail = Buffer.concat([tail, buf]).subarray(-EDGE);
   }
   function onEnd(): void {
-    payload.removeListener('data', onData);
-    payload.removeListener('error', onError);
     if (!Number.isNaN(declared) && received !== declared) {
-      done(invalidLength());
+      finish(invalidLength());
       return;
     }
     if (mac === undefined) {
-      done(null, Buffer.concat(chunks, received));
+      finish(null, Buffer.concat(chunks, received));
       return;
     }
-    done(overflowRefusal(mac.digest('base64url'), overflow?.proof ?? '', head ?? tail, tail, limit));
+    finish(overflowRefusal(mac.digest('base64url'), overflow?.proof ?? '', head, tail, limit));
   }
   function onError(err: Error & { statusCode?: number }): void {
     if (!(typeof err.statusCode === 'number' && err.statusCode >= 400)) err.statusCode = 400;
-    stop(err);
+    finish(err);
   }
   payload.on('data', onData);
   payload.on('end', onEnd);
   payload.on('error', onError);
+  // A client that goes away mid-body frees its overflow read.
+  function onClose(): void {
+    finish(new ServiceError('body_too_large'));
+  }
+  payload.on('close', onClose);
   payload.resume();
+}
+
+/** Over-limit answers being read now (for tests and metrics). */
+export function overflowReadsInProgress(): number {
+  return overflowReads;
 }
 
 function overflowRefusal(digest: string, proof: string, head: Buffer, tail: Buffer, limit: number): ServiceError {

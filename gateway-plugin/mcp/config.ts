@@ -11,6 +11,7 @@
  *     body_limit_bytes: 4194304          # optional: largest message (default: the gateway's body limit)
  *     stream_idle_timeout_ms: 300000     # optional: an SSE stream with no bytes for this long is ended
  *     session_ttl_ms: 86400000           # optional: lifetime of a session bound to its agent
+ *     answer_overflow_bytes: 4194304     # optional: largest answer read past the limit (default 4 × the limit)
  *     tools:
  *       get_weather: data:read                      # shorthand: the scope
  *       send_payment:
@@ -23,7 +24,8 @@
  * of the route table. docs/mcp.md documents the semantics.
  */
 
-import { at, checkInt, checkJsonPointer, checkObject, checkScope, fail, isPlainObject, item } from '../validate.js';
+import { at, checkInt, checkJsonPointer, checkObject, checkScope, checkString, fail, isPlainObject, item } from '../validate.js';
+import { MIN_SESSION_SECRET_BYTES } from './session.js';
 
 /**
  * One tool of an MCP route, as written in options or the config file.
@@ -72,6 +74,11 @@ export interface McpRouteOptions {
   stream_idle_timeout_ms?: number;
   /** Lifetime of a session token from `initialize` (default {@link DEFAULT_SESSION_TTL_MS}). */
   session_ttl_ms?: number;
+  /**
+   * Largest session-proved answer read past the body limit to answer the server with an error
+   * (default 4 × the body limit, at most 64 MiB; mcp/body.ts). Beyond, plain 413.
+   */
+  answer_overflow_bytes?: number;
 }
 
 /** A compiled tool. */
@@ -96,6 +103,8 @@ export interface McpRoute {
   readonly streamIdleMs: number;
   /** Lifetime of a session token in ms. */
   readonly sessionTtlMs: number;
+  /** Largest answer read past the body limit; `undefined`: 4 × the limit. */
+  readonly answerOverflowBytes: number | undefined;
 }
 
 /** Default `stream_idle_timeout_ms`: 5 minutes (the SDK client re-opens an ended GET stream with `Last-Event-ID`). */
@@ -127,7 +136,7 @@ function compileTool(name: string, value: unknown, path: string): McpTool {
 
 /** Validates and compiles the `mcp` member of a route entry. Throws a path-named `TypeError`. */
 export function compileMcp(value: unknown, path: string): McpRoute {
-  const mcp = checkObject(value, path, ['tools', 'public', 'body_limit_bytes', 'stream_idle_timeout_ms', 'session_ttl_ms']);
+  const mcp = checkObject(value, path, ['tools', 'public', 'body_limit_bytes', 'stream_idle_timeout_ms', 'session_ttl_ms', 'answer_overflow_bytes']);
   const toolsPath = at(path, 'tools');
   if (!isPlainObject(mcp.tools) || Object.keys(mcp.tools).length === 0) fail(toolsPath, 'must map at least one tool name to a scope');
   const tools = new Map<string, McpTool>();
@@ -154,10 +163,27 @@ export function compileMcp(value: unknown, path: string): McpRoute {
     bodyLimit: limit,
     streamIdleMs: checkInt(mcp.stream_idle_timeout_ms, at(path, 'stream_idle_timeout_ms'), 1, 86_400_000, DEFAULT_STREAM_IDLE_TIMEOUT_MS),
     sessionTtlMs: checkInt(mcp.session_ttl_ms, at(path, 'session_ttl_ms'), 1_000, 2_592_000_000, DEFAULT_SESSION_TTL_MS),
+    answerOverflowBytes: mcp.answer_overflow_bytes === undefined
+      ? undefined
+      : checkInt(mcp.answer_overflow_bytes, at(path, 'answer_overflow_bytes'), 0, 67_108_864, 0),
   };
 }
 
 /** True when JSON-RPC `method` passes without a proof on this route. */
 export function isPublicMethod(mcp: McpRoute, method: string): boolean {
   return mcp.publicMethods.has(method) || (mcp.publicNotifications && method.startsWith('notifications/'));
+}
+
+/**
+ * Validates the gateway's MCP session secret (`mcpSessionSecret`): at least
+ * {@link MIN_SESSION_SECRET_BYTES} bytes (UTF-8), at most 4096, and never the
+ * sidecar API key (its agents hold that). Throws a path-named `TypeError`.
+ */
+export function checkSessionSecret(value: unknown, path: string, apiKey: string): Buffer {
+  const secret = Buffer.from(checkString(value, path), 'utf8');
+  if (secret.length < MIN_SESSION_SECRET_BYTES || secret.length > 4096) {
+    fail(path, `must be ${MIN_SESSION_SECRET_BYTES} to 4096 bytes (for example: openssl rand -base64 48)`);
+  }
+  if (secret.equals(Buffer.from(apiKey, 'utf8'))) fail(path, 'must not be the sidecar API key (the agents of its connection hold it)');
+  return secret;
 }

@@ -5,30 +5,40 @@
  * carries one, the gateway hands out its own session id, a token
  *
  * ```text
- * s1.<agent id, base64url>.<upstream session id, base64url>.<issued at, ms base36>.<HMAC-SHA256, base64url>
+ * s1.<agent id, base64url>.<upstream session id, AES-256-GCM, base64url>.<issued at, ms base36>.<HMAC-SHA256, base64url>
  * ```
  *
- * MACed under a key derived (HKDF) from the gateway's sidecar API key and the
- * route's path pattern, so every replica of the gateway (same API key) reads
- * it without shared state, a gateway restart keeps it, and it cannot be
- * forged or moved to another agent or MCP route. Each later request on the
+ * MACed under a key derived (HKDF) from the gateway's MCP session secret
+ * (`mcpSessionSecret`, config `mcp_session_secret_env`: a secret only the
+ * gateway holds, never the sidecar API key its agents share) and the route's
+ * path pattern. Every replica configured with the same secret reads it
+ * without shared state and a restart keeps it; without a configured secret
+ * each process draws a random one (sessions then end with the process and do
+ * not cross replicas). A token cannot be forged, moved to another agent or
+ * MCP route (or, on a pattern with `:param` or `*`, another request path),
+ * or dated in the future (more than {@link MAX_CLOCK_SKEW_MS}). The token
+ * carries the upstream's id encrypted (AES-256-GCM, a third HKDF output, a
+ * random 12-byte IV): a token does not reveal it. Each later request on the
  * session is mapped back to the upstream's id, and refused unless the agent
  * its proof was verified for is the token's agent.
  *
  * With the token, the client gets `X-Service-Session-Key` (once, on the
- * answer that opened the session): HMAC(key, "answer" + token). Answers to
+ * answer that opened the session): HMAC(answer key, token), the answer key
+ * an HKDF output separate from the token MAC's. Answers to
  * the server's requests (JSON-RPC responses) may then carry
  * `X-Service-Session-Proof: base64url(HMAC-SHA256(session key, body))`
  * instead of a full proof: no challenge, present or verify per answer, and
  * only the agent that received the session key can compute it.
  *
  * A session ends on a DELETE the upstream accepted, or the upstream's 404 for
- * it; the gateway then remembers the token as ended (bounded by count and by
+ * it; the gateway then remembers its upstream id as ended (bounded by count and by
  * the token's lifetime) and refuses it with 404 `mcp_session_not_found`. A
  * token older than its route's `session_ttl_ms` is refused the same way.
  */
 
-import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import { ServiceError } from '../../src/errors.js';
+import { canonicalHeaderName } from '../headers.js';
 
 /** The answer header that hands the session key to the agent that opened the session. */
 export const SESSION_KEY_HEADER = 'x-service-session-key';
@@ -39,7 +49,14 @@ export const MCP_SESSION_HEADER = 'mcp-session-id';
 /** Most ended sessions remembered per gateway (oldest forgotten first; the upstream's 404 covers the rest). */
 export const MAX_ENDED_SESSIONS = 100_000;
 
+/** How far in the future a token's issue time may be (clocks of replicas differ a little). */
+export const MAX_CLOCK_SKEW_MS = 60_000;
+/** Fewest bytes of a configured session secret. */
+export const MIN_SESSION_SECRET_BYTES = 32;
+
 const PREFIX = 's1';
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
 const B64URL = /^[A-Za-z0-9_-]+$/;
 /** MCP: a session id is visible ASCII. */
 const SESSION_ID = /^[\x21-\x7e]{1,1024}$/;
@@ -62,50 +79,86 @@ function unb64(value: string): string | undefined {
   return b64(text) === value ? text : undefined;
 }
 
-/** The session binding of one MCP route (one key, one set of ended sessions). */
+/** The session binding of one MCP route (its keys, its set of ended sessions). */
 export class McpSessions {
-  readonly #key: Buffer;
+  readonly #tokenKey: Buffer;
+  readonly #answerKey: Buffer;
+  readonly #idKey: Buffer;
   readonly #ttlMs: number;
+  /** Ended sessions: SHA-256 of the upstream id → when its last token expires. */
   readonly #ended = new Map<string, number>();
   readonly #now: () => number;
+  /** The route's pattern has `:param` or `*`: a token is good on the concrete path it was issued on only. */
+  readonly #bindPath: boolean;
 
-  /** `secret`: the gateway's API key; `route`: the route's path pattern; `ttlMs`: a token's lifetime. */
-  constructor(secret: string, route: string, ttlMs: number, now: () => number = Date.now) {
-    this.#key = Buffer.from(hkdfSync('sha256', secret, 'agent-authz mcp session', `route ${route}`, 32));
+  /**
+   * `secret`: the gateway's MCP session secret (at least {@link MIN_SESSION_SECRET_BYTES} bytes; never the API key);
+   * `route`: the route's path pattern; `ttlMs`: a token's lifetime.
+   */
+  constructor(secret: Uint8Array, route: string, ttlMs: number, now: () => number = Date.now) {
+    if (secret.length < MIN_SESSION_SECRET_BYTES) throw new TypeError(`McpSessions: secret must be at least ${MIN_SESSION_SECRET_BYTES} bytes`);
+    const derive = (use: string): Buffer => Buffer.from(hkdfSync('sha256', secret, 'agent-authz mcp session v2', `${use} route ${route}`, 32));
+    this.#tokenKey = derive('token mac');
+    this.#answerKey = derive('answer key');
+    this.#idKey = derive('upstream id aead');
     this.#ttlMs = ttlMs;
     this.#now = now;
+    this.#bindPath = route.split('/').some((segment) => segment === '*' || segment.startsWith(':'));
   }
 
-  #mac(text: string): string {
-    return createHmac('sha256', this.#key).update(text).digest('base64url');
+  #mac(text: string, path: string): string {
+    return createHmac('sha256', this.#tokenKey).update(this.#bindPath ? `${text}\n${path}` : text).digest('base64url');
   }
 
-  /** A token binding the upstream's session id to `agentId`; `undefined` when the upstream's id is not an MCP session id. */
-  mint(agentId: string, upstreamId: string): string | undefined {
+  /**
+   * A token binding the upstream's session id to `agentId` (and, on a route pattern with `:param` or `*`, to the
+   * normalized request `path`); `undefined` when the upstream's id is not an MCP session id.
+   */
+  mint(agentId: string, upstreamId: string, path = ''): string | undefined {
     if (!SESSION_ID.test(upstreamId)) return undefined;
-    const body = `${PREFIX}.${b64(agentId)}.${b64(upstreamId)}.${this.#now().toString(36)}`;
-    return `${body}.${this.#mac(body)}`;
+    const agent = b64(agentId);
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.#idKey, iv).setAAD(Buffer.from(agent));
+    const sealed = Buffer.concat([iv, cipher.update(upstreamId, 'utf8'), cipher.final(), cipher.getAuthTag()]);
+    const body = `${PREFIX}.${agent}.${b64(sealed)}.${this.#now().toString(36)}`;
+    return `${body}.${this.#mac(body, path)}`;
   }
 
-  /** The binding of `token`, or `undefined` when it is not one of ours, was altered, has ended or expired. */
-  open(token: string): SessionBinding | undefined {
+  /** The upstream id sealed in a token part, or `undefined`. */
+  #unseal(agent: string, part: string): string | undefined {
+    if (!B64URL.test(part)) return undefined;
+    const sealed = Buffer.from(part, 'base64url');
+    if (b64(sealed) !== part || sealed.length <= IV_BYTES + TAG_BYTES) return undefined;
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', this.#idKey, sealed.subarray(0, IV_BYTES)).setAAD(Buffer.from(agent));
+      decipher.setAuthTag(sealed.subarray(-TAG_BYTES));
+      const id = Buffer.concat([decipher.update(sealed.subarray(IV_BYTES, -TAG_BYTES)), decipher.final()]).toString('utf8');
+      return SESSION_ID.test(id) ? id : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The binding of `token` on `path`, or `undefined` when it is not one of ours, was altered, has ended, expired or is dated ahead. */
+  open(token: string, path = ''): SessionBinding | undefined {
     const parts = token.split('.');
     if (parts.length !== 5 || parts[0] !== PREFIX) return undefined;
     const body = parts.slice(0, 4).join('.');
-    const expected = Buffer.from(this.#mac(body));
+    const expected = Buffer.from(this.#mac(body, path));
     const given = Buffer.from(parts[4] ?? '');
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return undefined;
     const agentId = unb64(parts[1] ?? '');
-    const upstreamId = unb64(parts[2] ?? '');
-    const issuedAt = parseInt(parts[3] ?? '', 36);
+    const upstreamId = this.#unseal(parts[1] ?? '', parts[2] ?? '');
+    const issuedAt = /^[0-9a-z]{1,12}$/.test(parts[3] ?? '') ? parseInt(parts[3] ?? '', 36) : NaN;
     if (agentId === undefined || upstreamId === undefined || !Number.isSafeInteger(issuedAt)) return undefined;
-    if (this.#now() - issuedAt > this.#ttlMs || this.#ended.has(token)) return undefined;
+    const now = this.#now();
+    if (now - issuedAt > this.#ttlMs || issuedAt - now > MAX_CLOCK_SKEW_MS || this.#ended.has(endedKey(upstreamId))) return undefined;
     return { token, agentId, upstreamId, issuedAt };
   }
 
   /** The session key handed to the agent with `token`. */
   answerKey(token: string): string {
-    return this.#mac(`answer ${token}`);
+    return createHmac('sha256', this.#answerKey).update(token).digest('base64url');
   }
 
   /** True when `proof` is the session proof of `body` under the token's session key. */
@@ -116,15 +169,36 @@ export class McpSessions {
     return given.length === expected.length && timingSafeEqual(given, expected);
   }
 
-  /** Ends the session of `token`: it is refused from now on (until it would have expired anyway). */
+  /** Ends the session: every token of its upstream id is refused from now on (until the last could have expired). */
   end(binding: SessionBinding): void {
     const now = this.#now();
-    for (const [token, expires] of this.#ended) {
+    for (const [key, expires] of this.#ended) {
       if (this.#ended.size < MAX_ENDED_SESSIONS && expires > now) break;
-      this.#ended.delete(token);
+      this.#ended.delete(key);
     }
-    this.#ended.set(binding.token, binding.issuedAt + this.#ttlMs);
+    const key = endedKey(binding.upstreamId);
+    this.#ended.delete(key);
+    this.#ended.set(key, now + MAX_CLOCK_SKEW_MS + this.#ttlMs);
   }
+}
+
+function endedKey(upstreamId: string): string {
+  return createHash('sha256').update(upstreamId).digest('base64url');
+}
+
+/**
+ * The `Mcp-Session-Id` a request carries (`undefined`: none). Two of them, or one spelled with `_`
+ * (read as the same header by CGI/WSGI-style servers), are 400 `mcp_session_header_invalid`.
+ */
+export function sessionHeaderOf(rawHeaders: readonly string[]): string | undefined {
+  let value: string | undefined;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] as string;
+    if (canonicalHeaderName(name) !== MCP_SESSION_HEADER) continue;
+    if (value !== undefined || name.toLowerCase() !== MCP_SESSION_HEADER) throw new ServiceError('mcp_session_header_invalid');
+    value = rawHeaders[i + 1] ?? '';
+  }
+  return value;
 }
 
 /** The session proof of `body` for an agent holding `sessionKey` (the client side of {@link McpSessions.checkAnswer}). */

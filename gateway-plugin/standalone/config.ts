@@ -18,6 +18,7 @@ import {
 import { TrustedProxies } from '../context.js';
 import { compileRoutes } from '../routes.js';
 import { checkSensitiveScopes } from '../shadow.js';
+import { checkSessionSecret } from '../mcp/config.js';
 import type { GatewayOptions } from '../options.js';
 import type { RouteEntry } from '../routes.js';
 import { DEFAULT_FORWARD_AUTH_PREFIX } from '../forward-auth/options.js';
@@ -47,7 +48,7 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 const TOP_KEYS = [
   'mode', 'forward_auth', 'upstream_url', 'sidecar_url', 'api_key_env', 'verify_timeout_ms', 'challenge_timeout_ms', 'upstream_timeout_ms',
   'body_limit_bytes', 'sidecar_connections', 'trusted_proxies', 'context', 'routes', 'listen', 'health', 'metrics', 'log_level',
-  'override_headers', 'shadow_sensitive_scopes',
+  'override_headers', 'shadow_sensitive_scopes', 'mcp_session_secret_env',
 ] as const;
 
 /** What the standalone process serves: the reverse proxy, or the forward-auth endpoint for a proxy in front. */
@@ -113,7 +114,7 @@ export function resolveConfig(raw: unknown, env: NodeJS.ProcessEnv): GatewayConf
   }
   if (proxy && c.upstream_url === undefined) fail(at(L, 'upstream_url'), 'is required');
   if (proxy && c.forward_auth !== undefined) fail(at(L, 'forward_auth'), 'is only used with mode: forward_auth');
-  for (const key of ['upstream_url', 'upstream_timeout_ms', 'override_headers'] as const) {
+  for (const key of ['upstream_url', 'upstream_timeout_ms', 'override_headers', 'mcp_session_secret_env'] as const) {
     if (!proxy && c[key] !== undefined) fail(at(L, key), 'is not used with mode: forward_auth (the proxy in front forwards)');
   }
   const forwardAuth = checkObject(c.forward_auth ?? {}, at(L, 'forward_auth'), ['path_prefix']);
@@ -123,6 +124,7 @@ export function resolveConfig(raw: unknown, env: NodeJS.ProcessEnv): GatewayConf
   const keyValue = env[envName];
   if (keyValue === undefined || keyValue === '') fail(at(L, 'api_key_env'), `environment variable ${envName} is not set`);
   const apiKey = checkApiKey(keyValue, `${at(L, 'api_key_env')} (${envName})`);
+  const mcpSessionSecret = c.mcp_session_secret_env === undefined ? undefined : sessionSecretOf(c.mcp_session_secret_env, env, apiKey);
 
   const listen = checkObject(c.listen ?? {}, at(L, 'listen'), ['host', 'port']);
   const health = resolveHealth(c.health, at(L, 'health'));
@@ -169,6 +171,7 @@ export function resolveConfig(raw: unknown, env: NodeJS.ProcessEnv): GatewayConf
       ...common,
       upstreamTimeoutMs: checkInt(c.upstream_timeout_ms, at(L, 'upstream_timeout_ms'), 1, 3_600_000, DEFAULT_UPSTREAM_TIMEOUT_MS),
       overrideHeaders: checkOverridePolicy(c.override_headers, at(L, 'override_headers')),
+      ...(mcpSessionSecret === undefined ? {} : { mcpSessionSecret }),
     }
     : { ...common,
       prefix: forwardAuth.path_prefix === undefined ? DEFAULT_FORWARD_AUTH_PREFIX : checkPathname(
@@ -181,6 +184,17 @@ export function resolveConfig(raw: unknown, env: NodeJS.ProcessEnv): GatewayConf
     metrics,
     logLevel,
   };
+}
+
+/** The MCP session secret from the environment variable `mcp_session_secret_env` names (validated as the plugin option). */
+function sessionSecretOf(name: unknown, env: NodeJS.ProcessEnv, apiKey: string): string {
+  const path = at(CONFIG_LABEL, 'mcp_session_secret_env');
+  const envName = checkString(name, path);
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(envName)) fail(path, 'must be an environment variable NAME such as GATEWAY_MCP_SESSION_SECRET');
+  const value = env[envName];
+  if (value === undefined || value === '') fail(path, `environment variable ${envName} is not set`);
+  checkSessionSecret(value, `${path} (${envName})`, apiKey);
+  return value;
 }
 
 /** Reads and parses a YAML or JSON config file (duplicate keys are refused). */

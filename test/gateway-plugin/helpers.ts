@@ -280,9 +280,9 @@ export async function metricValue(metricsUrl: string, series: string): Promise<n
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }
 
-/** Builds and starts a gateway from a config object with a real API key (in {@link TEST_API_KEY_ENV}). */
-export async function startGatewayWithKey(config: Record<string, unknown>, apiKey: string): Promise<StartedGateway> {
-  const server = await buildGateway(config, { [TEST_API_KEY_ENV]: apiKey });
+/** Builds and starts a gateway from a config object with a real API key (in {@link TEST_API_KEY_ENV}) and more `env`. */
+export async function startGatewayWithKey(config: Record<string, unknown>, apiKey: string, env: NodeJS.ProcessEnv = {}): Promise<StartedGateway> {
+  const server = await buildGateway(config, { ...env, [TEST_API_KEY_ENV]: apiKey });
   const { url, metricsUrl } = await server.listen();
   return { server, url, port: Number(new URL(url).port), metricsUrl, close: () => server.close() };
 }

@@ -9,6 +9,8 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
 import { resolveGatewayOptions } from '../../gateway-plugin/options.js';
+import type { GatewayOptions } from '../../gateway-plugin/options.js';
+import { resolveConfig } from '../../gateway-plugin/standalone/config.js';
 import { allowAll, gatewayConfig, proofHeader, send, startFakeSidecar, startGateway, startUpstream } from './helpers.js';
 
 t.setTimeout(30_000);
@@ -131,6 +133,8 @@ t.test('the mcp config is validated at startup with path-named errors', async (t
     [route({ mcp: { tools: { t1: 'data:read' }, body_limit_bytes: -1 } }), /^gateway options: routes\[0\]\.mcp\.body_limit_bytes: must be an integer from 0 to 1073741824$/],
     [route({ mcp: { tools: { t1: 'data:read' }, stream_idle_timeout_ms: 0 } }), /^gateway options: routes\[0\]\.mcp\.stream_idle_timeout_ms: must be an integer from 1 to 86400000$/],
     [route({ mcp: { tools: { t1: 'data:read' }, session_ttl_ms: 1.5 } }), /^gateway options: routes\[0\]\.mcp\.session_ttl_ms: must be an integer from 1000 to 2592000000$/],
+    [route({ mcp: { tools: { t1: 'data:read' }, answer_overflow_bytes: 67_108_865 } }),
+      /^gateway options: routes\[0\]\.mcp\.answer_overflow_bytes: must be an integer from 0 to 67108864$/],
     [route({ mcp: { tools: { t1: 'data:read' }, stream_idle_ms: 5 } }), /^gateway options: routes\[0\]\.mcp\.stream_idle_ms: unknown key/],
     [route({ mcp: { tools: { t1: 'data:read' }, extra: 1 } }), /^gateway options: routes\[0\]\.mcp\.extra: unknown key/],
     [route({ mcp: { tools: { t1: 'data:read' } }, context: { amount: '/a' } }), /^gateway options: routes\[0\]\.context: an MCP route takes its context from tool arguments/],
@@ -138,4 +142,28 @@ t.test('the mcp config is validated at startup with path-named errors', async (t
     [{ ...base, routes: [{ method: 'POST', path: '/mcp', public: true, mcp: { tools: { t1: 'data:read' } } }] }, /^gateway options: routes\[0\]: an MCP route must not be public/],
   ];
   for (const [options, message] of cases) t.throws(() => resolveGatewayOptions(options), { name: 'TypeError', message });
+});
+
+t.test('the MCP session secret: a gateway-only secret of at least 32 bytes (review finding 1)', async (t) => {
+  const routes = [{ method: 'POST', path: '/mcp', scope: 'execute:tool', mcp: { tools: { t1: 'data:read' } } }];
+  const base = { upstream: 'http://127.0.0.1:1', sidecarUrl: 'http://127.0.0.1:2', apiKey: 'key-0123456789-0123456789-0123456789', routes };
+  const secret = 's'.repeat(32);
+  t.same(resolveGatewayOptions({ ...base, mcpSessionSecret: secret }).mcpSessionSecret, Buffer.from(secret));
+  t.equal(resolveGatewayOptions(base).mcpSessionSecret, undefined, 'optional');
+  const bad: Array<[unknown, RegExp]> = [
+    ['s'.repeat(31), /^gateway options: mcpSessionSecret: must be 32 to 4096 bytes/],
+    [42, /^gateway options: mcpSessionSecret: must be a non-empty string/],
+    [base.apiKey, /^gateway options: mcpSessionSecret: must not be the sidecar API key/],
+  ];
+  for (const [value, message] of bad) t.throws(() => resolveGatewayOptions({ ...base, mcpSessionSecret: value }), { name: 'TypeError', message });
+  const file = { upstream_url: 'http://127.0.0.1:1', sidecar_url: 'http://127.0.0.1:2', api_key_env: 'K', routes, mcp_session_secret_env: 'S' };
+  const env = { K: base.apiKey, S: secret };
+  t.equal((resolveConfig(file, env).plugin as GatewayOptions).mcpSessionSecret, secret, 'config: read from the variable it names');
+  const cfgBad: Array<[Record<string, unknown>, NodeJS.ProcessEnv, RegExp]> = [
+    [file, { K: base.apiKey }, /^config: mcp_session_secret_env: environment variable S is not set$/],
+    [file, { K: base.apiKey, S: 'short' }, /^config: mcp_session_secret_env \(S\): must be 32 to 4096 bytes/],
+    [{ ...file, mcp_session_secret_env: 'bad name' }, env, /^config: mcp_session_secret_env: must be an environment variable NAME/],
+    [{ ...file, mode: 'forward_auth', upstream_url: undefined }, env, /^config: mcp_session_secret_env: is not used with mode: forward_auth/],
+  ];
+  for (const [cfg, e, message] of cfgBad) t.throws(() => resolveConfig(cfg, e), { name: 'TypeError', message });
 });

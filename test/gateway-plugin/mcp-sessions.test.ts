@@ -1,8 +1,8 @@
 /**
  * MCP sessions bound to the agent that opened them (issue 31, finding 1):
  * the MCP reference server (`@modelcontextprotocol/server-everything`)
- * behind TWO replicas of the real standalone gateway (same API key, no
- * shared state) and the real sidecar, driven with raw JSON-RPC over HTTP so
+ * behind TWO replicas of the real standalone gateway (same API key and MCP
+ * session secret, no shared state) and the real sidecar, driven with raw JSON-RPC over HTTP so
  * every answer is seen as sent.
  *
  * - Agent A's `initialize` gets a session token (not the server's id) and a
@@ -12,6 +12,9 @@
  *   it cannot compute), the GET stream and DELETE: 403
  *   `mcp_session_forbidden`, and none of them reaches the server, on either
  *   replica.
+ * - On a session, public methods (`notifications/cancelled`, `ping`) are the
+ *   session's agent's too: without the session proof or a proof of A they
+ *   are refused (401 / 403 `mcp_session_forbidden`), so B cannot cancel A's calls.
  * - A forged or altered token is 404 `mcp_session_not_found` before any
  *   proof is read.
  * - After A's DELETE, the token is refused by the replica that ended it (404,
@@ -20,7 +23,7 @@
  */
 
 import t from 'tap';
-import { createHmac } from 'node:crypto';
+import { createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
@@ -45,10 +48,11 @@ const config = gatewayConfig(server.url, sc.url, {
     method: ['POST', 'GET', 'DELETE'], path: '/mcp', scope: 'execute:tool',
     mcp: { public: ['ping', 'notifications/*'], tools: { echo: 'data:read' } },
   }],
-  verify_timeout_ms: 10_000, challenge_timeout_ms: 5_000,
+  verify_timeout_ms: 10_000, challenge_timeout_ms: 5_000, mcp_session_secret_env: 'MCP_SESSION_SECRET',
 });
-const gw1 = await startGatewayWithKey(config, a.reg.api_key as string);
-const gw2 = await startGatewayWithKey(config, a.reg.api_key as string);
+const env = { MCP_SESSION_SECRET: randomBytes(32).toString('base64') };
+const gw1 = await startGatewayWithKey(config, a.reg.api_key as string, env);
+const gw2 = await startGatewayWithKey(config, a.reg.api_key as string, env);
 t.teardown(async () => {
   await gw1.close();
   await gw2.close();
@@ -110,9 +114,11 @@ t.test('a session is bound to the agent that opened it, on every replica', async
   t.match(token, /^s1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[0-9a-z]+\.[A-Za-z0-9_-]{43}$/, 'the client gets the gateway\'s session token');
   t.not(token, upstreamId, 'not the server\'s id');
   t.match(key, /^[A-Za-z0-9_-]{43}$/, 'and a session key');
+  t.equal(init.headers['cache-control'], 'no-store', 'the answer with the session key is not cached');
   t.equal(server.received.at(-1)?.session, undefined, 'initialize reached the server without a session');
-  const ok = await call(gw1.url, 'POST', { message: { jsonrpc: '2.0', method: 'notifications/initialized' }, session: token });
-  t.equal(ok.status, 202, 'a public notification on the session');
+  const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
+  const ok = await call(gw1.url, 'POST', { message: initialized, session: token, sessionProof: sessionProof(key, initialized) });
+  t.equal(ok.status, 202, 'a public notification on the session, with the session proof');
   t.equal(server.received.at(-1)?.session, upstreamId, 'the server saw its own id');
 
   for (const gw of [gw1, gw2]) {
@@ -142,14 +148,47 @@ t.test('a session is bound to the agent that opened it, on every replica', async
   }
 });
 
+t.test('public methods on a session need the session proof or a proof of its agent (review finding 4)', async (t) => {
+  const init = await call(gw1.url, 'POST', { message: initialize, proof: a });
+  const token = init.headers['mcp-session-id'] as string;
+  const key = init.headers['x-service-session-key'] as string;
+  const cancel = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 2, reason: 'x' } };
+  const ping = { jsonrpc: '2.0', id: 9, method: 'ping' };
+  const before = server.received.length;
+  const bare = await call(gw1.url, 'POST', { message: cancel, session: token });
+  t.equal(bare.status, 401, 'the token alone: 401');
+  t.equal(bare.json?.error?.data?.code, 'proof_required');
+  const wrong = await call(gw1.url, 'POST', { message: cancel, session: token, sessionProof: sessionProof('A'.repeat(43), cancel) });
+  t.equal(wrong.status, 403, 'a session proof under another key: 403');
+  t.equal(wrong.json?.error?.data?.code, 'mcp_session_forbidden');
+  const asB = await call(gw1.url, 'POST', { message: ping, session: token, proof: b });
+  t.equal(asB.status, 403, 'B\'s proof: 403');
+  t.equal(asB.json?.error?.data?.code, 'mcp_session_forbidden');
+  t.equal(server.received.length, before, 'none reached the server');
+  const proved = await call(gw1.url, 'POST', { message: cancel, session: token, sessionProof: sessionProof(key, cancel) });
+  t.equal(proved.status, 202, 'A\'s session proof: forwarded');
+  const proofA = await call(gw2.url, 'POST', { message: ping, session: token, proof: a });
+  t.equal(proofA.status, 200, 'A\'s proof: forwarded (on the other replica)');
+  t.match(proofA.json, { id: 9, result: {} });
+  const reached = server.received.length;
+  await call(gw1.url, 'POST', { message: ping });
+  t.equal(server.received.length, reached + 1, 'without a session a public method stays public (the server refuses it itself)');
+});
+
 t.test('forged and altered tokens are not sessions', async (t) => {
   const init = await call(gw1.url, 'POST', { message: initialize, proof: a });
   const token = init.headers['mcp-session-id'] as string;
   const parts = token.split('.');
   const asB = [parts[0], Buffer.from(b.agentId).toString('base64url'), ...parts.slice(2)].join('.');
   const upstreamId = server.sessions().at(-1) as string;
+  // As the first version derived the MAC key: from the API key, which every agent of the connection holds.
+  const oldKey = Buffer.from(hkdfSync('sha256', a.reg.api_key as string, 'agent-authz mcp session', 'route /mcp', 32));
+  const body = [parts[0], Buffer.from(b.agentId).toString('base64url'), Buffer.from(upstreamId).toString('base64url'), parts[3]].join('.');
+  const minted = `${body}.${createHmac('sha256', oldKey).update(body).digest('base64url')}`;
   const before = server.received.length;
-  for (const [what, session] of [['the server\'s own id', upstreamId], ['the token moved to agent B', asB], ['garbage', 'x']] as const) {
+  for (const [what, session] of [
+    ['the server\'s own id', upstreamId], ['the token moved to agent B', asB], ['garbage', 'x'], ['a token minted with the API key', minted],
+  ] as const) {
     const res = await call(gw1.url, 'POST', { message: { jsonrpc: '2.0', id: 4, method: 'tools/list' }, session, proof: b });
     t.equal(res.status, 404, `${what}: 404`);
     t.match(res.json, { id: 4, error: { data: { code: 'mcp_session_not_found' } } }, `${what}: mcp_session_not_found`);
@@ -191,7 +230,8 @@ t.test('the upstream\'s 404 for a session ends it at the gateway too', async (t)
   });
   await new Promise<void>((resolve) => stub.listen(0, '127.0.0.1', resolve));
   t.teardown(() => { stub.closeAllConnections(); stub.close(); });
-  const gw = await startGatewayWithKey({ ...config, upstream_url: `http://127.0.0.1:${(stub.address() as AddressInfo).port}` }, a.reg.api_key as string);
+  const stubUrl = `http://127.0.0.1:${(stub.address() as AddressInfo).port}`;
+  const gw = await startGatewayWithKey({ ...config, upstream_url: stubUrl }, a.reg.api_key as string, env);
   t.teardown(() => gw.close());
   const token = (await call(gw.url, 'POST', { message: initialize, proof: a })).headers['mcp-session-id'] as string;
   t.match(token, /^s1\./);
@@ -201,4 +241,17 @@ t.test('the upstream\'s 404 for a session ends it at the gateway too', async (t)
   t.equal(again.status, 404);
   t.equal(again.json?.error?.data?.code, 'mcp_session_not_found', 'the gateway refuses it itself now');
   t.same(seen, ['POST -', 'POST stub-1'], 'the second request did not reach the upstream');
+});
+
+t.test('replicas without a configured session secret do not share sessions (each draws its own)', async (t) => {
+  const { mcp_session_secret_env: _, ...plain } = config;
+  const one = await startGatewayWithKey(plain, a.reg.api_key as string);
+  const two = await startGatewayWithKey(plain, a.reg.api_key as string);
+  t.teardown(async () => { await one.close(); await two.close(); });
+  const token = (await call(one.url, 'POST', { message: initialize, proof: a })).headers['mcp-session-id'] as string;
+  const here = await call(one.url, 'POST', { message: { jsonrpc: '2.0', id: 2, method: 'tools/list' }, session: token, proof: a });
+  t.equal(here.status, 200, 'the replica that opened it knows it');
+  const there = await call(two.url, 'POST', { message: { jsonrpc: '2.0', id: 2, method: 'tools/list' }, session: token, proof: a });
+  t.equal(there.status, 404, 'the other does not');
+  t.equal(there.json?.error?.data?.code, 'mcp_session_not_found');
 });
