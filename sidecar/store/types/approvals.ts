@@ -3,7 +3,7 @@
  * counters of budgets and rate limits.
  */
 import type { OutboxEventInput } from './outbox.js';
-import type { AuditEventRecord } from './proofs.js';
+import type { AuditEventRecord } from './audit.js';
 
 /**
  * States of an approval: `pending` → `granted` → `used`; `pending` → `denied`;

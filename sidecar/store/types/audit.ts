@@ -1,9 +1,24 @@
 /**
  * The store interface (types.ts), by subject: audit evidence (chain heads, signed
  * checkpoints, retention anchors, exports, the service keys) and the read-only
- * source of `audit verify`.
+ * source of `audit verify`; the audit event row itself.
  */
-import type { AuditEventRecord } from './proofs.js';
+
+/** An audit event. */
+export interface AuditEventRecord {
+  id: string;
+  seq?: number;
+  accountId: string;
+  eventType:
+    | 'proof.presented' | 'proof.verified' | 'proof.rejected'
+    | 'approval.requested' | 'approval.granted' | 'approval.denied' | 'approval.expired';
+  connectionId: string | null;
+  agentId: string | null;
+  certId: string | null;
+  requiredScope: string | null;
+  details: Record<string, unknown>;
+  createdAt: number;
+}
 
 /** An audit row with its chain fields, in chain order. */
 export interface ChainedAuditEvent extends AuditEventRecord {

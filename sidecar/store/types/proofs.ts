@@ -1,8 +1,9 @@
 /**
  * The store interface (types.ts), by subject: challenges, the verify commit and
- * its effects, and audit rows and their reads.
+ * its effects, and the reads of audit rows (the row type is in audit.ts).
  */
 import type { ApprovalChange, ApprovalRecord } from './approvals.js';
+import type { AuditEventRecord } from './audit.js';
 
 /** A challenge row; the `id` is the SHA-256 of the challenge value. */
 export interface ChallengeRecord {
@@ -12,22 +13,6 @@ export interface ChallengeRecord {
   expiresAt: number;
   presentedAt: number | null;
   consumedAt: number | null;
-  createdAt: number;
-}
-
-/** An audit event. */
-export interface AuditEventRecord {
-  id: string;
-  seq?: number;
-  accountId: string;
-  eventType:
-    | 'proof.presented' | 'proof.verified' | 'proof.rejected'
-    | 'approval.requested' | 'approval.granted' | 'approval.denied' | 'approval.expired';
-  connectionId: string | null;
-  agentId: string | null;
-  certId: string | null;
-  requiredScope: string | null;
-  details: Record<string, unknown>;
   createdAt: number;
 }
 
