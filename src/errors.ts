@@ -144,7 +144,13 @@ export const ERRORS = {
  */
 export type ErrorCode = keyof typeof ERRORS;
 
-/** A code of {@link GATEWAY_ERRORS}. */
+/**
+ * A code of {@link GATEWAY_ERRORS}: sent only by the gateway (or its forward-auth endpoint).
+ *
+ * ```ts
+ * const code: GatewayErrorCode = 'proof_required';
+ * ```
+ */
 export type GatewayErrorCode = keyof typeof GATEWAY_ERRORS;
 
 /**

@@ -48,6 +48,13 @@ const start = (upstream: string, extra: Record<string, unknown>): ReturnType<typ
 const gw = await start(server.url, { routes: [route({ body_limit_bytes: 1_048_576, stream_idle_timeout_ms: 3_000 })] });
 t.teardown(() => gw.close());
 
+/** A request body as text: the agent's fetch sends bytes (client/fetch.ts), a caller may send a string. */
+function bodyText(body: RequestInit['body']): string {
+  if (typeof body === 'string') return body;
+  if (body instanceof Uint8Array) return new TextDecoder().decode(body);
+  throw new TypeError(`unexpected request body type ${Object.prototype.toString.call(body)}`);
+}
+
 /** What the agent's fetch sent: sidecar presents, and the gateway POSTs with their proof headers. */
 let presents = 0;
 const posts: Array<{ proof: boolean; sessionProof: boolean; body: string }> = [];
@@ -60,7 +67,7 @@ async function connect(url: string): Promise<Client> {
       if (url.endsWith('/present')) presents += 1;
       if (url.startsWith(gw.url) && init?.method === 'POST') {
         const headers = new Headers(init.headers);
-        posts.push({ proof: headers.has('x-service-proof'), sessionProof: headers.has('x-service-session-proof'), body: String(init.body) });
+        posts.push({ proof: headers.has('x-service-proof'), sessionProof: headers.has('x-service-session-proof'), body: bodyText(init.body) });
       }
       return fetch(input, init);
     },
