@@ -20,7 +20,9 @@
 
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { StreamableHTTPClientTransportOptions } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { createHmac } from 'node:crypto';
+import { hmac } from '@noble/hashes/hmac.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { utf8ToBytes } from '@noble/hashes/utils.js';
 import { createAgentFetch } from './fetch.js';
 import type { AgentFetch, AgentFetchOptions } from './fetch.js';
 
@@ -29,6 +31,22 @@ const SESSION_KEY_HEADER = 'x-service-session-key';
 const SESSION_PROOF_HEADER = 'x-service-session-proof';
 /** Most session keys one transport remembers (a transport has one session at a time; re-initializing adds one). */
 const MAX_SESSION_KEYS = 16;
+
+/** Bytes of base64url text (atob: every runtime the client supports has it; no Buffer). */
+function fromBase64Url(text: string): Uint8Array {
+  const bin = atob(text.replace(/-/g, '+').replace(/_/g, '/'));
+  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+}
+
+/** Unpadded base64url of `bytes` (btoa, as above). */
+function toBase64Url(bytes: Uint8Array): string {
+  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+/** The session proof: HMAC-SHA-256 of the exact body under the session key (docs/mcp.md), base64url. */
+function sessionProof(key: string, body: string): string {
+  return toBase64Url(hmac(sha256, fromBase64Url(key), utf8ToBytes(body)));
+}
 
 /** True for the text of one JSON-RPC response (an answer to a server request) or notification: the session proves them. */
 function isSessionProved(body: string): boolean {
@@ -55,7 +73,7 @@ function sessionFetch(agentFetch: AgentFetch, send: typeof fetch): AgentFetch {
     const key = session === null ? undefined : keys.get(session);
     const body = init?.body;
     if (key !== undefined && init?.method === 'POST' && typeof body === 'string' && isSessionProved(body)) {
-      headers.set(SESSION_PROOF_HEADER, createHmac('sha256', Buffer.from(key, 'base64url')).update(body).digest('base64url'));
+      headers.set(SESSION_PROOF_HEADER, sessionProof(key, body));
       const res = await send(input, { ...init, headers });
       if (res.status !== 403 && res.status !== 401) return res;
       await res.body?.cancel();
