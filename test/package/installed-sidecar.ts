@@ -74,7 +74,10 @@ export async function exerciseInstalledSidecar(t: Test, node: NodeBin, app: stri
   let stopped = false;
   t.teardown(async () => { if (!stopped) await proc.stop(); });
   await waitFor(`${url}/readyz`, proc, { timeoutMs: 60_000 });
-  const ready = JSON.parse(proc.output().split('\n').find((l) => l.includes('agent-authz sidecar ready')) ?? '{}') as Record<string, unknown>;
+  // The ready line is logged just after the listen that /readyz answers on: wait for it (bounded).
+  const readyLine = (): string | undefined => proc.output().split('\n').find((l) => l.includes('agent-authz sidecar ready'));
+  for (let i = 0; i < 100 && readyLine() === undefined; i++) await new Promise((r) => setTimeout(r, 100));
+  const ready = JSON.parse(readyLine() ?? '{}') as Record<string, unknown>;
   t.equal(ready.crypto_workers, 2, `${node.name}: ready with 2 crypto workers`);
   const native = Number((await versionOf(node.bin)).split('.')[0]) >= 24;
   t.equal(ready.mldsa_backend, native ? 'native' : 'noble', `${node.name}: ML-DSA-65 backend ${native ? 'native' : 'noble'}`);
