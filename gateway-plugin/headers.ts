@@ -119,8 +119,11 @@ export function upstreamRequestHeaders(prepared: Headers, decision: ForwardDecis
     const lower = rawName.toLowerCase();
     // Every check runs on the CGI reading of the name, so `X_Service_Decision` is stripped like `X-Service-Decision`.
     const name = canonicalHeaderName(rawName);
-    if (value === undefined || name.startsWith('x-service-') || HOP_BY_HOP.includes(name) || named.includes(name)) continue;
-    if (FORWARDING.includes(name) || name === DECISION_HEADERS.requestId || name === MCP_SESSION || overrideHeaderName(name) !== undefined) continue;
+    if (value === undefined || name.startsWith('x-service-') || HOP_BY_HOP.includes(name) || named.includes(name)) {
+      continue;
+    }
+    if (FORWARDING.includes(name) || name === DECISION_HEADERS.requestId || name === MCP_SESSION
+      || overrideHeaderName(name) !== undefined) continue;
     if (name !== lower) {
       // An underscore spelling of a header the gateway sets or vets is never passed on, even from a trusted proxy.
       if (name.startsWith('x-forwarded-') || FORWARDING_TRUSTED_ONLY.includes(name) || name === facts.tenantHeader ||
@@ -137,7 +140,9 @@ export function upstreamRequestHeaders(prepared: Headers, decision: ForwardDecis
     if (decision.agentId !== undefined) out[DECISION_HEADERS.agentId] = decision.agentId;
     if (decision.certId !== undefined) out[DECISION_HEADERS.certId] = decision.certId;
   }
-  if (decision.kind === 'shadow' && decision.shadowRefusal !== undefined) out[DECISION_HEADERS.shadowRefusal] = decision.shadowRefusal;
+  if (decision.kind === 'shadow' && decision.shadowRefusal !== undefined) {
+    out[DECISION_HEADERS.shadowRefusal] = decision.shadowRefusal;
+  }
   out[DECISION_HEADERS.requestId] = facts.requestId;
   if (facts.clientIp !== undefined) out['x-forwarded-for'] = facts.clientIp;
   if (facts.host !== undefined) out['x-forwarded-host'] = facts.host;
@@ -145,7 +150,9 @@ export function upstreamRequestHeaders(prepared: Headers, decision: ForwardDecis
   return out;
 }
 
-const RESPONSE_HOP_BY_HOP = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
+const RESPONSE_HOP_BY_HOP = [
+  'connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade',
+];
 
 /**
  * Rewrites an upstream response's headers for the client: drops hop-by-hop
@@ -159,7 +166,9 @@ export function upstreamResponseHeaders<H extends Record<string, unknown>>(heade
   const out: Record<string, unknown> = {};
   for (const [rawName, value] of Object.entries(headers)) {
     const name = canonicalHeaderName(rawName);
-    if (!RESPONSE_HOP_BY_HOP.includes(name) && !named.includes(name) && name !== DECISION_HEADERS.requestId) out[rawName] = value;
+    if (!RESPONSE_HOP_BY_HOP.includes(name) && !named.includes(name) && name !== DECISION_HEADERS.requestId) {
+      out[rawName] = value;
+    }
   }
   if (requestId !== undefined) out[DECISION_HEADERS.requestId] = requestId;
   return out as H;

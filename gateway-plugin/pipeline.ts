@@ -59,7 +59,8 @@ import { shadowHeaderValue } from './shadow.js';
 const AMBIGUOUS_MESSAGES = {
   trailing_slash: 'The request path ends with "/" and the path without it is routed differently.',
   case: 'The request path is routed differently when letter case is ignored.',
-  fold: 'The request path is routed differently when read as lenient servers read it (Unicode folding, trailing dots or spaces).',
+  fold: 'The request path is routed differently when read as lenient servers read it '
+    + '(Unicode folding, trailing dots or spaces).',
 } as const;
 
 /**
@@ -115,7 +116,10 @@ interface Peer {
 /** What the pipeline decided: the request may pass (`shadow`: a shadow-mode route would have refused it; shadow.ts). */
 export type GatewayVerdict = Peer & (
   | { readonly kind: 'public' }
-  | { readonly kind: 'allow'; readonly scope: string; readonly agentId: string | undefined; readonly certId: string | undefined }
+  | {
+    readonly kind: 'allow'; readonly scope: string;
+    readonly agentId: string | undefined; readonly certId: string | undefined;
+  }
   | ShadowDecision
 );
 
@@ -145,7 +149,9 @@ export class DecisionPipeline {
   readonly #sessions: ((route: RouteMatch) => McpSessions | undefined) | undefined;
 
   /** `sessions`: the session binding of each MCP route (the reverse proxy, which can rewrite session ids). */
-  constructor(opts: PipelineOptions, sidecar: SidecarClient, sessions?: (route: RouteMatch) => McpSessions | undefined) {
+  constructor(
+    opts: PipelineOptions, sidecar: SidecarClient, sessions?: (route: RouteMatch) => McpSessions | undefined,
+  ) {
     this.#opts = opts;
     this.#sidecar = sidecar;
     this.#sessions = sessions;
@@ -211,7 +217,10 @@ export class DecisionPipeline {
     }
     const peer: Peer = deriveClientIp(req.peerAddress, req.headers['x-forwarded-for'], this.#opts.trustedProxies);
     const reason = refusalReason(refusal);
-    return { kind: 'shadow', refusal, reason, route: admission.route.pattern, shadowRefusal: shadowHeaderValue(refusal, reason), ...peer };
+    return {
+      kind: 'shadow', refusal, reason, route: admission.route.pattern,
+      shadowRefusal: shadowHeaderValue(refusal, reason), ...peer,
+    };
   }
 
   async #verdict(req: PipelineRequest, admission: Admission, body: Buffer | undefined): Promise<GatewayVerdict> {
@@ -222,7 +231,9 @@ export class DecisionPipeline {
     if (admission.bundleJson === undefined) throw new ServiceError('internal_error');
     const needsBody = route.amountPointer !== undefined || route.currencyPointer !== undefined;
     if (body === undefined && needsBody) throw new ServiceError('body_not_forwarded');
-    const money = body === undefined ? {} : deriveAmountCurrency(body, req.headers['content-type'], route.amountPointer, route.currencyPointer);
+    const money = body === undefined
+      ? {}
+      : deriveAmountCurrency(body, req.headers['content-type'], route.amountPointer, route.currencyPointer);
     const context: VerifyContext = {
       method: req.method,
       path: target.path,
@@ -237,14 +248,20 @@ export class DecisionPipeline {
   /** A request on a session passes only for the session's agent (a public method has no agent and passes). */
   #bound(admission: Admission, decision: GatewayVerdict): GatewayVerdict {
     const { session } = admission;
-    if (session !== undefined && decision.kind === 'allow' && decision.agentId !== session.agentId) throw new ServiceError('mcp_session_forbidden');
+    if (session !== undefined && decision.kind === 'allow' && decision.agentId !== session.agentId) {
+      throw new ServiceError('mcp_session_forbidden');
+    }
     return decision;
   }
 
-  async #mcpVerdict(req: PipelineRequest, admission: Admission, body: Buffer | undefined, peer: Peer): Promise<GatewayVerdict> {
+  async #mcpVerdict(
+    req: PipelineRequest, admission: Admission, body: Buffer | undefined, peer: Peer,
+  ): Promise<GatewayVerdict> {
     const { route, target } = admission;
     const mcp = route.mcp;
-    if (mcp === undefined || route.scope === undefined || admission.mcp === undefined) throw new ServiceError('internal_error');
+    if (mcp === undefined || route.scope === undefined || admission.mcp === undefined) {
+      throw new ServiceError('internal_error');
+    }
     if (body === undefined) throw new ServiceError('body_not_forwarded');
     const message = readMcpMessage(body, req.headers['content-type'], admission.mcp);
     if (admission.sessionError !== undefined) throw admission.sessionError;
@@ -270,7 +287,8 @@ export class DecisionPipeline {
         ...query,
       };
     } else if (message.method !== undefined && isPublicMethod(mcp, message.method)) {
-      // On a session, a public method is its agent's too (no other agent may cancel its calls): the session proof, or a proof below.
+      // On a session, a public method is its agent's too (no other agent may cancel its calls):
+      // the session proof, or a proof below.
       if (admission.session === undefined) return { kind: 'public', ...peer };
       if (req.headers[SESSION_PROOF_HEADER] !== undefined) return this.#sessionProved(req, admission, body, peer);
     } else if (message.kind === 'response' && req.headers[SESSION_PROOF_HEADER] !== undefined) {
@@ -280,12 +298,16 @@ export class DecisionPipeline {
     return this.#verify(bundleJson, scope, { ...context, body_sha256: sha256Hex(body) }, req.id, peer);
   }
 
-  /** An answer or public method proved by the session key handed to the session's agent: allowed as that agent, without verify. */
+  /**
+   * An answer or public method proved by the session key handed to the session's agent:
+   * allowed as that agent, without verify.
+   */
   #sessionProved(req: PipelineRequest, admission: Admission, body: Buffer, peer: Peer): GatewayVerdict {
     const { session, sessions, route } = admission;
     const proof = req.headers[SESSION_PROOF_HEADER];
     if (session === undefined || sessions === undefined || route.scope === undefined) {
-      throw new ServiceError('mcp_session_forbidden', 'A session proof needs the Mcp-Session-Id of a session this gateway bound.');
+      throw new ServiceError('mcp_session_forbidden',
+        'A session proof needs the Mcp-Session-Id of a session this gateway bound.');
     }
     if (typeof proof !== 'string' || !sessions.checkAnswer(session.token, proof, body)) {
       throw new ServiceError('mcp_session_forbidden', 'The session proof does not match this session and message.');
@@ -319,11 +341,15 @@ export class DecisionPipeline {
     return decodeProofJson(header.value).json;
   }
 
-  async #verify(bundleJson: string, scope: string, context: VerifyContext, requestId: string, peer: Peer): Promise<GatewayVerdict> {
+  async #verify(
+    bundleJson: string, scope: string, context: VerifyContext, requestId: string, peer: Peer,
+  ): Promise<GatewayVerdict> {
     const started = performance.now();
-    const result = await this.#sidecar.verify({ proofBundleJson: bundleJson, required_scope: scope, context }, requestId);
+    const result = await this.#sidecar.verify(
+      { proofBundleJson: bundleJson, required_scope: scope, context }, requestId);
     const outcome = mapVerifyCall(result, scope);
-    this.#opts.metrics.verifyDuration.observe({ result: verifyCallLabel(result, outcome) }, (performance.now() - started) / 1000);
+    this.#opts.metrics.verifyDuration.observe(
+      { result: verifyCallLabel(result, outcome) }, (performance.now() - started) / 1000);
     if (outcome.kind === 'refuse') throw outcome.error;
     return { kind: 'allow', scope: outcome.scope, agentId: outcome.agentId, certId: outcome.certId, ...peer };
   }

@@ -80,7 +80,8 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
   const sessionsByRoute = new Map<number, McpSessions>();
   const sessionSecret = opts.mcpSessionSecret ?? randomBytes(32);
   if (opts.mcpSessionSecret === undefined && rawOptions.routes.some((r) => r.mcp !== undefined)) {
-    fastify.log.warn('gateway: no MCP session secret configured (mcpSessionSecret / mcp_session_secret_env): a random one is used, '
+    fastify.log.warn('gateway: no MCP session secret configured (mcpSessionSecret / mcp_session_secret_env): '
+      + 'a random one is used, '
       + 'so MCP sessions end on restart and do not work across replicas (docs/mcp.md#sessions)');
   }
   const sessionsFor = (route: RouteMatch): McpSessions | undefined => {
@@ -119,11 +120,17 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     const cause = timeout ? 'upstream_timeout' : 'upstream_error';
     stateOf(request).outcome = ['502', 'upstream_unavailable'];
     request.log.warn({ cause }, 'gateway: upstream failed');
-    reply.code(502).header('cache-control', 'no-store').header('x-request-id', request.id).send(errorBody('upstream_unavailable', undefined, { cause }));
+    reply.code(502).header('cache-control', 'no-store').header('x-request-id', request.id)
+      .send(errorBody('upstream_unavailable', undefined, { cause }));
   }
 
-  /** Reads a body with its route's limit; an MCP answer over it may still be read to answer the server (mcp/body.ts). */
-  function parseBody(request: FastifyRequest, payload: Readable, done: (err: Error | null, body?: Buffer) => void): void {
+  /**
+   * Reads a body with its route's limit; an MCP answer over it may still be read to answer the server
+   * (mcp/body.ts).
+   */
+  function parseBody(
+    request: FastifyRequest, payload: Readable, done: (err: Error | null, body?: Buffer) => void,
+  ): void {
     const admission = stateOf(request).admission;
     const limit = admission?.route.mcp?.bodyLimit ?? opts.bodyLimit;
     const proof = request.headers[SESSION_PROOF_HEADER];
@@ -135,9 +142,13 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
   }
 
   /** The upstream answered: session ids, then the body, chunk by chunk with its idle limit. */
-  function onUpstreamResponse(request: FastifyRequest, reply: FastifyReply, res: { statusCode: number; stream: Readable }): void {
+  function onUpstreamResponse(
+    request: FastifyRequest, reply: FastifyReply, res: { statusCode: number; stream: Readable },
+  ): void {
     const { admission, decision } = stateOf(request);
-    if (admission?.sessions !== undefined) rewriteSessionHeaders(request.method, admission, decision, reply, res.statusCode);
+    if (admission?.sessions !== undefined) {
+      rewriteSessionHeaders(request.method, admission, decision, reply, res.statusCode);
+    }
     else stripSessionHeaders(reply);
     const sse = isEventStream(reply.getHeader('content-type'));
     const idleMs = sse ? admission?.route.mcp?.streamIdleMs ?? opts.upstreamTimeoutMs : opts.upstreamTimeoutMs;
@@ -147,7 +158,8 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
 
   await fastify.register(async (scope) => {
     scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser('*', (request, payload, done) => parseBody(request, payload as unknown as Readable, done));
+    scope.addContentTypeParser('*', (request, payload, done) =>
+      parseBody(request, payload as unknown as Readable, done));
     scope.setErrorHandler((error: FastifyError, request, reply) => {
       const err = toServiceError(error, request);
       const state = stateOf(request);
@@ -155,8 +167,11 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
       const refusal = renderRefusal(err, state.admission?.mcp);
       void reply.code(refusal.status).headers({ ...refusal.headers, 'x-request-id': request.id })
         .type('application/json; charset=utf-8').send(refusal.body);
-      // An MCP answer over the limit: the server gets an error for its request, so nothing waits for it (mcp/answer.ts).
-      if (err instanceof McpAnswerTooLarge && state.admission !== undefined) answerServer(opts.upstream, request, state.admission, err);
+      // An MCP answer over the limit: the server gets an error for its request, so nothing waits for it
+      // (mcp/answer.ts).
+      if (err instanceof McpAnswerTooLarge && state.admission !== undefined) {
+        answerServer(opts.upstream, request, state.admission, err);
+      }
     });
     scope.addHook('onRequest', onRequest);
     scope.addHook('preHandler', preHandler);
@@ -166,7 +181,8 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
       countRequest(metrics, state.outcome[0], state.outcome[1]);
       if (state.forwardStart !== undefined) {
         const statusClass = `${Math.floor(reply.statusCode / 100)}xx`;
-        metrics.upstreamDuration.observe({ status_class: statusClass }, (performance.now() - state.forwardStart) / 1000);
+        metrics.upstreamDuration.observe(
+          { status_class: statusClass }, (performance.now() - state.forwardStart) / 1000);
       }
     });
     await scope.register(httpProxy, {
@@ -178,8 +194,12 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
       disableRequestLogging: true,
       destroyAgent: true,
       replyOptions: { rewriteHeaders: (headers, request) => upstreamResponseHeaders(headers, request?.id) },
-      // The body's idle limit is the gateway's own (forwardBody: upstream_timeout_ms, or an MCP route's stream idle limit for SSE).
-      undici: { connections: 128, pipelining: 1, keepAliveTimeout: 30_000, headersTimeout: opts.upstreamTimeoutMs, bodyTimeout: 0 },
+      // The body's idle limit is the gateway's own (forwardBody: upstream_timeout_ms, or an MCP route's
+      // stream idle limit for SSE).
+      undici: {
+        connections: 128, pipelining: 1, keepAliveTimeout: 30_000,
+        headersTimeout: opts.upstreamTimeoutMs, bodyTimeout: 0,
+      },
       handler: (request, reply, _dest, options) => {
         const state = stateOf(request);
         const { decision } = state;
@@ -239,11 +259,15 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
  * @example
  * ```ts
  * import Fastify from 'fastify';
- * import { agentAuthzGateway, createGatewayMetrics, GATEWAY_MAX_HEADER_SIZE, gatewayClientErrors, gatewayFrameworkErrors } from 'agent-authz/gateway';
+ * import {
+ *   agentAuthzGateway, createGatewayMetrics, GATEWAY_MAX_HEADER_SIZE, gatewayClientErrors, gatewayFrameworkErrors,
+ * } from 'agent-authz/gateway';
  *
  * const metrics = createGatewayMetrics();
  * const app = Fastify({
- *   http: { maxHeaderSize: GATEWAY_MAX_HEADER_SIZE }, frameworkErrors: gatewayFrameworkErrors(metrics), clientErrorHandler: gatewayClientErrors(metrics),
+ *   http: { maxHeaderSize: GATEWAY_MAX_HEADER_SIZE },
+ *   frameworkErrors: gatewayFrameworkErrors(metrics),
+ *   clientErrorHandler: gatewayClientErrors(metrics),
  * });
  * await app.register(agentAuthzGateway, {
  *   upstream: 'http://127.0.0.1:8080',
@@ -252,7 +276,10 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
  *   metrics,
  *   routes: [
  *     { method: 'GET', path: '/v1/items/:id', scope: 'data:read' },
- *     { method: 'POST', path: '/v1/payments', scope: 'payments:send', context: { amount: '/amount', currency: '/currency' } },
+ *     {
+ *       method: 'POST', path: '/v1/payments', scope: 'payments:send',
+ *       context: { amount: '/amount', currency: '/currency' },
+ *     },
  *   ],
  * });
  * await app.listen({ port: 8443 });

@@ -49,7 +49,10 @@ export type { RouteMatch, RouteResolution } from './route-table.js';
  * ```ts
  * const routes: RouteEntry[] = [
  *   { method: ['GET', 'HEAD'], path: '/v1/items/:id', scope: 'data:read' },
- *   { method: 'POST', path: '/v1/payments', scope: 'payments:send', context: { amount: '/amount', currency: '/currency' } },
+ *   {
+ *     method: 'POST', path: '/v1/payments', scope: 'payments:send',
+ *     context: { amount: '/amount', currency: '/currency' },
+ *   },
  *   { method: 'GET', path: '/status', public: true },
  *   { method: 'POST', path: '/mcp', scope: 'execute:tool', mcp: { tools: { get_weather: 'data:read' } } },
  * ];
@@ -102,7 +105,9 @@ function compileMethods(value: unknown, path: string): ReadonlySet<string> | 'an
 function compilePattern(value: unknown, path: string): Segment[] {
   const text = checkString(value, path);
   if (!text.startsWith('/')) fail(path, 'must start with "/"');
-  if (text.length > MAX_PATH_LENGTH) fail(path, `must be at most ${MAX_PATH_LENGTH} characters (longer request paths are refused)`);
+  if (text.length > MAX_PATH_LENGTH) {
+    fail(path, `must be at most ${MAX_PATH_LENGTH} characters (longer request paths are refused)`);
+  }
   const parts = text.slice(1).split('/');
   const names = new Set<string>();
   const segments = parts.map((part, i): Segment => {
@@ -123,7 +128,8 @@ function compilePattern(value: unknown, path: string): Segment[] {
   });
   const probe = '/' + segments.map((s) => (s.kind === 0 ? s.text : 'x')).join('/');
   if (!isNormalizedPath(probe)) {
-    fail(path, 'is not in normalized form (no dot segments, ";", "%2F", controls; decode unreserved %XX; uppercase hex)');
+    fail(path, 'is not in normalized form '
+      + '(no dot segments, ";", "%2F", controls; decode unreserved %XX; uppercase hex)');
   }
   if (segments.some((s) => s.kind === 0 && s.text !== '' && s.loose === '')) {
     fail(path, 'has a segment of only white space or dots (servers read it as an empty segment)');
@@ -151,7 +157,9 @@ function compileEntry(value: unknown, path: string, index: number, defaults: Rou
   if (entry.mcp !== undefined) {
     if (isPublic === true) fail(path, 'an MCP route must not be public (list public JSON-RPC methods in mcp.public)');
     if (methods !== 'any' && !methods.has('POST')) fail(at(path, 'method'), 'an MCP route must accept POST');
-    if (entry.context !== undefined) fail(at(path, 'context'), 'an MCP route takes its context from tool arguments (mcp.tools.<name>.context)');
+    if (entry.context !== undefined) {
+      fail(at(path, 'context'), 'an MCP route takes its context from tool arguments (mcp.tools.<name>.context)');
+    }
     mcp = compileMcp(entry.mcp, at(path, 'mcp'));
   }
   // MCP bodies are JSON-RPC messages: the global body pointers do not apply to them.
@@ -160,11 +168,14 @@ function compileEntry(value: unknown, path: string, index: number, defaults: Rou
   if (entry.context !== undefined) {
     const ctx = checkObject(entry.context, at(path, 'context'), ['amount', 'currency']);
     if (ctx.amount !== undefined) amountPointer = checkJsonPointer(ctx.amount, at(at(path, 'context'), 'amount'));
-    if (ctx.currency !== undefined) currencyPointer = checkJsonPointer(ctx.currency, at(at(path, 'context'), 'currency'));
+    if (ctx.currency !== undefined) {
+      currencyPointer = checkJsonPointer(ctx.currency, at(at(path, 'context'), 'currency'));
+    }
   }
   const shape = segments.map((s) => (s.kind === 0 ? `=${s.text}` : s.kind === 1 ? ':' : '*')).join('/');
   const looseShape = segments.map((s) => (s.kind === 0 ? `=${s.loose}` : s.kind === 1 ? ':' : '*')).join('/');
-  return { index, pattern: entry.path as string, scope, amountPointer, currencyPointer, mcp, mode, methods, segments, shape,
+  return { index, pattern: entry.path as string, scope, amountPointer, currencyPointer, mcp, mode, methods, segments,
+    shape,
     foldedShape: foldCase(shape), looseShape };
 }
 
@@ -173,7 +184,9 @@ function compileEntry(value: unknown, path: string, index: number, defaults: Rou
  * (for example `gateway options: routes[3].scope: ...`) on any bad entry,
  * and for a shadow-mode route with a scope in `sensitive` (shadow.ts).
  */
-export function compileRoutes(value: unknown, path: string, defaults: RouteDefaults = {}, sensitive = new SensitiveScopes()): RouteTable {
+export function compileRoutes(
+  value: unknown, path: string, defaults: RouteDefaults = {}, sensitive = new SensitiveScopes(),
+): RouteTable {
   if (!Array.isArray(value) || value.length === 0) fail(path, 'must be a non-empty list of routes');
   const compiled = value.map((entry: unknown, i) => {
     if (!isPlainObject(entry)) fail(item(path, i), 'must be an object');
@@ -194,9 +207,12 @@ export function compileRoutes(value: unknown, path: string, defaults: RouteDefau
       if (!overlap) continue;
       const other = item(path, a.index).replace(/^.*?: /, '');
       if (a.shape === b.shape) fail(item(path, b.index), `has the same method and path shape as ${other}`);
-      // Patterns differing only in letter case (or in a folded spelling): every request to one of them would be refused as ambiguous.
+      // Patterns differing only in letter case (or in a folded spelling): every request to one of them
+      // would be refused as ambiguous.
       if (!sameAuthorization(a, b)) {
-        const how = a.foldedShape === b.foldedShape ? 'only in letter case' : 'only in a folded spelling (docs/gateway.md)';
+        const how = a.foldedShape === b.foldedShape
+          ? 'only in letter case'
+          : 'only in a folded spelling (docs/gateway.md)';
         fail(item(path, b.index), `differs ${how} from ${other} but is authorized differently`);
       }
     }
@@ -206,7 +222,8 @@ export function compileRoutes(value: unknown, path: string, defaults: RouteDefau
     for (const other of compiled) {
       if (other.mcp !== undefined || !pathsOverlap(mcp.segments, other.segments)) continue;
       const name = item(path, mcp.index).replace(/^.*?: /, '');
-      fail(item(path, other.index), `its path ${other.pattern} overlaps MCP route ${name} (${mcp.pattern}): requests to an MCP endpoint `
+      fail(item(path, other.index), `its path ${other.pattern} overlaps MCP route ${name} (${mcp.pattern}): `
+        + 'requests to an MCP endpoint '
         + 'must all go through its MCP route (list every method there), or they would skip its session binding');
     }
   }
@@ -221,6 +238,8 @@ function pathsOverlap(a: readonly Segment[], b: readonly Segment[]): boolean {
     if (x === undefined || y === undefined) return x === y;
     if (x.kind === 2 || y.kind === 2) return true;
     if (x.kind === 0 && y.kind === 0 && x.loose !== y.loose) return false;
-    if ((x.kind === 0 && x.text === '' && y.kind === 1) || (y.kind === 0 && y.text === '' && x.kind === 1)) return false;
+    if ((x.kind === 0 && x.text === '' && y.kind === 1) || (y.kind === 0 && y.text === '' && x.kind === 1)) {
+      return false;
+    }
   }
 }

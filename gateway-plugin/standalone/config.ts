@@ -12,7 +12,8 @@
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
 import {
-  DEFAULT_BODY_LIMIT_BYTES, DEFAULT_CHALLENGE_TIMEOUT_MS, DEFAULT_SIDECAR_CONNECTIONS, DEFAULT_UPSTREAM_TIMEOUT_MS, DEFAULT_VERIFY_TIMEOUT_MS,
+  DEFAULT_BODY_LIMIT_BYTES, DEFAULT_CHALLENGE_TIMEOUT_MS, DEFAULT_SIDECAR_CONNECTIONS, DEFAULT_UPSTREAM_TIMEOUT_MS,
+  DEFAULT_VERIFY_TIMEOUT_MS,
   checkApiKey, checkOverridePolicy, resolveContext,
 } from '../options.js';
 import { TrustedProxies } from '../context.js';
@@ -46,8 +47,10 @@ export const DEFAULT_LOG_LEVEL = 'info';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const TOP_KEYS = [
-  'mode', 'forward_auth', 'upstream_url', 'sidecar_url', 'api_key_env', 'verify_timeout_ms', 'challenge_timeout_ms', 'upstream_timeout_ms',
-  'body_limit_bytes', 'sidecar_connections', 'trusted_proxies', 'context', 'routes', 'listen', 'health', 'metrics', 'log_level',
+  'mode', 'forward_auth', 'upstream_url', 'sidecar_url', 'api_key_env', 'verify_timeout_ms', 'challenge_timeout_ms',
+  'upstream_timeout_ms',
+  'body_limit_bytes', 'sidecar_connections', 'trusted_proxies', 'context', 'routes', 'listen', 'health', 'metrics',
+  'log_level',
   'override_headers', 'shadow_sensitive_scopes', 'mcp_session_secret_env',
 ] as const;
 
@@ -65,7 +68,10 @@ export interface GatewayConfig {
    * The health endpoints: each path, or `undefined` when turned off (`false`), and the listener
    * serving them (`main`, or `metrics` so that the main listener can map a catch-all such as `GET /*`).
    */
-  readonly health: { readonly livenessPath: string | undefined; readonly readinessPath: string | undefined; readonly listener: 'main' | 'metrics' };
+  readonly health: {
+    readonly livenessPath: string | undefined; readonly readinessPath: string | undefined;
+    readonly listener: 'main' | 'metrics';
+  };
   /** The metrics listener, or `false` when disabled. */
   readonly metrics: { readonly host: string; readonly port: number; readonly path: string } | false;
   readonly logLevel: string;
@@ -85,12 +91,16 @@ function resolveHealth(value: unknown, path: string): GatewayConfig['health'] {
   const pathOf = (key: 'liveness_path' | 'readiness_path', fallback: string): string | undefined => {
     const value = h[key];
     if (value === false) return undefined;
-    if (value !== undefined && typeof value !== 'string') fail(at(path, key), 'must be a path such as /healthz, or false to turn it off');
+    if (value !== undefined && typeof value !== 'string') {
+      fail(at(path, key), 'must be a path such as /healthz, or false to turn it off');
+    }
     return value === undefined ? fallback : checkPathname(value, at(path, key));
   };
   const livenessPath = pathOf('liveness_path', DEFAULT_LIVENESS_PATH);
   const readinessPath = pathOf('readiness_path', DEFAULT_READINESS_PATH);
-  if (livenessPath !== undefined && livenessPath === readinessPath) fail(at(path, 'readiness_path'), 'must differ from liveness_path');
+  if (livenessPath !== undefined && livenessPath === readinessPath) {
+    fail(at(path, 'readiness_path'), 'must differ from liveness_path');
+  }
   const listener = h.listener ?? 'main';
   if (listener !== 'main' && listener !== 'metrics') fail(at(path, 'listener'), 'must be main or metrics');
   return { livenessPath, readinessPath, listener };
@@ -103,7 +113,8 @@ function resolveHealth(value: unknown, path: string): GatewayConfig['health'] {
 export function resolveConfig(raw: unknown, env: NodeJS.ProcessEnv): GatewayConfig {
   const L = CONFIG_LABEL;
   if (raw !== null && typeof raw === 'object' && 'api_key' in raw) {
-    fail(at(L, 'api_key'), 'the key must not be in the file; put it in an environment variable and name that in api_key_env');
+    fail(at(L, 'api_key'),
+      'the key must not be in the file; put it in an environment variable and name that in api_key_env');
   }
   const c = checkObject(raw, L, TOP_KEYS);
   const mode = c.mode ?? 'proxy';
@@ -115,16 +126,24 @@ export function resolveConfig(raw: unknown, env: NodeJS.ProcessEnv): GatewayConf
   if (proxy && c.upstream_url === undefined) fail(at(L, 'upstream_url'), 'is required');
   if (proxy && c.forward_auth !== undefined) fail(at(L, 'forward_auth'), 'is only used with mode: forward_auth');
   for (const key of ['upstream_url', 'upstream_timeout_ms', 'override_headers', 'mcp_session_secret_env'] as const) {
-    if (!proxy && c[key] !== undefined) fail(at(L, key), 'is not used with mode: forward_auth (the proxy in front forwards)');
+    if (!proxy && c[key] !== undefined) {
+      fail(at(L, key), 'is not used with mode: forward_auth (the proxy in front forwards)');
+    }
   }
   const forwardAuth = checkObject(c.forward_auth ?? {}, at(L, 'forward_auth'), ['path_prefix']);
   const sidecarUrl = checkHttpUrl(c.sidecar_url, at(L, 'sidecar_url'), false).href;
   const envName = checkString(c.api_key_env, at(L, 'api_key_env'));
-  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(envName)) fail(at(L, 'api_key_env'), 'must be an environment variable NAME such as GATEWAY_API_KEY');
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(envName)) {
+    fail(at(L, 'api_key_env'), 'must be an environment variable NAME such as GATEWAY_API_KEY');
+  }
   const keyValue = env[envName];
-  if (keyValue === undefined || keyValue === '') fail(at(L, 'api_key_env'), `environment variable ${envName} is not set`);
+  if (keyValue === undefined || keyValue === '') {
+    fail(at(L, 'api_key_env'), `environment variable ${envName} is not set`);
+  }
   const apiKey = checkApiKey(keyValue, `${at(L, 'api_key_env')} (${envName})`);
-  const mcpSessionSecret = c.mcp_session_secret_env === undefined ? undefined : sessionSecretOf(c.mcp_session_secret_env, env, apiKey);
+  const mcpSessionSecret = c.mcp_session_secret_env === undefined
+    ? undefined
+    : sessionSecretOf(c.mcp_session_secret_env, env, apiKey);
 
   const listen = checkObject(c.listen ?? {}, at(L, 'listen'), ['host', 'port']);
   const health = resolveHealth(c.health, at(L, 'health'));
@@ -139,13 +158,19 @@ export function resolveConfig(raw: unknown, env: NodeJS.ProcessEnv): GatewayConf
     };
   }
   if (health.listener === 'metrics') {
-    if (metrics === false) fail(at(at(L, 'health'), 'listener'), 'is "metrics" but the metrics listener is disabled (metrics: false)');
-    for (const [key, value] of [['liveness_path', health.livenessPath], ['readiness_path', health.readinessPath]] as const) {
+    if (metrics === false) {
+      fail(at(at(L, 'health'), 'listener'), 'is "metrics" but the metrics listener is disabled (metrics: false)');
+    }
+    for (const [key, value] of [
+      ['liveness_path', health.livenessPath], ['readiness_path', health.readinessPath],
+    ] as const) {
       if (value === metrics.path) fail(at(at(L, 'health'), key), `${value} collides with metrics.path`);
     }
   }
   const listenPort = checkInt(listen.port, at(at(L, 'listen'), 'port'), 0, 65_535, DEFAULT_LISTEN_PORT);
-  if (metrics !== false && metrics.port !== 0 && metrics.port === listenPort) fail(at(at(L, 'metrics'), 'port'), 'must differ from listen.port');
+  if (metrics !== false && metrics.port !== 0 && metrics.port === listenPort) {
+    fail(at(at(L, 'metrics'), 'port'), 'must differ from listen.port');
+  }
   const logLevel = c.log_level === undefined ? DEFAULT_LOG_LEVEL : checkString(c.log_level, at(L, 'log_level'));
   if (!LOG_LEVELS.includes(logLevel)) fail(at(L, 'log_level'), `must be one of ${LOG_LEVELS.join(', ')}`);
   // Validate the shared parts here so errors carry config key names.
@@ -158,18 +183,23 @@ export function resolveConfig(raw: unknown, env: NodeJS.ProcessEnv): GatewayConf
     apiKey,
     routes: c.routes as RouteEntry[],
     verifyTimeoutMs: checkInt(c.verify_timeout_ms, at(L, 'verify_timeout_ms'), 1, 120_000, DEFAULT_VERIFY_TIMEOUT_MS),
-    challengeTimeoutMs: checkInt(c.challenge_timeout_ms, at(L, 'challenge_timeout_ms'), 1, 60_000, DEFAULT_CHALLENGE_TIMEOUT_MS),
+    challengeTimeoutMs: checkInt(
+      c.challenge_timeout_ms, at(L, 'challenge_timeout_ms'), 1, 60_000, DEFAULT_CHALLENGE_TIMEOUT_MS),
     bodyLimit: checkInt(c.body_limit_bytes, at(L, 'body_limit_bytes'), 0, 1_073_741_824, DEFAULT_BODY_LIMIT_BYTES),
-    sidecarConnections: checkInt(c.sidecar_connections, at(L, 'sidecar_connections'), 1, 4096, DEFAULT_SIDECAR_CONNECTIONS),
+    sidecarConnections: checkInt(
+      c.sidecar_connections, at(L, 'sidecar_connections'), 1, 4096, DEFAULT_SIDECAR_CONNECTIONS),
     ...(c.trusted_proxies === undefined ? {} : { trustedProxies: c.trusted_proxies as string[] }),
     ...(c.context === undefined ? {} : { context: c.context as GatewayOptions['context'] & object }),
-    ...(c.shadow_sensitive_scopes === undefined ? {} : { shadowSensitiveScopes: c.shadow_sensitive_scopes as string[] }),
+    ...(c.shadow_sensitive_scopes === undefined
+      ? {}
+      : { shadowSensitiveScopes: c.shadow_sensitive_scopes as string[] }),
   };
   const plugin: GatewayOptions | ForwardAuthOptions = proxy
     ? {
       upstream: checkHttpUrl(c.upstream_url, at(L, 'upstream_url'), true).origin,
       ...common,
-      upstreamTimeoutMs: checkInt(c.upstream_timeout_ms, at(L, 'upstream_timeout_ms'), 1, 3_600_000, DEFAULT_UPSTREAM_TIMEOUT_MS),
+      upstreamTimeoutMs: checkInt(
+        c.upstream_timeout_ms, at(L, 'upstream_timeout_ms'), 1, 3_600_000, DEFAULT_UPSTREAM_TIMEOUT_MS),
       overrideHeaders: checkOverridePolicy(c.override_headers, at(L, 'override_headers')),
       ...(mcpSessionSecret === undefined ? {} : { mcpSessionSecret }),
     }
@@ -186,11 +216,16 @@ export function resolveConfig(raw: unknown, env: NodeJS.ProcessEnv): GatewayConf
   };
 }
 
-/** The MCP session secret from the environment variable `mcp_session_secret_env` names (validated as the plugin option). */
+/**
+ * The MCP session secret from the environment variable `mcp_session_secret_env` names
+ * (validated as the plugin option).
+ */
 function sessionSecretOf(name: unknown, env: NodeJS.ProcessEnv, apiKey: string): string {
   const path = at(CONFIG_LABEL, 'mcp_session_secret_env');
   const envName = checkString(name, path);
-  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(envName)) fail(path, 'must be an environment variable NAME such as GATEWAY_MCP_SESSION_SECRET');
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(envName)) {
+    fail(path, 'must be an environment variable NAME such as GATEWAY_MCP_SESSION_SECRET');
+  }
   const value = env[envName];
   if (value === undefined || value === '') fail(path, `environment variable ${envName} is not set`);
   checkSessionSecret(value, `${path} (${envName})`, apiKey);
@@ -206,7 +241,9 @@ export async function loadConfigFile(file: string): Promise<unknown> {
     fail(CONFIG_LABEL, `cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
   try {
-    return file.endsWith('.json') ? JSON.parse(text) as unknown : parseYaml(text, { uniqueKeys: true, prettyErrors: false }) as unknown;
+    return file.endsWith('.json')
+      ? JSON.parse(text) as unknown
+      : parseYaml(text, { uniqueKeys: true, prettyErrors: false }) as unknown;
   } catch (err) {
     const first = String((err as Error).message).split('\n')[0] ?? 'parse error';
     fail(CONFIG_LABEL, `${file} is not valid ${file.endsWith('.json') ? 'JSON' : 'YAML'}: ${first}`);
