@@ -48,7 +48,9 @@ function sessionProof(key: string, body: string): string {
   return toBase64Url(hmac(sha256, fromBase64Url(key), utf8ToBytes(body)));
 }
 
-/** True for the text of one JSON-RPC response (an answer to a server request) or notification: the session proves them. */
+/**
+ * True for the text of one JSON-RPC response (an answer to a server request) or notification: the session proves them.
+ */
 function isSessionProved(body: string): boolean {
   try {
     const msg = JSON.parse(body) as Record<string, unknown> | null;
@@ -96,7 +98,10 @@ function sessionFetch(agentFetch: AgentFetch, send: typeof fetch): AgentFetch {
  *
  * @example
  * ```ts
- * const options: AgentMcpTransportOptions = { ...agentOptions, transport: { requestInit: { headers: { 'user-agent': 'my-agent/1.0' } } } };
+ * const options: AgentMcpTransportOptions = {
+ *   ...agentOptions,
+ *   transport: { requestInit: { headers: { 'user-agent': 'my-agent/1.0' } } },
+ * };
  * ```
  */
 export interface AgentMcpTransportOptions extends AgentFetchOptions {
@@ -121,8 +126,14 @@ export interface AgentMcpTransportOptions extends AgentFetchOptions {
  * const result = await client.callTool({ name: 'get_weather', arguments: { city: 'Lisbon' } });
  * ```
  */
-export function createAgentMcpTransport(url: string | URL, options: AgentMcpTransportOptions): StreamableHTTPClientTransport {
+export function createAgentMcpTransport(
+  url: string | URL,
+  options: AgentMcpTransportOptions,
+): StreamableHTTPClientTransport {
   const { transport, ...agent } = options;
   const agentFetch = createAgentFetch(agent);
-  return new StreamableHTTPClientTransport(new URL(url), { ...transport, fetch: sessionFetch(agentFetch, agent.fetch ?? globalThis.fetch) });
+  return new StreamableHTTPClientTransport(new URL(url), {
+    ...transport,
+    fetch: sessionFetch(agentFetch, agent.fetch ?? globalThis.fetch),
+  });
 }

@@ -10,7 +10,8 @@
  *
  * ```json
  * {"jsonrpc":"2.0","id":7,"error":{"code":-32600,
- *   "message":"The client's answer was larger than the gateway's MCP body limit (1048576 bytes) and was not delivered.",
+ *   "message":
+ *     "The client's answer was larger than the gateway's MCP body limit (1048576 bytes) and was not delivered.",
  *   "data":{"code":"body_too_large","limit":1048576}}}
  * ```
  *
@@ -33,7 +34,8 @@ export function answerTooLargeMessage(id: JsonRpcId, limit: number): string {
     id,
     error: {
       code: ANSWER_TOO_LARGE_CODE,
-      message: `The client's answer was larger than the gateway's MCP body limit (${limit} bytes) and was not delivered.`,
+      message: `The client's answer was larger than the gateway's MCP body limit (${limit} bytes)`
+        + ' and was not delivered.',
       data: { code: 'body_too_large', limit },
     },
   });
@@ -58,7 +60,10 @@ export async function answerOnBehalf(
       bodyTimeout: TIMEOUT_MS,
     });
     await res.body.dump();
-    log.warn({ status: res.statusCode, id }, 'gateway: an MCP answer over the body limit was answered to the server as an error');
+    log.warn(
+      { status: res.statusCode, id },
+      'gateway: an MCP answer over the body limit was answered to the server as an error',
+    );
   } catch (err) {
     log.warn({ err, id }, 'gateway: could not answer the MCP server for an answer over the body limit');
   }

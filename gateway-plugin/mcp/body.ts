@@ -45,7 +45,9 @@ export interface OverflowCheck {
   readonly maxBytes?: number | undefined;
 }
 
-/** 413 for an MCP answer over the limit whose request id and session proof were read: the server gets an error for it. */
+/**
+ * 413 for an MCP answer over the limit whose request id and session proof were read: the server gets an error for it.
+ */
 export class McpAnswerTooLarge extends ServiceError {
   /** The id of the server's request the answer was for. */
   readonly answerId: JsonRpcId;

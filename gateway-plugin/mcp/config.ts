@@ -24,7 +24,9 @@
  * of the route table. docs/mcp.md documents the semantics.
  */
 
-import { at, checkInt, checkJsonPointer, checkObject, checkScope, checkString, fail, isPlainObject, item } from '../validate.js';
+import {
+  at, checkInt, checkJsonPointer, checkObject, checkScope, checkString, fail, isPlainObject, item,
+} from '../validate.js';
 import { MIN_SESSION_SECRET_BYTES } from './session.js';
 
 /**
@@ -53,7 +55,10 @@ export interface McpToolEntry {
  * ```ts
  * const mcp: McpRouteOptions = {
  *   public: ['initialize', 'notifications/initialized', 'ping'],
- *   tools: { get_weather: 'data:read', send_payment: { scope: 'payments:send', context: { amount: '/amount', currency: '/currency' } } },
+ *   tools: {
+ *     get_weather: 'data:read',
+ *     send_payment: { scope: 'payments:send', context: { amount: '/amount', currency: '/currency' } },
+ *   },
  * };
  * const route: RouteEntry = { method: ['POST', 'GET', 'DELETE'], path: '/mcp', scope: 'execute:tool', mcp };
  * ```
@@ -70,7 +75,10 @@ export interface McpRouteOptions {
   public?: string[];
   /** Largest POSTed message in bytes (default: the gateway's `bodyLimit`). */
   body_limit_bytes?: number;
-  /** An SSE answer with no bytes from the upstream for this long is ended (default {@link DEFAULT_STREAM_IDLE_TIMEOUT_MS}). */
+  /**
+   * An SSE answer with no bytes from the upstream for this long is ended
+   * (default {@link DEFAULT_STREAM_IDLE_TIMEOUT_MS}).
+   */
   stream_idle_timeout_ms?: number;
   /** Lifetime of a session token from `initialize` (default {@link DEFAULT_SESSION_TTL_MS}). */
   session_ttl_ms?: number;
@@ -123,25 +131,49 @@ export const TOOLS_CALL = 'tools/call';
 
 function compileTool(name: string, value: unknown, path: string): McpTool {
   if (typeof value === 'string') {
-    return { name, scope: checkScope(value, path), amountPointer: undefined, currencyPointer: undefined, tenantPointer: undefined, resourcePointer: undefined };
+    return {
+      name,
+      scope: checkScope(value, path),
+      amountPointer: undefined,
+      currencyPointer: undefined,
+      tenantPointer: undefined,
+      resourcePointer: undefined,
+    };
   }
   const entry = checkObject(value, path, ['scope', 'context']);
   if (entry.scope === undefined) fail(at(path, 'scope'), 'is required');
   const scope = checkScope(entry.scope, at(path, 'scope'));
   const ctxPath = at(path, 'context');
-  const ctx = entry.context === undefined ? {} : checkObject(entry.context, ctxPath, ['amount', 'currency', 'tenant', 'resource']);
-  const pointer = (key: string): string | undefined => (ctx[key] === undefined ? undefined : checkJsonPointer(ctx[key], at(ctxPath, key)));
-  return { name, scope, amountPointer: pointer('amount'), currencyPointer: pointer('currency'), tenantPointer: pointer('tenant'), resourcePointer: pointer('resource') };
+  const ctx = entry.context === undefined
+    ? {}
+    : checkObject(entry.context, ctxPath, ['amount', 'currency', 'tenant', 'resource']);
+  const pointer = (key: string): string | undefined => (
+    ctx[key] === undefined ? undefined : checkJsonPointer(ctx[key], at(ctxPath, key))
+  );
+  return {
+    name,
+    scope,
+    amountPointer: pointer('amount'),
+    currencyPointer: pointer('currency'),
+    tenantPointer: pointer('tenant'),
+    resourcePointer: pointer('resource'),
+  };
 }
 
 /** Validates and compiles the `mcp` member of a route entry. Throws a path-named `TypeError`. */
 export function compileMcp(value: unknown, path: string): McpRoute {
-  const mcp = checkObject(value, path, ['tools', 'public', 'body_limit_bytes', 'stream_idle_timeout_ms', 'session_ttl_ms', 'answer_overflow_bytes']);
+  const mcp = checkObject(value, path, [
+    'tools', 'public', 'body_limit_bytes', 'stream_idle_timeout_ms', 'session_ttl_ms', 'answer_overflow_bytes',
+  ]);
   const toolsPath = at(path, 'tools');
-  if (!isPlainObject(mcp.tools) || Object.keys(mcp.tools).length === 0) fail(toolsPath, 'must map at least one tool name to a scope');
+  if (!isPlainObject(mcp.tools) || Object.keys(mcp.tools).length === 0) {
+    fail(toolsPath, 'must map at least one tool name to a scope');
+  }
   const tools = new Map<string, McpTool>();
   for (const [name, entry] of Object.entries(mcp.tools)) {
-    if (!TOOL_NAME_PATTERN.test(name)) fail(at(toolsPath, name), 'is not an MCP tool name (1-128 characters of A-Z a-z 0-9 _ - .)');
+    if (!TOOL_NAME_PATTERN.test(name)) {
+      fail(at(toolsPath, name), 'is not an MCP tool name (1-128 characters of A-Z a-z 0-9 _ - .)');
+    }
     tools.set(name, compileTool(name, entry, at(toolsPath, name)));
   }
   const publicMethods = new Set<string>();
@@ -149,20 +181,30 @@ export function compileMcp(value: unknown, path: string): McpRoute {
   if (!Array.isArray(list)) fail(at(path, 'public'), 'must be a list of JSON-RPC method names');
   list.forEach((method: unknown, i) => {
     const where = item(at(path, 'public'), i);
-    if (typeof method !== 'string' || (method !== 'notifications/*' && !METHOD_PATTERN.test(method))) fail(where, 'must be a JSON-RPC method name such as "ping" or "notifications/*"');
+    if (typeof method !== 'string' || (method !== 'notifications/*' && !METHOD_PATTERN.test(method))) {
+      fail(where, 'must be a JSON-RPC method name such as "ping" or "notifications/*"');
+    }
     if (method === TOOLS_CALL) fail(where, 'tools/call cannot be public: every tool call needs its tool\'s scope');
-    if (method === INITIALIZE) fail(where, 'initialize cannot be public: it opens a session bound to the agent that sent it');
+    if (method === INITIALIZE) {
+      fail(where, 'initialize cannot be public: it opens a session bound to the agent that sent it');
+    }
     if (publicMethods.has(method)) fail(where, `duplicate method ${method}`);
     publicMethods.add(method);
   });
-  const limit = mcp.body_limit_bytes === undefined ? undefined : checkInt(mcp.body_limit_bytes, at(path, 'body_limit_bytes'), 0, 1_073_741_824, 0);
+  const limit = mcp.body_limit_bytes === undefined
+    ? undefined
+    : checkInt(mcp.body_limit_bytes, at(path, 'body_limit_bytes'), 0, 1_073_741_824, 0);
   return {
     tools,
     publicMethods,
     publicNotifications: publicMethods.has('notifications/*'),
     bodyLimit: limit,
-    streamIdleMs: checkInt(mcp.stream_idle_timeout_ms, at(path, 'stream_idle_timeout_ms'), 1, 86_400_000, DEFAULT_STREAM_IDLE_TIMEOUT_MS),
-    sessionTtlMs: checkInt(mcp.session_ttl_ms, at(path, 'session_ttl_ms'), 1_000, 2_592_000_000, DEFAULT_SESSION_TTL_MS),
+    streamIdleMs: checkInt(
+      mcp.stream_idle_timeout_ms, at(path, 'stream_idle_timeout_ms'), 1, 86_400_000, DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+    ),
+    sessionTtlMs: checkInt(
+      mcp.session_ttl_ms, at(path, 'session_ttl_ms'), 1_000, 2_592_000_000, DEFAULT_SESSION_TTL_MS,
+    ),
     answerOverflowBytes: mcp.answer_overflow_bytes === undefined
       ? undefined
       : checkInt(mcp.answer_overflow_bytes, at(path, 'answer_overflow_bytes'), 0, 67_108_864, 0),
@@ -184,6 +226,8 @@ export function checkSessionSecret(value: unknown, path: string, apiKey: string)
   if (secret.length < MIN_SESSION_SECRET_BYTES || secret.length > 4096) {
     fail(path, `must be ${MIN_SESSION_SECRET_BYTES} to 4096 bytes (for example: openssl rand -base64 48)`);
   }
-  if (secret.equals(Buffer.from(apiKey, 'utf8'))) fail(path, 'must not be the sidecar API key (the agents of its connection hold it)');
+  if (secret.equals(Buffer.from(apiKey, 'utf8'))) {
+    fail(path, 'must not be the sidecar API key (the agents of its connection hold it)');
+  }
   return secret;
 }

@@ -63,7 +63,11 @@ function isObject(v: JsonValue | undefined): v is { [key: string]: JsonValue } {
 
 function readId(value: JsonValue): JsonRpcId {
   if (typeof value === 'string' && value.length >= 1 && value.length <= MAX_ID_LENGTH) return value;
-  if (value instanceof JsonNumber && /^-?(0|[1-9][0-9]{0,15})$/.test(value.text) && Number.isSafeInteger(Number(value.text))) return Number(value.text);
+  if (
+    value instanceof JsonNumber
+    && /^-?(0|[1-9][0-9]{0,15})$/.test(value.text)
+    && Number.isSafeInteger(Number(value.text))
+  ) return Number(value.text);
   return invalid('The JSON-RPC id must be a string or an integer.');
 }
 
@@ -72,7 +76,9 @@ function readId(value: JsonValue): JsonRpcId {
  * tool in `facts` as soon as they are known. Throws a {@link ServiceError}.
  */
 export function readMcpMessage(body: Buffer, contentType: string | undefined, facts: McpFacts): McpMessage {
-  if (!isJsonMediaType(contentType)) throw new ServiceError('unsupported_media_type', 'An MCP message must be sent as application/json.');
+  if (!isJsonMediaType(contentType)) {
+    throw new ServiceError('unsupported_media_type', 'An MCP message must be sent as application/json.');
+  }
   let doc: JsonValue;
   try {
     doc = parseStrictJson(body);
@@ -89,10 +95,14 @@ export function readMcpMessage(body: Buffer, contentType: string | undefined, fa
   if (method !== undefined || (doc.result === undefined && doc.error === undefined)) facts.id = id;
   if (doc.jsonrpc !== '2.0') invalid('The MCP message must have "jsonrpc": "2.0".');
   if (method === undefined) {
-    if (doc.id === undefined || (doc.result === undefined) === (doc.error === undefined)) invalid('A JSON-RPC message needs a method, or an id with a result or an error.');
+    if (doc.id === undefined || (doc.result === undefined) === (doc.error === undefined)) {
+      invalid('A JSON-RPC message needs a method, or an id with a result or an error.');
+    }
     return { kind: 'response', method: undefined, tool: undefined, arguments: undefined, answers: id };
   }
-  if (typeof method !== 'string' || method.length === 0 || method.length > 256) invalid('The JSON-RPC method must be a non-empty string.');
+  if (typeof method !== 'string' || method.length === 0 || method.length > 256) {
+    invalid('The JSON-RPC method must be a non-empty string.');
+  }
   const kind = doc.id === undefined ? 'notification' : 'request';
   if (method !== TOOLS_CALL) return { kind, method, tool: undefined, arguments: undefined, answers: undefined };
   if (kind !== 'request') invalid('tools/call must be a request with an id.');
@@ -131,14 +141,21 @@ export function toolContext(tool: McpTool, args: JsonValue): ToolContext {
   if (tool.tenantPointer !== undefined) {
     const tenant = resolvePointer(args, tool.tenantPointer);
     if (tenant !== undefined) {
-      if (typeof tenant !== 'string' || !TENANT_PATTERN.test(tenant)) invalid(`The tenant at ${where(tool.tenantPointer)} is not a tenant id.`);
+      if (typeof tenant !== 'string' || !TENANT_PATTERN.test(tenant)) {
+        invalid(`The tenant at ${where(tool.tenantPointer)} is not a tenant id.`);
+      }
       out.tenant = tenant;
     }
   }
   if (tool.resourcePointer !== undefined) {
     const resource = resolvePointer(args, tool.resourcePointer);
     if (resource !== undefined) {
-      if (typeof resource !== 'string' || !resource.startsWith('/') || resource.length > MAX_PATH_LENGTH || !isNormalizedPath(resource)) {
+      if (
+        typeof resource !== 'string'
+        || !resource.startsWith('/')
+        || resource.length > MAX_PATH_LENGTH
+        || !isNormalizedPath(resource)
+      ) {
         invalid(`The resource at ${where(tool.resourcePointer)} is not an absolute path in normalized form.`);
       }
       out.path = resource;
@@ -149,7 +166,9 @@ export function toolContext(tool: McpTool, args: JsonValue): ToolContext {
 
 const ID = String.raw`(-?(?:0|[1-9][0-9]{0,15})|"[^"\\\x00-\x1f]{1,256}")`;
 /** A response whose `id` leads: `{"jsonrpc":"2.0","id":7,"result":` (the order most JSON-RPC libraries write). */
-const ID_FIRST = new RegExp(String.raw`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*${ID}\s*,\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"(?:result|error)"\s*:`);
+const ID_FIRST = new RegExp(String.raw`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*${
+  ID
+}\s*,\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"(?:result|error)"\s*:`);
 /** A response that starts with its result or error... */
 const RESULT_FIRST = /^\s*\{\s*"(?:result|error)"\s*:/;
 /** ...and ends with its `id` (`{result, jsonrpc, id}`: the order of the official MCP SDK). */

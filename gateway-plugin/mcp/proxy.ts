@@ -15,7 +15,13 @@ import type { McpAnswerTooLarge } from './body.js';
 import { MCP_SESSION_HEADER, SESSION_KEY_HEADER } from './session.js';
 
 /** Rewrites the session headers of an upstream answer (see the file header). */
-export function rewriteSessionHeaders(method: string, admission: Admission, decision: GatewayVerdict | undefined, reply: FastifyReply, status: number): void {
+export function rewriteSessionHeaders(
+  method: string,
+  admission: Admission,
+  decision: GatewayVerdict | undefined,
+  reply: FastifyReply,
+  status: number,
+): void {
   const { session, sessions } = admission;
   // Only the gateway hands out session keys; an underscore spelling of the session id is not the upstream's session.
   reply.removeHeader(SESSION_KEY_HEADER);
@@ -23,7 +29,9 @@ export function rewriteSessionHeaders(method: string, admission: Admission, deci
     if (name !== MCP_SESSION_HEADER && canonicalHeaderName(name) === MCP_SESSION_HEADER) reply.removeHeader(name);
   }
   if (sessions === undefined) return;
-  if (session !== undefined && ((method === 'DELETE' && status >= 200 && status < 300) || status === 404)) sessions.end(session);
+  if (session !== undefined && ((method === 'DELETE' && status >= 200 && status < 300) || status === 404)) {
+    sessions.end(session);
+  }
   const upstreamId = reply.getHeader(MCP_SESSION_HEADER);
   if (upstreamId === undefined) return;
   if (session !== undefined && upstreamId === session.upstreamId) {
@@ -31,14 +39,19 @@ export function rewriteSessionHeaders(method: string, admission: Admission, deci
     return;
   }
   const agentId = decision?.kind === 'allow' ? decision.agentId : undefined;
-  const token = agentId === undefined || typeof upstreamId !== 'string' ? undefined : sessions.mint(agentId, upstreamId, admission.target.path);
+  const token = agentId === undefined || typeof upstreamId !== 'string'
+    ? undefined
+    : sessions.mint(agentId, upstreamId, admission.target.path);
   if (token === undefined) {
     // A session the gateway cannot bind to an agent is not handed out.
     reply.removeHeader(MCP_SESSION_HEADER);
     return;
   }
   // The session key is for the agent alone: no cache keeps the answer that carries it.
-  reply.header(MCP_SESSION_HEADER, token).header(SESSION_KEY_HEADER, sessions.answerKey(token)).header('cache-control', 'no-store');
+  reply
+    .header(MCP_SESSION_HEADER, token)
+    .header(SESSION_KEY_HEADER, sessions.answerKey(token))
+    .header('cache-control', 'no-store');
 }
 
 /** A route that is not an MCP route passes no session id (nor session key) back to the client, in any spelling. */
@@ -50,7 +63,12 @@ export function stripSessionHeaders(reply: FastifyReply): void {
 }
 
 /** Sends the server a JSON-RPC error for the request an over-limit answer was for, in the answer's session. */
-export function answerServer(upstream: string, request: FastifyRequest, admission: Admission, err: McpAnswerTooLarge): void {
+export function answerServer(
+  upstream: string,
+  request: FastifyRequest,
+  admission: Admission,
+  err: McpAnswerTooLarge,
+): void {
   const { session, route, target } = admission;
   if (session === undefined || route.scope === undefined) return;
   const headers: Record<string, string> = {

@@ -5,7 +5,10 @@
  * carries one, the gateway hands out its own session id, a token
  *
  * ```text
- * s1.<agent id, base64url>.<upstream session id, AES-256-GCM, base64url>.<issued at, ms base36>.<HMAC-SHA256, base64url>
+ * s1.<agent id, base64url>
+ *   .<upstream session id, AES-256-GCM, base64url>
+ *   .<issued at, ms base36>
+ *   .<HMAC-SHA256, base64url>
  * ```
  *
  * MACed under a key derived (HKDF) from the gateway's MCP session secret
@@ -36,7 +39,9 @@
  * token older than its route's `session_ttl_ms` is refused the same way.
  */
 
-import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import {
+  createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual,
+} from 'node:crypto';
 import { ServiceError } from '../../src/errors.js';
 import { canonicalHeaderName } from '../headers.js';
 
@@ -96,8 +101,12 @@ export class McpSessions {
    * `route`: the route's path pattern; `ttlMs`: a token's lifetime.
    */
   constructor(secret: Uint8Array, route: string, ttlMs: number, now: () => number = Date.now) {
-    if (secret.length < MIN_SESSION_SECRET_BYTES) throw new TypeError(`McpSessions: secret must be at least ${MIN_SESSION_SECRET_BYTES} bytes`);
-    const derive = (use: string): Buffer => Buffer.from(hkdfSync('sha256', secret, 'agent-authz mcp session v2', `${use} route ${route}`, 32));
+    if (secret.length < MIN_SESSION_SECRET_BYTES) {
+      throw new TypeError(`McpSessions: secret must be at least ${MIN_SESSION_SECRET_BYTES} bytes`);
+    }
+    const derive = (use: string): Buffer => Buffer.from(
+      hkdfSync('sha256', secret, 'agent-authz mcp session v2', `${use} route ${route}`, 32),
+    );
     this.#tokenKey = derive('token mac');
     this.#answerKey = derive('answer key');
     this.#idKey = derive('upstream id aead');
@@ -130,16 +139,21 @@ export class McpSessions {
     const sealed = Buffer.from(part, 'base64url');
     if (b64(sealed) !== part || sealed.length <= IV_BYTES + TAG_BYTES) return undefined;
     try {
-      const decipher = createDecipheriv('aes-256-gcm', this.#idKey, sealed.subarray(0, IV_BYTES)).setAAD(Buffer.from(agent));
+      const decipher = createDecipheriv('aes-256-gcm', this.#idKey, sealed.subarray(0, IV_BYTES))
+        .setAAD(Buffer.from(agent));
       decipher.setAuthTag(sealed.subarray(-TAG_BYTES));
-      const id = Buffer.concat([decipher.update(sealed.subarray(IV_BYTES, -TAG_BYTES)), decipher.final()]).toString('utf8');
+      const id = Buffer.concat([decipher.update(sealed.subarray(IV_BYTES, -TAG_BYTES)), decipher.final()])
+        .toString('utf8');
       return SESSION_ID.test(id) ? id : undefined;
     } catch {
       return undefined;
     }
   }
 
-  /** The binding of `token` on `path`, or `undefined` when it is not one of ours, was altered, has ended, expired or is dated ahead. */
+  /**
+   * The binding of `token` on `path`, or `undefined` when it is not one of ours, was altered, has ended, expired or is
+   * dated ahead.
+   */
   open(token: string, path = ''): SessionBinding | undefined {
     const parts = token.split('.');
     if (parts.length !== 5 || parts[0] !== PREFIX) return undefined;
@@ -152,7 +166,9 @@ export class McpSessions {
     const issuedAt = /^[0-9a-z]{1,12}$/.test(parts[3] ?? '') ? parseInt(parts[3] ?? '', 36) : NaN;
     if (agentId === undefined || upstreamId === undefined || !Number.isSafeInteger(issuedAt)) return undefined;
     const now = this.#now();
-    if (now - issuedAt > this.#ttlMs || issuedAt - now > MAX_CLOCK_SKEW_MS || this.#ended.has(endedKey(upstreamId))) return undefined;
+    if (now - issuedAt > this.#ttlMs || issuedAt - now > MAX_CLOCK_SKEW_MS || this.#ended.has(endedKey(upstreamId))) {
+      return undefined;
+    }
     return { token, agentId, upstreamId, issuedAt };
   }
 
@@ -195,13 +211,17 @@ export function sessionHeaderOf(rawHeaders: readonly string[]): string | undefin
   for (let i = 0; i < rawHeaders.length; i += 2) {
     const name = rawHeaders[i] as string;
     if (canonicalHeaderName(name) !== MCP_SESSION_HEADER) continue;
-    if (value !== undefined || name.toLowerCase() !== MCP_SESSION_HEADER) throw new ServiceError('mcp_session_header_invalid');
+    if (value !== undefined || name.toLowerCase() !== MCP_SESSION_HEADER) {
+      throw new ServiceError('mcp_session_header_invalid');
+    }
     value = rawHeaders[i + 1] ?? '';
   }
   return value;
 }
 
-/** The session proof of `body` for an agent holding `sessionKey` (the client side of {@link McpSessions.checkAnswer}). */
+/**
+ * The session proof of `body` for an agent holding `sessionKey` (the client side of {@link McpSessions.checkAnswer}).
+ */
 export function sessionProof(sessionKey: string, body: Uint8Array): string {
   return createHmac('sha256', Buffer.from(sessionKey, 'base64url')).update(body).digest('base64url');
 }

@@ -38,7 +38,13 @@ export function isEventStream(contentType: unknown): boolean {
  * at once and applies `idleMs` (see the file header); `onIdle` is told when
  * a stream is ended for being idle.
  */
-export function forwardBody(upstream: Readable, res: ServerResponse, sse: boolean, idleMs: number, onIdle: () => void): Readable {
+export function forwardBody(
+  upstream: Readable,
+  res: ServerResponse,
+  sse: boolean,
+  idleMs: number,
+  onIdle: () => void,
+): Readable {
   const out = new PassThrough();
   let timer: NodeJS.Timeout | undefined;
   let ended = false;
