@@ -73,7 +73,8 @@ async function traced(t: Test, level: 'full' | 'normal'): Promise<ReturnType<typ
   // SIGTERM to the sidecar (strace's child): it shuts down, strace writes the rest of the trace and exits.
   const children = fs.readFileSync(`/proc/${sc.pid}/task/${sc.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
   for (const pid of children) process.kill(pid, 'SIGTERM');
-  await Promise.race([sc.exited, new Promise((r) => setTimeout(r, 30_000))]);
+  // strace writes its buffered trace when it exits: wait for that (bounded; a loaded machine drains slowly).
+  await Promise.race([sc.exited, new Promise((r) => setTimeout(r, 120_000))]);
   const result = answersBeforeSync(fs.readFileSync(out, 'utf8'));
   fs.rmSync(path.dirname(out), { recursive: true, force: true });
   t.comment(`${level}: ${result.answers} verify answers, ${result.beforeSync} written before the WAL sync covering them; `
