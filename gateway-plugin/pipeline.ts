@@ -41,6 +41,8 @@ import type { TenantRule, TrustedProxies } from './context.js';
 import type { GatewayMetrics } from './metrics.js';
 import { isPublicMethod, TOOLS_CALL } from './mcp/config.js';
 import { readMcpMessage, toolContext } from './mcp/message.js';
+import { a2aScope, readA2aMessage } from './a2a/message.js';
+import type { TaskOwners } from './a2a/tasks.js';
 import type { McpFacts } from './mcp/message.js';
 import { mapVerifyCall, verifyCallLabel } from './outcome.js';
 import { normalizeRequestTarget } from '../src/path.js';
@@ -147,14 +149,21 @@ export class DecisionPipeline {
   readonly #opts: PipelineOptions;
   readonly #sidecar: SidecarClient;
   readonly #sessions: ((route: RouteMatch) => McpSessions | undefined) | undefined;
+  readonly #tasks: ((route: RouteMatch) => TaskOwners | undefined) | undefined;
 
-  /** `sessions`: the session binding of each MCP route (the reverse proxy, which can rewrite session ids). */
+  /**
+   * `sessions`: the session binding of each MCP route; `tasks`: the task owners of each A2A route
+   * (both only in the reverse proxy, which reads and rewrites answers; without `tasks` every
+   * request naming a task is refused).
+   */
   constructor(
     opts: PipelineOptions, sidecar: SidecarClient, sessions?: (route: RouteMatch) => McpSessions | undefined,
+    tasks?: (route: RouteMatch) => TaskOwners | undefined,
   ) {
     this.#opts = opts;
     this.#sidecar = sidecar;
     this.#sessions = sessions;
+    this.#tasks = tasks;
   }
 
   /** The session a request on an MCP route names; 404 `mcp_session_not_found` for a token this gateway cannot open. */
@@ -177,6 +186,10 @@ export class DecisionPipeline {
     if (resolution.kind === 'none') throw new ServiceError('route_not_mapped');
     const route = resolution.route;
     const sessions = route.mcp === undefined ? undefined : this.#sessions?.(route);
+    if (route.a2a !== undefined && req.method === 'POST') {
+      const a2a: McpFacts = { parsed: false, id: null, tool: undefined, protocol: 'a2a' };
+      return { target, route, bundleJson: undefined, mcp: a2a, session: undefined, sessions, sessionError: undefined };
+    }
     if (route.mcp !== undefined && req.method === 'POST') {
       const mcp: McpFacts = { parsed: false, id: null, tool: undefined };
       // Refused in stage 2, once the refusal can take the JSON-RPC shape.
@@ -226,6 +239,7 @@ export class DecisionPipeline {
   async #verdict(req: PipelineRequest, admission: Admission, body: Buffer | undefined): Promise<GatewayVerdict> {
     const { route, target } = admission;
     const peer: Peer = deriveClientIp(req.peerAddress, req.headers['x-forwarded-for'], this.#opts.trustedProxies);
+    if (admission.mcp?.protocol === 'a2a') return this.#a2aVerdict(req, admission, body, peer);
     if (admission.mcp !== undefined) return this.#bound(admission, await this.#mcpVerdict(req, admission, body, peer));
     if (route.scope === undefined) return { kind: 'public', ...peer };
     if (admission.bundleJson === undefined) throw new ServiceError('internal_error');
@@ -296,6 +310,28 @@ export class DecisionPipeline {
     }
     const bundleJson = await this.#readProof(req, scope, route.mode !== 'shadow');
     return this.#verify(bundleJson, scope, { ...context, body_sha256: sha256Hex(body) }, req.id, peer);
+  }
+
+  /** An A2A request: its method's (or skill's) scope, verified; a task only for the agent that created it. */
+  async #a2aVerdict(
+    req: PipelineRequest, admission: Admission, body: Buffer | undefined, peer: Peer,
+  ): Promise<GatewayVerdict> {
+    const { route, target } = admission;
+    if (route.a2a === undefined || admission.mcp === undefined) throw new ServiceError('internal_error');
+    if (body === undefined) throw new ServiceError('body_not_forwarded');
+    const message = readA2aMessage(body, req.headers['content-type'], admission.mcp);
+    const scope = a2aScope(route.a2a, message);
+    const bundleJson = await this.#readProof(req, scope, route.mode !== 'shadow');
+    const context: VerifyContext = {
+      method: req.method, path: target.path, ...this.#peerContext(req, peer), ...queryContext(target.query),
+      body_sha256: sha256Hex(body),
+    };
+    const decision = await this.#verify(bundleJson, scope, context, req.id, peer);
+    if (message.taskId !== undefined && decision.kind === 'allow') {
+      const owner = this.#tasks?.(route)?.owner(message.taskId);
+      if (owner === undefined || owner !== decision.agentId) throw new ServiceError('a2a_task_not_found');
+    }
+    return decision;
   }
 
   /**
