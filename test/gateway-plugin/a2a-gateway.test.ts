@@ -234,3 +234,26 @@ t.test('push-notification URLs follow the webhook SSRF rules', async (t) => {
   t.equal(ok.status, 200, 'a public https URL passes');
   t.equal(server.received.at(-1)!.method, 'CreateTaskPushNotificationConfig');
 });
+
+t.test('mode: shadow forwards what it would refuse, marked for the server', async (t) => {
+  const shadow = await startGatewayWithKey(gatewayConfig(server.url, sc.url, {
+    routes: [{ method: 'POST', path: '/a2a', scope: 'messages:send', mode: 'shadow', a2a: {} }],
+    verify_timeout_ms: 10_000, challenge_timeout_ms: 5_000,
+  }), alice.reg.api_key as string);
+  t.teardown(() => shadow.close());
+  const post = async (f: Flow, body: Record<string, unknown>): Promise<number> => (await fetch(`${shadow.url}/a2a`, {
+    method: 'POST', headers: { 'content-type': 'application/json', 'x-service-proof': proofHeader(await present(f)) },
+    body: JSON.stringify(body),
+  })).status;
+  const send = { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm-s', role: 'ROLE_USER', parts: [{ text: 'x' }] } } };
+  t.equal(await post(carol, send), 200, 'an undelegated message is forwarded');
+  t.same([server.received.at(-1)!.headers['x-service-decision'], server.received.at(-1)!.headers['x-service-shadow-refusal']],
+    ['shadow', '403 not_delegated']);
+  t.equal(await post(bob, { jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: aliceTask } }), 200);
+  t.equal(server.received.at(-1)!.headers['x-service-shadow-refusal'], '404 a2a_task_not_found', 'another agent\'s task');
+  const unknown = await fetch(`${shadow.url}/a2a`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'Nope' }),
+  });
+  t.equal(unknown.status, 200, 'shadow mode forwards an unknown method too (would be 403 a2a_method_not_mapped)');
+  t.equal(server.received.at(-1)!.headers['x-service-shadow-refusal'], '403 a2a_method_not_mapped');
+});
