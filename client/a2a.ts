@@ -17,7 +17,14 @@
 import { createAgentFetch } from './fetch.js';
 import type { AgentFetch, AgentFetchOptions } from './fetch.js';
 
-/** The well-known path of an A2A agent card (A2A specification, section 8.2). */
+/**
+ * The well-known path of an A2A agent card (A2A specification, section 8.2), fetched without a proof.
+ *
+ * @example
+ * ```ts
+ * const card = await (await fetch(new URL(AGENT_CARD_PATH, 'https://agents.example.com'))).json();
+ * ```
+ */
 export const AGENT_CARD_PATH = '/.well-known/agent-card.json';
 
 function isAgentCard(input: string | URL | Request, init: RequestInit | undefined): boolean {

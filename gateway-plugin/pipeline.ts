@@ -224,7 +224,8 @@ export class DecisionPipeline {
       try {
         return await this.#verdict(req, admission, body);
       } catch (err) {
-        if (!(err instanceof ServiceError)) throw err;
+        // A push URL the SSRF rules refuse is refused in shadow mode too (docs/a2a.md).
+        if (!(err instanceof ServiceError) || err.code === 'a2a_push_url_refused') throw err;
         refusal = err;
       }
     }

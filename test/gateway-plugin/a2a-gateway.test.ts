@@ -257,3 +257,19 @@ t.test('mode: shadow forwards what it would refuse, marked for the server', asyn
   t.equal(unknown.status, 200, 'shadow mode forwards an unknown method too (would be 403 a2a_method_not_mapped)');
   t.equal(server.received.at(-1)!.headers['x-service-shadow-refusal'], '403 a2a_method_not_mapped');
 });
+
+t.test('mode: shadow still refuses an SSRF push URL', async (t) => {
+  const shadow = await startGatewayWithKey(gatewayConfig(server.url, sc.url, {
+    routes: [{ method: 'POST', path: '/a2a', scope: 'messages:send', mode: 'shadow', a2a: {} }],
+    verify_timeout_ms: 10_000, challenge_timeout_ms: 5_000,
+  }), alice.reg.api_key as string);
+  t.teardown(() => shadow.close());
+  const before = hits();
+  const res = await fetch(`${shadow.url}/a2a`, {
+    method: 'POST', headers: { 'content-type': 'application/json', 'x-service-proof': proofHeader(await present(alice)) },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'CreateTaskPushNotificationConfig', params: { taskId: aliceTask, url: 'https://169.254.169.254/' } }),
+  });
+  t.equal(res.status, 400);
+  t.equal(((await res.json()) as { error: { data: { code: string } } }).error.data.code, 'a2a_push_url_refused');
+  t.equal(hits(), before, 'not forwarded');
+});
