@@ -273,3 +273,29 @@ t.test('mode: shadow still refuses an SSRF push URL', async (t) => {
   t.equal(((await res.json()) as { error: { data: { code: string } } }).error.data.code, 'a2a_push_url_refused');
   t.equal(hits(), before, 'not forwarded');
 });
+
+t.test('forward-auth mode (Envoy check shape) decides A2A requests but knows no task', async (t) => {
+  const { upstream_url: _unused, ...rest } = gatewayConfig(server.url, sc.url, {
+    routes: [{ method: 'POST', path: '/a2a', scope: 'messages:send', a2a: { scopes: { task_read: 'messages:read' } } }],
+    verify_timeout_ms: 10_000, challenge_timeout_ms: 5_000,
+  });
+  const fa = await startGatewayWithKey({ ...rest, mode: 'forward_auth' }, alice.reg.api_key as string);
+  t.teardown(() => fa.close());
+  const check = async (body: Record<string, unknown>): Promise<{ status: number; json: any }> => { // eslint-disable-line @typescript-eslint/no-explicit-any
+    const text = JSON.stringify(body);
+    const res = await fetch(`${fa.url}/forward-auth/envoy/a2a`, {
+      method: 'POST', body: text,
+      headers: {
+        'content-type': 'application/json', 'x-service-proof': proofHeader(await present(alice)),
+        'x-envoy-auth-partial-body': 'false',
+      },
+    });
+    const raw = await res.text();
+    return { status: res.status, json: raw === '' ? undefined : JSON.parse(raw) };
+  };
+  const send = await check({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm-fa' } } });
+  t.equal(send.status, 200, 'a message is allowed');
+  const read = await check({ jsonrpc: '2.0', id: 2, method: 'GetTask', params: { id: aliceTask } });
+  t.same([read.status, read.json?.id, read.json?.error?.data?.code], [404, 2, 'a2a_task_not_found'],
+    'even the creator\'s task: the endpoint never sees the answers that name tasks');
+});
