@@ -229,6 +229,11 @@ export class DecisionPipeline {
         refusal = err;
       }
     }
+    return this.#shadowVerdict(req, admission, refusal);
+  }
+
+  /** A would-be refusal of a shadow-mode route or MCP tool, forwarded (shadow.ts). */
+  #shadowVerdict(req: PipelineRequest, admission: Admission, refusal: ServiceError): GatewayVerdict {
     const peer: Peer = deriveClientIp(req.peerAddress, req.headers['x-forwarded-for'], this.#opts.trustedProxies);
     const reason = refusalReason(refusal);
     return {
@@ -283,12 +288,14 @@ export class DecisionPipeline {
     const base = this.#peerContext(req, peer);
     // Members left undefined are dropped when the verify body is serialized.
     let scope = route.scope;
+    let toolShadow = false;
     const query = queryContext(target.query);
     let context: VerifyContext = { method: req.method, path: target.path, ...base, ...query };
     if (message.method === TOOLS_CALL) {
       const tool = message.tool === undefined ? undefined : mcp.tools.get(message.tool);
       if (tool === undefined || message.arguments === undefined) throw new ServiceError('tool_not_mapped');
       scope = tool.scope;
+      toolShadow = tool.mode === 'shadow' && route.mode !== 'shadow';
       const args = toolContext(tool, message.arguments);
       context = {
         method: req.method,
@@ -309,8 +316,18 @@ export class DecisionPipeline {
     } else if (message.kind === 'response' && req.headers[SESSION_PROOF_HEADER] !== undefined) {
       return this.#sessionProved(req, admission, body, peer);
     }
-    const bundleJson = await this.#readProof(req, scope, route.mode !== 'shadow');
-    return this.#verify(bundleJson, scope, { ...context, body_sha256: sha256Hex(body) }, req.id, peer);
+    const decide = async (): Promise<GatewayVerdict> => {
+      const bundleJson = await this.#readProof(req, scope, route.mode !== 'shadow' && !toolShadow);
+      return this.#verify(bundleJson, scope, { ...context, body_sha256: sha256Hex(body) }, req.id, peer);
+    };
+    if (!toolShadow) return decide();
+    // A tool in shadow mode: its call is forwarded whatever verify says (its arguments were read above).
+    try {
+      return await decide();
+    } catch (err) {
+      if (!(err instanceof ServiceError)) throw err;
+      return this.#shadowVerdict(req, admission, err);
+    }
   }
 
   /** An A2A request: its method's (or skill's) scope, verified; a task only for the agent that created it. */

@@ -211,6 +211,11 @@ export function compileRoutes(
       if (route.a2a !== undefined) scopes.push(...a2aScopes(route.a2a));
       checkShadowRoute(item(path, i), route.pattern, scopes, sensitive);
     }
+    for (const [name, tool] of route.mcp?.tools ?? []) {
+      if (tool.mode !== 'shadow') continue;
+      checkShadowRoute(at(at(at(item(path, i), 'mcp'), 'tools'), name), route.pattern,
+        [[`tool ${name}'s scope`, tool.scope]], sensitive);
+    }
     return route;
   });
   for (const b of compiled) {
