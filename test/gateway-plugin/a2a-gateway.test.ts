@@ -80,7 +80,8 @@ async function refusedBy(p: Promise<unknown>): Promise<AgentAuthzError> {
 }
 
 /** A raw JSON-RPC call with a proof made before it (present of the flow's agent). */
-async function rawCall(f: Flow, body: Record<string, unknown>, proof?: string): Promise<{ status: number; json: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function rawCall(f: Flow, body: Record<string, unknown>, proof?: string): Promise<{ status: number; json: any }> {
   const res = await fetch(`${gw.url}/a2a`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-service-proof': proof ?? proofHeader(await present(f)) },

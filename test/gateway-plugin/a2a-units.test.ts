@@ -16,6 +16,10 @@ import { compileRoutes } from '../../gateway-plugin/routes.js';
 import { renderRefusal } from '../../gateway-plugin/refusal.js';
 import type { McpFacts } from '../../gateway-plugin/mcp/message.js';
 import { ServiceError } from '../../src/errors.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { resolveConfig } from '../../gateway-plugin/standalone/config.js';
 
 const route = compileA2a({ skills: { book_flight: 'custom:travel:book' }, scopes: { task_read: 'messages:read' } },
   'routes[0].a2a', 'messages:send');
@@ -151,4 +155,18 @@ t.test('the answer tap records task ids before the bytes that name them are rele
   const s = await tapped(true, [events.slice(0, 20), events.slice(20, 70), events.slice(70)]);
   t.same([s.out, s.ids], [events, ['s1', 's2']]);
   t.equal(s.idsAtRelease[0], 1, 'the first released bytes came after s1 was recorded');
+});
+
+t.test('docs/a2a.md: the example config is a valid gateway config', async (t) => {
+  const doc = readFileSync(join(import.meta.dirname, '../../docs/a2a.md'), 'utf8');
+  const yaml = /```yaml\n(upstream_url:[\s\S]*?)```/.exec(doc)?.[1] ?? '';
+  const cfg = resolveConfig(parseYaml(yaml), { GATEWAY_API_KEY: 'a-key-of-the-platform-0123456789' });
+  const routes = compileRoutes(cfg.plugin.routes, 'config: routes');
+  const a2a = routes.resolve('POST', '/a2a');
+  t.equal(a2a.kind, 'match');
+  if (a2a.kind === 'match') {
+    t.same([a2a.route.a2a?.skills.get('book_flight'), a2a.route.a2a?.scopes.task_read], ['custom:travel:book', 'messages:read']);
+  }
+  const card = routes.resolve('GET', '/.well-known/agent-card.json');
+  t.ok(card.kind === 'match' && card.route.scope === undefined, 'the agent card route is public');
 });
