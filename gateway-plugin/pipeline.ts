@@ -345,9 +345,12 @@ export class DecisionPipeline {
       body_sha256: sha256Hex(body),
     };
     const decision = await this.#verify(bundleJson, scope, context, req.id, peer);
-    if (message.taskId !== undefined && decision.kind === 'allow') {
-      const owner = this.#tasks?.(route)?.owner(message.taskId);
-      if (owner === undefined || owner !== decision.agentId) throw new ServiceError('a2a_task_not_found');
+    if (decision.kind === 'allow') {
+      const owners = this.#tasks?.(route);
+      for (const taskId of message.taskIds) {
+        const owner = owners?.owner(taskId);
+        if (owner === undefined || owner !== decision.agentId) throw new ServiceError('a2a_task_not_found');
+      }
     }
     return decision;
   }

@@ -8,11 +8,15 @@
  *   integer), a method A2A defines (v1.0 or v0.3 name, config.ts), else 403
  *   `a2a_method_not_mapped`; `ListTasks` is refused the same way (a list of
  *   every agent's tasks cannot be narrowed to the caller's).
- * - The task id the method acts on (`params.id`, `params.taskId`,
- *   `params.message.taskId`, by method), the skill a message declares
- *   (`params.message.metadata.skill`) and the push-notification URL of the
- *   request. The official SDK reads `taskId` and `task_id` alike: a request
- *   with both spellings is refused, so the two can never name different tasks.
+ * - The tasks the method acts on (`params.id`, `params.taskId`,
+ *   `params.message.taskId` and the tasks a message references,
+ *   `params.message.referenceTaskIds`, whose contents the server hands its
+ *   agent), the skill a message declares (`params.message.metadata.skill`)
+ *   and the push-notification URLs of the request: the one the method names,
+ *   and any `url` under a member whose name contains `push` (so a server
+ *   reading another spelling cannot be handed an unchecked URL). The official
+ *   SDK reads `taskId` and `task_id` alike: a request with both spellings is
+ *   refused, so the two can never name different tasks.
  */
 
 import { ServiceError } from '../../src/errors.js';
@@ -28,12 +32,12 @@ import { validateCallbackUrl } from '../../src/callback-url.js';
 export interface A2aMessage {
   readonly method: string;
   readonly spec: A2aMethod;
-  /** The task the request reads, cancels, configures or continues. */
-  readonly taskId: string | undefined;
+  /** The tasks the request reads, cancels, configures, continues or references. */
+  readonly taskIds: readonly string[];
   /** The skill a message declares (`params.message.metadata.skill`). */
   readonly skill: string | undefined;
-  /** The push-notification URL the request registers. */
-  readonly pushUrl: string | undefined;
+  /** The push-notification URLs the request carries. */
+  readonly pushUrls: readonly string[];
 }
 
 type JsonObject = { [key: string]: JsonValue };
@@ -41,6 +45,10 @@ type JsonObject = { [key: string]: JsonValue };
 const MAX_ID_LENGTH = 256;
 /** Task ids: 1–256 printable characters (the SDK's are UUIDs). */
 const TASK_ID_PATTERN = /^[\x21-\x7e]{1,256}$/;
+/** Most tasks one message may reference. */
+const MAX_REFERENCES = 64;
+/** How deep push URLs are looked for under `params`. */
+const MAX_DEPTH = 8;
 
 function invalid(message: string): never {
   throw new ServiceError('invalid_request', message);
@@ -80,10 +88,22 @@ function urlAt(value: JsonValue | undefined, where: string): string | undefined 
   return value.url;
 }
 
-function readSend(params: JsonObject, v1: boolean): Pick<A2aMessage, 'taskId' | 'skill' | 'pushUrl'> {
+type Read = { taskIds: string[]; skill: string | undefined; pushUrls: string[] };
+
+function referencesOf(message: JsonObject): string[] {
+  const refs = member(message, 'referenceTaskIds', 'reference_task_ids', 'params.message');
+  if (refs === undefined) return [];
+  if (!Array.isArray(refs) || refs.length > MAX_REFERENCES) {
+    return invalid(`params.message.referenceTaskIds must be a list of at most ${MAX_REFERENCES} task ids.`);
+  }
+  return refs.map((r, i) => taskIdAt(r, `params.message.referenceTaskIds[${i}]`, true) as string);
+}
+
+function readSend(params: JsonObject, v1: boolean): Read {
   const message = params.message;
   if (!isObject(message)) return invalid('params.message must be an object.');
   const taskId = taskIdAt(member(message, 'taskId', 'task_id', 'params.message'), 'params.message.taskId', false);
+  const taskIds = [...(taskId === undefined ? [] : [taskId]), ...referencesOf(message)];
   const metadata = message.metadata;
   let skill: string | undefined;
   if (metadata !== undefined && metadata !== null) {
@@ -100,30 +120,41 @@ function readSend(params: JsonObject, v1: boolean): Pick<A2aMessage, 'taskId' | 
     : v1
       ? member(config, 'taskPushNotificationConfig', 'task_push_notification_config', 'params.configuration')
       : config.pushNotificationConfig;
-  return { taskId, skill, pushUrl: urlAt(push, 'params.configuration push-notification config') };
+  const url = urlAt(push, 'params.configuration push-notification config');
+  return { taskIds, skill, pushUrls: url === undefined ? [] : [url] };
 }
 
-function readParams(spec: A2aMethod, params: JsonObject): Pick<A2aMessage, 'taskId' | 'skill' | 'pushUrl'> {
-  const none = { taskId: undefined, skill: undefined, pushUrl: undefined };
+function readParams(spec: A2aMethod, params: JsonObject): Read {
+  const one = (id: string | undefined, url?: string): Read => ({
+    taskIds: id === undefined ? [] : [id], skill: undefined, pushUrls: url === undefined ? [] : [url],
+  });
+  const taskV1 = (): string | undefined => (
+    taskIdAt(member(params, 'taskId', 'task_id', 'params'), 'params.taskId', true)
+  );
   switch (spec.shape) {
     case 'send_v1': return readSend(params, true);
     case 'send_v03': return readSend(params, false);
-    case 'task_id': return { ...none, taskId: taskIdAt(params.id, 'params.id', true) };
-    case 'push_task_v1':
-      return { ...none, taskId: taskIdAt(member(params, 'taskId', 'task_id', 'params'), 'params.taskId', true) };
-    case 'push_create_v1':
-      return {
-        ...none,
-        taskId: taskIdAt(member(params, 'taskId', 'task_id', 'params'), 'params.taskId', true),
-        pushUrl: urlAt(params, 'params'),
-      };
+    case 'task_id': return one(taskIdAt(params.id, 'params.id', true));
+    case 'push_task_v1': return one(taskV1());
+    case 'push_create_v1': return one(taskV1(), urlAt(params, 'params'));
     case 'push_set_v03':
-      return {
-        ...none,
-        taskId: taskIdAt(params.taskId, 'params.taskId', true),
-        pushUrl: urlAt(params.pushNotificationConfig, 'params.pushNotificationConfig'),
-      };
-    default: return none;
+      return one(taskIdAt(params.taskId, 'params.taskId', true),
+        urlAt(params.pushNotificationConfig, 'params.pushNotificationConfig'));
+    default: return one(undefined);
+  }
+}
+
+/** Every string `url` under a member whose name contains `push` (any case), down to {@link MAX_DEPTH}. */
+function pushUrlsUnder(value: JsonValue, inPush: boolean, depth: number, out: Set<string>): void {
+  if (depth > MAX_DEPTH) return;
+  if (Array.isArray(value)) {
+    for (const v of value) pushUrlsUnder(v, inPush, depth + 1, out);
+    return;
+  }
+  if (!isObject(value)) return;
+  for (const [key, v] of Object.entries(value)) {
+    if (inPush && key === 'url' && typeof v === 'string') out.add(v);
+    pushUrlsUnder(v, inPush || /push/i.test(key), depth + 1, out);
   }
 }
 
@@ -160,7 +191,10 @@ export function readA2aMessage(body: Buffer, contentType: string | undefined, fa
   }
   const params = doc.params ?? (spec.shape === 'none' ? {} : undefined);
   if (!isObject(params)) return invalid('params must be an object.');
-  return { method, spec, ...readParams(spec, params) };
+  const read = readParams(spec, params);
+  const urls = new Set(read.pushUrls);
+  pushUrlsUnder(params, false, 0, urls);
+  return { method, spec, taskIds: read.taskIds, skill: read.skill, pushUrls: [...urls] };
 }
 
 /**
@@ -169,8 +203,8 @@ export function readA2aMessage(body: Buffer, contentType: string | undefined, fa
  * route's). Refuses a push-notification URL the webhook rules refuse (400 `a2a_push_url_refused`).
  */
 export function a2aScope(route: A2aRoute, message: A2aMessage): string {
-  if (message.pushUrl !== undefined) {
-    const check = validateCallbackUrl(message.pushUrl, route.allowInsecurePushUrls);
+  for (const url of message.pushUrls) {
+    const check = validateCallbackUrl(url, route.allowInsecurePushUrls);
     if (!check.ok) {
       throw new ServiceError('a2a_push_url_refused', `The push-notification URL is refused: ${check.reason}.`);
     }

@@ -62,11 +62,11 @@ async function sdkClient(f: Flow): Promise<Client> {
 }
 
 const text = (s: string) => ({ content: { $case: 'text' as const, value: s } });
-function message(s: string, extra: { taskId?: string; skill?: string } = {}) {
+function message(s: string, extra: { taskId?: string; skill?: string; refs?: string[] } = {}) {
   return {
     message: {
       messageId: `m-${Math.random().toString(36).slice(2)}`, contextId: '', taskId: extra.taskId ?? '',
-      role: Role.ROLE_USER, parts: [text(s)] as never, extensions: [], referenceTaskIds: [],
+      role: Role.ROLE_USER, parts: [text(s)] as never, extensions: [], referenceTaskIds: extra.refs ?? [],
       metadata: extra.skill === undefined ? undefined : { skill: extra.skill },
     },
     tenant: '', configuration: undefined, metadata: undefined,
@@ -139,7 +139,7 @@ t.test('an undelegated message and a skill the sender lacks are refused, never f
   t.equal(server.received.at(-1)!.headers['x-service-scope'], 'custom:travel:book');
 });
 
-t.test('another agent cannot read, cancel or continue a task', async (t) => {
+t.test('another agent cannot read, cancel, continue or reference a task', async (t) => {
   const bobClient = await sdkClient(bob);
   const before = hits();
   const read = await refusedBy(bobClient.getTask({ id: aliceTask, tenant: '', historyLength: undefined }));
@@ -148,6 +148,9 @@ t.test('another agent cannot read, cancel or continue a task', async (t) => {
   t.same([cancel.code, cancel.details.method], ['a2a_task_not_found', 'CancelTask']);
   const cont = await refusedBy(bobClient.sendMessage(message('me too', { taskId: aliceTask })));
   t.same([cont.code, cont.details.method], ['a2a_task_not_found', 'SendMessage']);
+  const ref = await refusedBy(bobClient.sendMessage(message('summarize it', { refs: [aliceTask] })));
+  t.same([ref.code, ref.details.method], ['a2a_task_not_found', 'SendMessage'],
+    'nor reference it (the server would hand its contents to the agent)');
   const raw = await rawCall(bob, { jsonrpc: '2.0', id: 'r-7', method: 'GetTask', params: { id: aliceTask } });
   t.equal(raw.status, 404);
   t.same(raw.json.id, 'r-7', 'the request\'s id');

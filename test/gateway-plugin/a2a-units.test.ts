@@ -58,27 +58,40 @@ t.test('reading requests of both generations', async (t) => {
   const f = facts();
   const send = read({ jsonrpc: '2.0', id: 1, method: 'SendMessage',
     params: { message: { messageId: 'm', taskId: 't-1', metadata: { skill: 'book_flight' } } } }, f);
-  t.same([send.taskId, send.skill, f.id, f.method], ['t-1', 'book_flight', 1, 'SendMessage']);
+  t.same([send.taskIds, send.skill, f.id, f.method], [['t-1'], 'book_flight', 1, 'SendMessage']);
   t.equal(a2aScope(route, send), 'custom:travel:book', 'a known skill: its scope');
   t.equal(a2aScope(route, read({ jsonrpc: '2.0', id: 1, method: 'message/send',
     params: { message: { messageId: 'm', metadata: { skill: 'unknown' } } } })), 'messages:send', 'an unknown skill: the route\'s');
-  t.equal(read({ jsonrpc: '2.0', id: 'a', method: 'SendMessage', params: { message: { task_id: 't-2' } } }).taskId, 't-2');
+  t.same(read({ jsonrpc: '2.0', id: 'a', method: 'SendMessage', params: { message: { task_id: 't-2' } } }).taskIds, ['t-2']);
   t.equal(code(() => read({ jsonrpc: '2.0', id: 'a', method: 'SendMessage',
     params: { message: { taskId: 't-1', task_id: 't-2' } } })), 'invalid_request', 'both spellings are refused');
   const get = read({ jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: 't-3' } });
-  t.same([get.taskId, a2aScope(route, get)], ['t-3', 'messages:read']);
-  t.equal(read({ jsonrpc: '2.0', id: 2, method: 'tasks/pushNotificationConfig/list', params: { id: 't-4' } }).taskId, 't-4');
+  t.same([get.taskIds, a2aScope(route, get)], [['t-3'], 'messages:read']);
+  t.same(read({ jsonrpc: '2.0', id: 2, method: 'tasks/pushNotificationConfig/list', params: { id: 't-4' } }).taskIds, ['t-4']);
   const set = read({ jsonrpc: '2.0', id: 2, method: 'tasks/pushNotificationConfig/set',
     params: { taskId: 't-5', pushNotificationConfig: { url: 'https://h.example.com/' } } });
-  t.same([set.taskId, set.pushUrl], ['t-5', 'https://h.example.com/']);
+  t.same([set.taskIds, set.pushUrls], [['t-5'], ['https://h.example.com/']]);
   const create = read({ jsonrpc: '2.0', id: 2, method: 'CreateTaskPushNotificationConfig',
     params: { task_id: 't-6', url: 'http://10.1.2.3/' } });
-  t.same([create.taskId, create.pushUrl], ['t-6', 'http://10.1.2.3/']);
+  t.same([create.taskIds, create.pushUrls], [['t-6'], ['http://10.1.2.3/']]);
   t.equal(code(() => a2aScope(route, create)), 'a2a_push_url_refused');
   const v1Send = read({ jsonrpc: '2.0', id: 2, method: 'SendStreamingMessage',
     params: { message: {}, configuration: { taskPushNotificationConfig: { url: 'https://localhost/' } } } });
   t.equal(code(() => a2aScope(route, v1Send)), 'a2a_push_url_refused');
-  t.equal(read({ jsonrpc: '2.0', id: 2, method: 'GetExtendedAgentCard' }).taskId, undefined, 'no params needed');
+  t.same(read({ jsonrpc: '2.0', id: 2, method: 'GetExtendedAgentCard' }).taskIds, [], 'no params needed');
+  const refs = read({ jsonrpc: '2.0', id: 3, method: 'SendMessage',
+    params: { message: { taskId: 't-7', referenceTaskIds: ['t-8', 't-9'] } } });
+  t.same(refs.taskIds, ['t-7', 't-8', 't-9'], 'referenced tasks must be the caller\'s too');
+  t.same(read({ jsonrpc: '2.0', id: 3, method: 'message/send', params: { message: { reference_task_ids: ['t-1'] } } }).taskIds, ['t-1']);
+  t.equal(code(() => read({ jsonrpc: '2.0', id: 3, method: 'SendMessage', params: { message: { referenceTaskIds: 't-1' } } })),
+    'invalid_request');
+  const odd = read({ jsonrpc: '2.0', id: 4, method: 'message/send',
+    params: {
+      message: {}, configuration: { push_notification_config: { url: 'http://127.0.0.1/' } },
+      metadata: { pushTo: [{ url: 'https://x.example/' }] },
+    } });
+  t.same([...odd.pushUrls].sort(), ['http://127.0.0.1/', 'https://x.example/'], 'a push URL under any push-named member is checked');
+  t.equal(code(() => a2aScope(route, odd)), 'a2a_push_url_refused');
 });
 
 t.test('refused requests', async (t) => {
