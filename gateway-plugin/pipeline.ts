@@ -23,6 +23,11 @@
  *    a tool call needs its tool's scope (403 `tool_not_mapped` for a tool
  *    not in the table) and sends the tool as `context.tool`, public methods
  *    pass without a proof, anything else needs the route's scope.
+ *    POSTs to an A2A route read the A2A request (a2a/message.ts): its
+ *    method's (or declared skill's) scope, 403 `a2a_method_not_mapped` for
+ *    an unknown method, 400 `a2a_push_url_refused` for a push URL the SSRF
+ *    rules refuse, and, once verify allowed, 404 `a2a_task_not_found` for a
+ *    task the verified agent did not create (a2a/tasks.ts).
  * 3. MCP sessions (reverse proxy only, mcp/session.ts): a request on an MCP
  *    route carrying `Mcp-Session-Id` must carry a session token of this
  *    gateway (404 `mcp_session_not_found`, before any proof is read), and its

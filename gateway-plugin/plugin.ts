@@ -15,7 +15,9 @@
  *    the gateway's `X-Request-Id`, and its body is forwarded chunk by chunk
  *    with an idle limit (SSE headers flushed at once; mcp/stream.ts). MCP
  *    session ids are swapped for session tokens bound to the agent both ways
- *    (mcp/session.ts, mcp/proxy.ts). A shadow-mode route's would-be refusal is
+ *    (mcp/session.ts, mcp/proxy.ts). The answer to an allowed A2A message is
+ *    read as it passes for the tasks it names, recorded as the agent's
+ *    (a2a/tasks.ts). A shadow-mode route's would-be refusal is
  *    forwarded too, logged, counted and marked for the upstream (shadow.ts).
  * Refusals are rendered by refusal.ts (JSON-RPC errors on MCP routes).
  */
