@@ -265,6 +265,8 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
             const out = upstreamRequestHeaders({ ...headers }, decision, facts);
             const session = state.admission?.session;
             if (session !== undefined) out['mcp-session-id'] = session.upstreamId;
+            // A2A answers are read for the tasks they name (a2a/tasks.ts): ask for them uncompressed.
+            if (state.admission?.route.a2a !== undefined) out['accept-encoding'] = 'identity';
             return out as typeof headers;
           },
           onResponse: (_req, rep, res) => onUpstreamResponse(request, rep as FastifyReply, res as never),

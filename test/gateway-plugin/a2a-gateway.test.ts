@@ -113,6 +113,7 @@ t.test('v1.0: an allowed message reaches the server; its task is the sender\'s',
   t.equal(got.method, 'SendMessage');
   t.equal(got.headers['x-service-agent-id'], alice.agentId, 'the server learns the agent');
   t.equal(got.headers['x-service-scope'], 'messages:send');
+  t.equal(got.headers['accept-encoding'], 'identity', 'the answer is asked for uncompressed (it is read for task ids)');
   const task = await client.getTask({ id: aliceTask, tenant: '', historyLength: undefined });
   t.equal(task.id, aliceTask, 'the creator reads its task');
   t.equal(server.received.at(-1)!.headers['x-service-scope'], 'messages:read', 'GetTask needs the task_read scope');
