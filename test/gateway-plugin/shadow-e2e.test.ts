@@ -5,8 +5,8 @@
  * produce — a missing proof, a scope not delegated, a spent proof, a revoked
  * delegation, a constraint, and a sidecar that is gone — is forwarded with
  * `X-Service-Decision: shadow` and `X-Service-Shadow-Refusal`, counted by
- * route and reason in `agent_authz_gateway_shadow_would_refuse_total`, while
- * an allow is an ordinary allow; and an enforced route beside them still refuses.
+ * route and reason in `agent_authz_gateway_shadow_would_refuse_total`; an
+ * allow is an ordinary allow; and an enforced route beside them still refuses.
  * (shadow.test.ts covers every row of the outcome table with a fake sidecar,
  * including answers a real one never gives.)
  */
