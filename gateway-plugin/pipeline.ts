@@ -41,6 +41,8 @@ import type { TenantRule, TrustedProxies } from './context.js';
 import type { GatewayMetrics } from './metrics.js';
 import { isPublicMethod, TOOLS_CALL } from './mcp/config.js';
 import { readMcpMessage, toolContext } from './mcp/message.js';
+import { a2aScope, readA2aMessage } from './a2a/message.js';
+import type { TaskOwners } from './a2a/tasks.js';
 import type { McpFacts } from './mcp/message.js';
 import { mapVerifyCall, verifyCallLabel } from './outcome.js';
 import { normalizeRequestTarget } from '../src/path.js';
@@ -147,14 +149,21 @@ export class DecisionPipeline {
   readonly #opts: PipelineOptions;
   readonly #sidecar: SidecarClient;
   readonly #sessions: ((route: RouteMatch) => McpSessions | undefined) | undefined;
+  readonly #tasks: ((route: RouteMatch) => TaskOwners | undefined) | undefined;
 
-  /** `sessions`: the session binding of each MCP route (the reverse proxy, which can rewrite session ids). */
+  /**
+   * `sessions`: the session binding of each MCP route; `tasks`: the task owners of each A2A route
+   * (both only in the reverse proxy, which reads and rewrites answers; without `tasks` every
+   * request naming a task is refused).
+   */
   constructor(
     opts: PipelineOptions, sidecar: SidecarClient, sessions?: (route: RouteMatch) => McpSessions | undefined,
+    tasks?: (route: RouteMatch) => TaskOwners | undefined,
   ) {
     this.#opts = opts;
     this.#sidecar = sidecar;
     this.#sessions = sessions;
+    this.#tasks = tasks;
   }
 
   /** The session a request on an MCP route names; 404 `mcp_session_not_found` for a token this gateway cannot open. */
@@ -177,6 +186,10 @@ export class DecisionPipeline {
     if (resolution.kind === 'none') throw new ServiceError('route_not_mapped');
     const route = resolution.route;
     const sessions = route.mcp === undefined ? undefined : this.#sessions?.(route);
+    if (route.a2a !== undefined && req.method === 'POST') {
+      const a2a: McpFacts = { parsed: false, id: null, tool: undefined, protocol: 'a2a' };
+      return { target, route, bundleJson: undefined, mcp: a2a, session: undefined, sessions, sessionError: undefined };
+    }
     if (route.mcp !== undefined && req.method === 'POST') {
       const mcp: McpFacts = { parsed: false, id: null, tool: undefined };
       // Refused in stage 2, once the refusal can take the JSON-RPC shape.
@@ -211,10 +224,16 @@ export class DecisionPipeline {
       try {
         return await this.#verdict(req, admission, body);
       } catch (err) {
-        if (!(err instanceof ServiceError)) throw err;
+        // A push URL the SSRF rules refuse is refused in shadow mode too (docs/a2a.md).
+        if (!(err instanceof ServiceError) || err.code === 'a2a_push_url_refused') throw err;
         refusal = err;
       }
     }
+    return this.#shadowVerdict(req, admission, refusal);
+  }
+
+  /** A would-be refusal of a shadow-mode route or MCP tool, forwarded (shadow.ts). */
+  #shadowVerdict(req: PipelineRequest, admission: Admission, refusal: ServiceError): GatewayVerdict {
     const peer: Peer = deriveClientIp(req.peerAddress, req.headers['x-forwarded-for'], this.#opts.trustedProxies);
     const reason = refusalReason(refusal);
     return {
@@ -226,6 +245,7 @@ export class DecisionPipeline {
   async #verdict(req: PipelineRequest, admission: Admission, body: Buffer | undefined): Promise<GatewayVerdict> {
     const { route, target } = admission;
     const peer: Peer = deriveClientIp(req.peerAddress, req.headers['x-forwarded-for'], this.#opts.trustedProxies);
+    if (admission.mcp?.protocol === 'a2a') return this.#a2aVerdict(req, admission, body, peer);
     if (admission.mcp !== undefined) return this.#bound(admission, await this.#mcpVerdict(req, admission, body, peer));
     if (route.scope === undefined) return { kind: 'public', ...peer };
     if (admission.bundleJson === undefined) throw new ServiceError('internal_error');
@@ -268,12 +288,14 @@ export class DecisionPipeline {
     const base = this.#peerContext(req, peer);
     // Members left undefined are dropped when the verify body is serialized.
     let scope = route.scope;
+    let toolShadow = false;
     const query = queryContext(target.query);
     let context: VerifyContext = { method: req.method, path: target.path, ...base, ...query };
     if (message.method === TOOLS_CALL) {
       const tool = message.tool === undefined ? undefined : mcp.tools.get(message.tool);
       if (tool === undefined || message.arguments === undefined) throw new ServiceError('tool_not_mapped');
       scope = tool.scope;
+      toolShadow = tool.mode === 'shadow' && route.mode !== 'shadow';
       const args = toolContext(tool, message.arguments);
       context = {
         method: req.method,
@@ -294,8 +316,43 @@ export class DecisionPipeline {
     } else if (message.kind === 'response' && req.headers[SESSION_PROOF_HEADER] !== undefined) {
       return this.#sessionProved(req, admission, body, peer);
     }
+    const decide = async (): Promise<GatewayVerdict> => {
+      const bundleJson = await this.#readProof(req, scope, route.mode !== 'shadow' && !toolShadow);
+      return this.#verify(bundleJson, scope, { ...context, body_sha256: sha256Hex(body) }, req.id, peer);
+    };
+    if (!toolShadow) return decide();
+    // A tool in shadow mode: its call is forwarded whatever verify says (its arguments were read above).
+    try {
+      return await decide();
+    } catch (err) {
+      if (!(err instanceof ServiceError)) throw err;
+      return this.#shadowVerdict(req, admission, err);
+    }
+  }
+
+  /** An A2A request: its method's (or skill's) scope, verified; a task only for the agent that created it. */
+  async #a2aVerdict(
+    req: PipelineRequest, admission: Admission, body: Buffer | undefined, peer: Peer,
+  ): Promise<GatewayVerdict> {
+    const { route, target } = admission;
+    if (route.a2a === undefined || admission.mcp === undefined) throw new ServiceError('internal_error');
+    if (body === undefined) throw new ServiceError('body_not_forwarded');
+    const message = readA2aMessage(body, req.headers['content-type'], admission.mcp);
+    const scope = a2aScope(route.a2a, message);
     const bundleJson = await this.#readProof(req, scope, route.mode !== 'shadow');
-    return this.#verify(bundleJson, scope, { ...context, body_sha256: sha256Hex(body) }, req.id, peer);
+    const context: VerifyContext = {
+      method: req.method, path: target.path, ...this.#peerContext(req, peer), ...queryContext(target.query),
+      body_sha256: sha256Hex(body),
+    };
+    const decision = await this.#verify(bundleJson, scope, context, req.id, peer);
+    if (decision.kind === 'allow') {
+      const owners = this.#tasks?.(route);
+      for (const taskId of message.taskIds) {
+        const owner = owners?.owner(taskId);
+        if (owner === undefined || owner !== decision.agentId) throw new ServiceError('a2a_task_not_found');
+      }
+    }
+    return decision;
   }
 
   /**

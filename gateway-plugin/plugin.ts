@@ -39,6 +39,9 @@ import { McpSessions, SESSION_PROOF_HEADER } from './mcp/session.js';
 import { forwardBody, isEventStream } from './mcp/stream.js';
 import { answerServer, rewriteSessionHeaders, stripSessionHeaders } from './mcp/proxy.js';
 import type { RouteMatch } from './routes.js';
+import { A2A_METHODS } from './a2a/config.js';
+import { TaskOwners, recordTasks } from './a2a/tasks.js';
+import { pipeline as pipeStreams } from 'node:stream';
 import type { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 
@@ -93,7 +96,17 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     }
     return sessions;
   };
-  const pipeline = new DecisionPipeline(opts, sidecar, sessionsFor);
+  const tasksByRoute = new Map<number, TaskOwners>();
+  const tasksFor = (route: RouteMatch): TaskOwners | undefined => {
+    if (route.a2a === undefined) return undefined;
+    let owners = tasksByRoute.get(route.index);
+    if (owners === undefined) {
+      owners = new TaskOwners(route.a2a.taskTtlMs, route.a2a.maxTasks);
+      tasksByRoute.set(route.index, owners);
+    }
+    return owners;
+  };
+  const pipeline = new DecisionPipeline(opts, sidecar, sessionsFor, tasksFor);
   const states = new WeakMap<FastifyRequest, RequestState>();
   const stateOf = (request: FastifyRequest): RequestState => {
     let state = states.get(request);
@@ -132,7 +145,7 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     request: FastifyRequest, payload: Readable, done: (err: Error | null, body?: Buffer) => void,
   ): void {
     const admission = stateOf(request).admission;
-    const limit = admission?.route.mcp?.bodyLimit ?? opts.bodyLimit;
+    const limit = admission?.route.mcp?.bodyLimit ?? admission?.route.a2a?.bodyLimit ?? opts.bodyLimit;
     const proof = request.headers[SESSION_PROOF_HEADER];
     const { session, sessions } = admission ?? {};
     const overflow = session === undefined || sessions === undefined || typeof proof !== 'string'
@@ -151,9 +164,24 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     }
     else stripSessionHeaders(reply);
     const sse = isEventStream(reply.getHeader('content-type'));
-    const idleMs = sse ? admission?.route.mcp?.streamIdleMs ?? opts.upstreamTimeoutMs : opts.upstreamTimeoutMs;
+    const route = admission?.route;
+    const streamIdle = route?.mcp?.streamIdleMs ?? route?.a2a?.streamIdleMs;
+    const idleMs = sse ? streamIdle ?? opts.upstreamTimeoutMs : opts.upstreamTimeoutMs;
     const onIdle = (): void => request.log.info({ idle_ms: idleMs, sse }, 'gateway: upstream idle');
-    void reply.send(forwardBody(res.stream, reply.raw, sse, idleMs, onIdle));
+    void reply.send(forwardBody(a2aAnswer(admission, decision, sse, res.stream), reply.raw, sse, idleMs, onIdle));
+  }
+
+  /** The answer to an allowed A2A message, read for the task ids it names as it passes (a2a/tasks.ts). */
+  function a2aAnswer(
+    admission: Admission | undefined, decision: GatewayVerdict | undefined, sse: boolean, body: Readable,
+  ): Readable {
+    const method = admission?.mcp?.method;
+    const owners = admission === undefined ? undefined : tasksFor(admission.route);
+    if (owners === undefined || method === undefined || A2A_METHODS.get(method)?.kind !== 'send') return body;
+    const agentId = decision?.kind === 'allow' ? decision.agentId : undefined;
+    if (agentId === undefined) return body;
+    const tap = recordTasks(sse, (taskId) => owners.record(taskId, agentId));
+    return pipeStreams(body, tap, () => undefined);
   }
 
   await fastify.register(async (scope) => {

@@ -55,6 +55,15 @@ export const GATEWAY_ERRORS = {
   },
   mcp_session_forbidden: { status: 403, message: 'This MCP session belongs to another agent.' },
   mcp_session_header_invalid: { status: 400, message: 'Send at most one Mcp-Session-Id header, spelled with dashes.' },
+  a2a_method_not_mapped: { status: 403, message: 'This A2A method is not mapped to a scope on this route.' },
+  a2a_task_not_found: {
+    status: 404,
+    message: 'No such task of this agent (not created by this agent through this gateway, or no longer remembered).',
+  },
+  a2a_push_url_refused: {
+    status: 400,
+    message: 'The push-notification URL is refused (https to a public address only, as for webhooks).',
+  },
 } as const satisfies Record<string, ErrorSpec>;
 
 /**
