@@ -132,6 +132,11 @@ export const ERRORS = {
   invalid_signature: { status: 400, message: 'A signature in the proof does not verify.' },
   credits_exhausted: { status: 402, message: 'The account has no credits left for this call.' },
 
+  // AuthZEN (docs/authzen.md)
+  batch_too_large: { status: 400, message: 'An evaluations request holds at most 100 evaluations.' },
+  evaluation_indeterminate: { status: 503,
+    message: 'No authorization decision could be made (nothing was decided); retry later.' },
+
   // approvals
   approval_not_found: { status: 404, message: 'No such approval.' },
   approval_not_pending: { status: 409, message: 'The approval is no longer pending.' },
