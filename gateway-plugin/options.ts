@@ -119,6 +119,11 @@ export interface GatewayOptions {
   routes: RouteEntry[];
   /** Verify deadline in ms (default {@link DEFAULT_VERIFY_TIMEOUT_MS}). */
   verifyTimeoutMs?: number;
+  /**
+   * The sidecar API each decision goes to: `verify` (default) or `authzen` (the same proof
+   * verification through `POST /access/v1/evaluation`, docs/authzen.md; the same outcomes).
+   */
+  decisionApi?: 'verify' | 'authzen';
   /** Challenge/readiness deadline in ms (default {@link DEFAULT_CHALLENGE_TIMEOUT_MS}). */
   challengeTimeoutMs?: number;
   /** Upstream deadline in ms (default {@link DEFAULT_UPSTREAM_TIMEOUT_MS}). */
@@ -164,6 +169,8 @@ export interface ResolvedDecisionOptions {
   readonly apiKey: string;
   readonly routes: RouteTable;
   readonly verifyTimeoutMs: number;
+  /** `verify` or `authzen`. */
+  readonly decisionApi: 'verify' | 'authzen';
   readonly challengeTimeoutMs: number;
   readonly bodyLimit: number;
   readonly trustedProxies: TrustedProxies;
@@ -183,12 +190,21 @@ export interface ResolvedGatewayOptions extends ResolvedDecisionOptions {
 }
 
 /** Option keys every mode shares. */
-export const DECISION_OPTION_KEYS = ['sidecarUrl', 'apiKey', 'routes', 'verifyTimeoutMs', 'challengeTimeoutMs',
+export const DECISION_OPTION_KEYS = ['sidecarUrl', 'apiKey', 'routes', 'verifyTimeoutMs', 'decisionApi',
+  'challengeTimeoutMs',
   'bodyLimit', 'trustedProxies', 'context', 'metrics', 'sidecarConnections', 'shadowSensitiveScopes'] as const;
 const OPTION_KEYS = [
-  'upstream', 'sidecarUrl', 'apiKey', 'routes', 'verifyTimeoutMs', 'challengeTimeoutMs', 'upstreamTimeoutMs', 'bodyLimit', 'trustedProxies',
+  'upstream', 'sidecarUrl', 'apiKey', 'routes', 'verifyTimeoutMs', 'decisionApi', 'challengeTimeoutMs', 'upstreamTimeoutMs',
+  'bodyLimit', 'trustedProxies',
   'context', 'metrics', 'sidecarConnections', 'overrideHeaders', 'shadowSensitiveScopes', 'mcpSessionSecret',
 ] as const;
+
+/** Validates `decisionApi`: `verify` (the default) or `authzen`. */
+export function checkDecisionApi(value: unknown, path: string): 'verify' | 'authzen' {
+  if (value === undefined) return 'verify';
+  if (value !== 'verify' && value !== 'authzen') fail(path, 'must be "verify" or "authzen"');
+  return value as 'verify' | 'authzen';
+}
 
 /** Validates an API key value (visible ASCII, as it goes into a header). */
 export function checkApiKey(value: unknown, path: string): string {
@@ -228,6 +244,7 @@ export function resolveDecisionOptions(o: Record<string, unknown>, label: string
     apiKey,
     routes,
     verifyTimeoutMs: checkInt(o.verifyTimeoutMs, at(label, 'verifyTimeoutMs'), 1, 120_000, DEFAULT_VERIFY_TIMEOUT_MS),
+    decisionApi: checkDecisionApi(o.decisionApi, at(label, 'decisionApi')),
     challengeTimeoutMs: checkInt(o.challengeTimeoutMs, at(label, 'challengeTimeoutMs'), 1, 60_000, DEFAULT_CHALLENGE_TIMEOUT_MS),
     bodyLimit: checkInt(o.bodyLimit, at(label, 'bodyLimit'), 0, 1_073_741_824, DEFAULT_BODY_LIMIT_BYTES),
     trustedProxies,

@@ -77,6 +77,7 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     url: opts.sidecarUrl,
     apiKey: opts.apiKey,
     verifyTimeoutMs: opts.verifyTimeoutMs,
+    decisionApi: opts.decisionApi,
     challengeTimeoutMs: opts.challengeTimeoutMs,
     connections: opts.sidecarConnections,
   });

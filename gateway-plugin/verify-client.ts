@@ -12,6 +12,7 @@ import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { API_KEY_HEADER, CHALLENGE_PATH, VERIFY_PATH } from '../src/protocol.js';
 import type { VerifyRequest } from '../src/protocol.js';
+import { AUTHZEN_EVALUATION_PATH, authzenBody, fromAuthzen } from './authzen.js';
 
 /** Longest sidecar response body read (bytes); longer is a bad response. */
 export const MAX_SIDECAR_RESPONSE_BYTES = 65_536;
@@ -34,6 +35,8 @@ export interface SidecarClientOptions {
   readonly challengeTimeoutMs: number;
   /** Maximum concurrent connections to the sidecar. */
   readonly connections: number;
+  /** `verify` (`POST /v1/service/verify`, the default) or `authzen` (`POST /access/v1/evaluation`, authzen.ts). */
+  readonly decisionApi?: 'verify' | 'authzen';
 }
 
 /**
@@ -139,9 +142,22 @@ export class SidecarClient {
 
   /** Calls verify. Never throws. */
   async verify(request: VerifyRequest | VerifyRequestJson, requestId: string): Promise<VerifyCallResult> {
+    if (this.#options.decisionApi === 'authzen') return this.#evaluate(request, requestId);
     const r = await this.#call('POST', VERIFY_PATH, this.#options.verifyTimeoutMs, requestId, verifyBody(request));
     if (r === 'timeout' || r === 'network') return { kind: r };
     return { kind: 'response', ...r };
+  }
+
+  /** The verify request as an AuthZEN proof verification, its answer read back as verify's (authzen.ts). */
+  async #evaluate(request: VerifyRequest | VerifyRequestJson, requestId: string): Promise<VerifyCallResult> {
+    const bundleJson = 'proofBundleJson' in request ? request.proofBundleJson
+      : JSON.stringify(request.proof_bundle ?? null);
+    const body = authzenBody({ required_scope: request.required_scope,
+      ...(request.context !== undefined ? { context: request.context } : {}) }, bundleJson);
+    const r = await this.#call('POST', AUTHZEN_EVALUATION_PATH, this.#options.verifyTimeoutMs, requestId, body);
+    if (r === 'timeout' || r === 'network') return { kind: r };
+    if (r.tooLarge) return { kind: 'response', ...r };
+    return { kind: 'response', ...r, ...fromAuthzen(r.status, r.body) };
   }
 
   /** Fetches a fresh challenge, or `undefined` on any failure. Never throws. */

@@ -36,6 +36,7 @@ import { registerDelegationRoutes } from './routes/delegations.js';
 import { registerProofRoutes } from './routes/proofs.js';
 import { registerVerifyRoutes } from './routes/verify.js';
 import { registerAuthzenRoutes } from './routes/authzen.js';
+import { registerDecisionRoutes } from './routes/decisions.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { registerWebhookRoutes } from './routes/webhooks.js';
 import { registerApprovalRoutes } from './routes/approvals.js';
@@ -243,6 +244,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   await registerProofRoutes(app, ctx);
   await registerVerifyRoutes(app, ctx);
   await registerAuthzenRoutes(app, ctx);
+  await registerDecisionRoutes(app, ctx);
   await registerAuditRoutes(app, ctx);
   await registerWebhookRoutes(app, ctx);
   await registerApprovalRoutes(app, ctx);

@@ -7,7 +7,8 @@
  * `action.name` the scope, `resource` the operation (`http`: `"METHOD /path"`;
  * `mcp_tool`: the tool name; `any`: no operation facts), `context` the
  * constraint context (`client_ip`, `tenant`, `amount`, `currency`,
- * `body_sha256`, `query_sha256`) and, for a proof verification, `proof`.
+ * `body_sha256`, `query_sha256`; `method`, `path` and `tool` where the
+ * resource does not give them) and, for a proof verification, `proof`.
  */
 import { ServiceError } from './errors.js';
 import type { VerifyContext, VerifyRequest } from './protocol.js';
@@ -67,6 +68,9 @@ const CONTEXT_FACTS: Readonly<Record<Exclude<keyof VerifyContext, 'method' | 'pa
   query_sha256: /^[0-9a-f]{64}$/,
 };
 const TOOL = /^[A-Za-z0-9_.-]{1,128}$/;
+const OPERATION_FACTS: Readonly<Record<'method' | 'path' | 'tool', RegExp>> = {
+  method: /^[A-Z]{1,16}$/, path: /^\/[^\s]{0,2047}$/, tool: TOOL,
+};
 const HTTP_OPERATION = /^([A-Z]{1,16}) (\/[^\s]{0,2047})$/;
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
@@ -133,6 +137,14 @@ export function mapEvaluation(e: AuthzenEvaluation,
     return invalid('resource.type', `must be one of ${RESOURCE_TYPES.join(', ')}`);
   }
   const c = e.context ?? {};
+  // The operation's facts in the context count where the resource did not set them (a gateway sends an
+  // MCP call as an http resource with the tool in the context).
+  for (const [k, pattern] of Object.entries(OPERATION_FACTS)) {
+    const v = c[k];
+    if (v === undefined || (context as Record<string, string>)[k] !== undefined) continue;
+    if (typeof v !== 'string' || !pattern.test(v)) return invalid(`context.${k}`);
+    (context as Record<string, string>)[k] = v;
+  }
   for (const [k, pattern] of Object.entries(CONTEXT_FACTS)) {
     const v = c[k];
     if (v === undefined) continue;

@@ -133,6 +133,7 @@ export const ERRORS = {
   credits_exhausted: { status: 402, message: 'The account has no credits left for this call.' },
 
   // AuthZEN (docs/authzen.md)
+  decision_not_found: { status: 404, message: 'No such decision.' },
   batch_too_large: { status: 400, message: 'An evaluations request holds at most 100 evaluations.' },
   evaluation_indeterminate: { status: 503,
     message: 'No authorization decision could be made (nothing was decided); retry later.' },

@@ -62,6 +62,7 @@ async function forwardAuthPlugin(fastify: FastifyInstance, rawOptions: ForwardAu
     url: opts.sidecarUrl,
     apiKey: opts.apiKey,
     verifyTimeoutMs: opts.verifyTimeoutMs,
+    decisionApi: opts.decisionApi,
     challengeTimeoutMs: opts.challengeTimeoutMs,
     connections: opts.sidecarConnections,
   });

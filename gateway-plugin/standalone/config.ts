@@ -14,7 +14,7 @@ import { parse as parseYaml } from 'yaml';
 import {
   DEFAULT_BODY_LIMIT_BYTES, DEFAULT_CHALLENGE_TIMEOUT_MS, DEFAULT_SIDECAR_CONNECTIONS, DEFAULT_UPSTREAM_TIMEOUT_MS,
   DEFAULT_VERIFY_TIMEOUT_MS,
-  checkApiKey, checkOverridePolicy, resolveContext,
+  checkApiKey, checkDecisionApi, checkOverridePolicy, resolveContext,
 } from '../options.js';
 import { TrustedProxies } from '../context.js';
 import { compileRoutes } from '../routes.js';
@@ -47,7 +47,8 @@ export const DEFAULT_LOG_LEVEL = 'info';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const TOP_KEYS = [
-  'mode', 'forward_auth', 'upstream_url', 'sidecar_url', 'api_key_env', 'verify_timeout_ms', 'challenge_timeout_ms',
+  'mode', 'forward_auth', 'upstream_url', 'sidecar_url', 'api_key_env', 'verify_timeout_ms', 'decision_api',
+  'challenge_timeout_ms',
   'upstream_timeout_ms',
   'body_limit_bytes', 'sidecar_connections', 'trusted_proxies', 'context', 'routes', 'listen', 'health', 'metrics',
   'log_level',
@@ -183,6 +184,7 @@ export function resolveConfig(raw: unknown, env: NodeJS.ProcessEnv): GatewayConf
     apiKey,
     routes: c.routes as RouteEntry[],
     verifyTimeoutMs: checkInt(c.verify_timeout_ms, at(L, 'verify_timeout_ms'), 1, 120_000, DEFAULT_VERIFY_TIMEOUT_MS),
+    decisionApi: checkDecisionApi(c.decision_api, at(L, 'decision_api')),
     challengeTimeoutMs: checkInt(
       c.challenge_timeout_ms, at(L, 'challenge_timeout_ms'), 1, 60_000, DEFAULT_CHALLENGE_TIMEOUT_MS),
     bodyLimit: checkInt(c.body_limit_bytes, at(L, 'body_limit_bytes'), 0, 1_073_741_824, DEFAULT_BODY_LIMIT_BYTES),

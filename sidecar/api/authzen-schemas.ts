@@ -84,7 +84,27 @@ export const AuthzenConfiguration = Type.Object({
   search_action_endpoint: Type.String(),
 }, { $id: 'AuthzenConfiguration', additionalProperties: false });
 
+/** The explanation of a decision (routes/decisions.ts; src/explain.ts builds it). */
+export const DecisionExplanation = Type.Object({
+  decision_id: Type.String(), time: Type.String({ format: 'date-time' }),
+  mode: Type.String({ description: '`verify` or `grant`.' }),
+  decision: Type.String({ description: '`allow` or `deny`.' }),
+  reason: Type.String({ description: 'A decision reason.' }),
+  stage: Type.String({ description: 'The pipeline stage that decided (`delegation`, `limits`, `approval`, '
+    + '`commit`, …).' }),
+  agent_id: Type.String(),
+  certificate: Type.Union([Open('The certificate\'s claims: ids, scopes, constraints, issued_at, expires_at (no key).'),
+    Type.Null()]),
+  scope: Type.Object({ asked: Type.String(), granted: Type.Array(Type.String()), delegated: Type.Boolean() }),
+  context: Type.Union([Open('The constraint context evaluated.'), Type.Null()]),
+  constraints: Type.Array(Open('`{name, limit, value, holds, missing?}`: one constraint evaluated alone.')),
+  constraint: Type.Optional(Type.String()),
+  approval: Open('`{rule, approval_id, state}`.'),
+  counters: Type.Array(Open('`{kind, window_start, used, this_call, limit, currency?}` as read before the call.')),
+  would_allow: Type.Array(Open('For a deny: `{change, …}`, the smallest change that would have allowed it.')),
+}, { $id: 'DecisionExplanation' });
+
 /** The named AuthZEN schemas (api/schemas.ts lists them in `RESPONSE_SCHEMAS`). */
 export const AUTHZEN_SCHEMAS: readonly TSchema[] = [
-  AuthzenDecision, AuthzenDecisions, AuthzenActionSearchResult, AuthzenConfiguration,
+  AuthzenDecision, AuthzenDecisions, AuthzenActionSearchResult, AuthzenConfiguration, DecisionExplanation,
 ];

@@ -31,6 +31,7 @@ import { ServiceError } from '../../src/errors.js';
 import type { VerifyRequest, VerifyResponse } from '../../src/protocol.js';
 import type { ServiceContext } from '../context.js';
 import { meter, settleRefusal } from './billing.js';
+import { storeExplanation } from './explanation.js';
 import { StoreFault, need } from './stage.js';
 import type { ReasonFor, Stage, VerifyCall } from './stage.js';
 import { authenticate } from './stages/authenticate.js';
@@ -106,11 +107,15 @@ async function runStages(ctx: ServiceContext, call: VerifyCall, opts: DecideOpti
   let refusal: ServiceError;
   try {
     for (stage of opts.stages ?? (call.mode === 'grant' ? GRANT_STAGES : VERIFY_STAGES)) {
+      const before = call.decision;
       const pending = stage.run(ctx, call);
       if (pending) await pending;
+      if (call.decision !== before) call.decidedBy = stage.name;
     }
     stage = undefined;
-    return need(call.response, 'response');
+    const response = need(call.response, 'response');
+    if (response.audit_event_id !== undefined) await storeExplanation(ctx, call, opts.log ?? ctx.log);
+    return response;
   } catch (err) {
     if (!(err instanceof ServiceError)) return failClosed(ctx, opts.log ?? ctx.log, stage, err, call.decisionId);
     refusal = err;

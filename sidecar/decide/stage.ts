@@ -18,6 +18,7 @@
 import type { DelegationCertificate } from '../../src/certificate.js';
 import type { DECISION_REASONS, DecisionReason, DecisionValue } from '../../src/decisions.js';
 import type { ServiceError } from '../../src/errors.js';
+import type { CounterReading } from '../../src/explain.js';
 import type { ParsedProof } from '../../src/proof.js';
 import type { VerifyRequest, VerifyResponse } from '../../src/protocol.js';
 import type { ApiKeyAuth } from '../auth/api-key.js';
@@ -86,6 +87,12 @@ export interface VerifyCall {
   cert?: DelegationCertificate;
   /** delegation: allow or deny, with its reason. */
   decision?: Decision;
+  /** The pipeline: the stage whose result the current decision is (the explanation's `stage`). */
+  decidedBy?: string;
+  /** limits: the budget and call counters as read, with what this call adds. */
+  counters?: CounterReading[];
+  /** approval: the state of this operation's approval (`none` when there is none). */
+  approvalState?: string;
   /** commit: the 200 answer, once the decision is recorded. */
   response?: VerifyResponse;
 }

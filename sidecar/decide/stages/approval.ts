@@ -47,6 +47,7 @@ export const approval: Stage = {
       await read(() => expireApprovals(ctx));
       a = await find();
     }
+    call.approvalState = a?.state ?? 'none';
     let next: Decision;
     if (a === undefined && call.mode === 'grant') {
       next = { decision: 'deny', reason: 'approval_required' };

@@ -29,6 +29,8 @@ export const limits: Stage = {
     }
     if (plan.debits.length === 0) return;
     const used = await read(() => ctx.store.usage.usage(cert.cert_id, plan.debits));
+    call.counters = plan.debits.map((d, i) => ({ kind: d.kind, windowStart: d.windowStart, used: used[i]!,
+      amount: d.amount, limit: d.limit }));
     const full = plan.debits.find((d, i) => used[i]! + d.amount > d.limit);
     if (full) {
       call.decision = { decision: 'deny', reason: full.kind === 'budget' ? 'budget_exceeded' : 'rate_exceeded' };

@@ -307,4 +307,18 @@ BEGIN
 END $$;
 `,
   },
+  {
+    version: 3,
+    name: 'decision explanations',
+    sql: `
+CREATE TABLE decision_explanations (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  connection_id TEXT NOT NULL,
+  explanation TEXT NOT NULL,
+  created_at BIGINT NOT NULL
+);
+CREATE INDEX decision_explanations_created ON decision_explanations (created_at);
+`,
+  },
 ];

@@ -267,4 +267,18 @@ CREATE TABLE usage_counters (
 `,
   },
   { version: 4, name: 'audit hash chain, checkpoints, export cursors, service keys', sql: AUDIT_CHAIN_SQL, after: chainExistingRows },
+  {
+    version: 5,
+    name: 'decision explanations',
+    sql: `
+CREATE TABLE decision_explanations (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  connection_id TEXT NOT NULL,
+  explanation TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX decision_explanations_created ON decision_explanations (created_at);
+`,
+  },
 ];

@@ -16,6 +16,7 @@ import { SqlPlatformStore } from '../sql/platforms.js';
 import { SqlDelegationStore } from '../sql/delegations.js';
 import { SqlApprovalStore, SqlUsageStore } from '../sql/approvals.js';
 import { SqlAuditStore } from '../sql/audit.js';
+import { SqlDecisionStore } from '../sql/decisions.js';
 import { keyCheck } from '../sql/meta.js';
 import type { PoolStats, Store, StoreMonitor } from '../types.js';
 
@@ -44,6 +45,7 @@ export class SqliteStore implements Store {
   readonly approvals: SqlApprovalStore;
   readonly usage: SqlUsageStore;
   readonly audit: SqlAuditStore;
+  readonly decisions: SqlDecisionStore;
   private readonly db: Db;
   private readonly r: SqliteRunner;
 
@@ -71,6 +73,7 @@ export class SqliteStore implements Store {
     this.approvals = new SqlApprovalStore(r, chain);
     this.usage = new SqlUsageStore(r);
     this.audit = new SqlAuditStore(r);
+    this.decisions = new SqlDecisionStore(r);
   }
 
   async ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }> {

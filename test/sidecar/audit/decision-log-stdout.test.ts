@@ -15,7 +15,8 @@ import type { ChildSidecar } from '../ops/helpers.js';
 import { present, remoteSidecar, specFlow, startMailSink } from '../../helpers/sidecar.js';
 import type { MailSink } from '../../helpers/sidecar.js';
 
-const FIELDS = ['type', 'request_id', 'time', 'platform_id', 'connection_id', 'agent_id', 'cert_id', 'scope', 'decision', 'reason', 'constraint', 'context', 'latency_ms', 'audit_event_id'];
+const FIELDS = ['type', 'request_id', 'time', 'platform_id', 'connection_id', 'agent_id', 'cert_id', 'scope', 'decision', 'reason', 'constraint', 'context', 'latency_ms', 'audit_event_id',
+  'decision_id', 'mode'];
 
 /** The field names of the "Decision log" table of docs/audit.md, in order. */
 function documentedFields(): string[] {

@@ -57,7 +57,8 @@ t.test('max_amount: payments scopes only, amount at/over/under the limit, curren
 
   const denies = await auditAll(f.user, 'event_type=proof.rejected');
   t.ok(denies.length >= denied.length + 1);
-  t.same(denies[0]!.details, { decision: 'deny', decision_reason: 'constraint_denied', constraint: 'max_amount' }, 'the audit names the constraint');
+  t.same(denies[0]!.details, { decision: 'deny', decision_reason: 'constraint_denied', constraint: 'max_amount',
+    decision_id: denies[0]!.event_id }, 'the audit names the constraint');
 });
 
 t.test('methods, path_prefixes, client_ips, tenants', async (t) => {

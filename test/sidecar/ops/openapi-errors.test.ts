@@ -58,6 +58,7 @@ t.test('every documented operation answers bad requests with documented errors',
     ids: {
       platform_id: f.reg.platform_id, connection_id: f.reg.connection_id, agent_id: f.agentId, request_id: pending.body.request_id,
       cert_id: f.certId, approval_id: v.body.approval_id, delivery_id: deliveries.body.deliveries[0].delivery_id,
+      decision_id: v.body.decision_id,
     },
     samples: {
       email: 'probe-owner@example.com', code: '000000', first_name: 'Ada', last_name: 'Lovelace', account_type: 'individual',

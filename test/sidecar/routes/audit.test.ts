@@ -49,10 +49,10 @@ t.test('events: fields, order, decision details', async (t) => {
       t.notOk('decision' in e.details || 'decision_reason' in e.details, 'presented: no decision fields');
     } else if (e.event_type === 'proof.verified') {
       t.equal(e.required_scope, 'data:read');
-      t.same(e.details, { decision: 'allow', decision_reason: 'authorized' });
+      t.same(e.details, { decision: 'allow', decision_reason: 'authorized', decision_id: e.event_id });
     } else {
       t.equal(e.required_scope, 'data:write');
-      t.same(e.details, { decision: 'deny', decision_reason: 'not_delegated' });
+      t.same(e.details, { decision: 'deny', decision_reason: 'not_delegated', decision_id: e.event_id });
     }
   }
   const def = await auditPage(f.user, '');
