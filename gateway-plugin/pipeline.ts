@@ -344,20 +344,31 @@ export class DecisionPipeline {
     if (body === undefined) throw new ServiceError('body_not_forwarded');
     const message = readA2aMessage(body, req.headers['content-type'], admission.mcp);
     const scope = a2aScope(route.a2a, message);
-    const bundleJson = await this.#readProof(req, scope, route.mode !== 'shadow');
-    const context: VerifyContext = {
-      method: req.method, path: target.path, ...this.#peerContext(req, peer), ...queryContext(target.query),
-      body_sha256: sha256Hex(body),
-    };
-    const decision = await this.#verify(bundleJson, scope, context, req.id, peer);
-    if (decision.kind === 'allow') {
-      const owners = this.#tasks?.(route);
-      for (const taskId of message.taskIds) {
-        const owner = owners?.owner(taskId);
-        if (owner === undefined || owner !== decision.agentId) throw new ServiceError('a2a_task_not_found');
+    // A method in shadow mode on an enforcing route (`a2a.shadow`): forwarded whatever the decision.
+    const methodShadow = route.mode !== 'shadow' && route.a2a.shadowMethods.has(message.method);
+    const decide = async (): Promise<GatewayVerdict> => {
+      const bundleJson = await this.#readProof(req, scope, route.mode !== 'shadow' && !methodShadow);
+      const context: VerifyContext = {
+        method: req.method, path: target.path, ...this.#peerContext(req, peer), ...queryContext(target.query),
+        body_sha256: sha256Hex(body),
+      };
+      const decision = await this.#verify(bundleJson, scope, context, req.id, peer);
+      if (decision.kind === 'allow') {
+        const owners = this.#tasks?.(route);
+        for (const taskId of message.taskIds) {
+          const owner = owners?.owner(taskId);
+          if (owner === undefined || owner !== decision.agentId) throw new ServiceError('a2a_task_not_found');
+        }
       }
+      return decision;
+    };
+    if (!methodShadow) return decide();
+    try {
+      return await decide();
+    } catch (err) {
+      if (!(err instanceof ServiceError)) throw err;
+      return this.#shadowVerdict(req, admission, err);
     }
-    return decision;
   }
 
   /**

@@ -211,6 +211,9 @@ export function compileRoutes(
       if (route.a2a !== undefined) scopes.push(...a2aScopes(route.a2a));
       checkShadowRoute(item(path, i), route.pattern, scopes, sensitive);
     }
+    if (route.a2a !== undefined && route.a2a.shadowMethods.size > 0) {
+      checkShadowRoute(at(item(path, i), 'a2a'), route.pattern, a2aScopes(route.a2a, true), sensitive, 'shadow');
+    }
     for (const [name, tool] of route.mcp?.tools ?? []) {
       if (tool.mode !== 'shadow') continue;
       checkShadowRoute(at(at(at(item(path, i), 'mcp'), 'tools'), name), route.pattern,

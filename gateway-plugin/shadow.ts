@@ -77,14 +77,18 @@ export function checkSensitiveScopes(value: unknown, path: string): SensitiveSco
   return new SensitiveScopes(list);
 }
 
-/** Refuses a shadow-mode route that requires a sensitive scope (`scopes`: the route's, and its MCP tools'). */
+/**
+ * Refuses a shadow-mode route that requires a sensitive scope (`scopes`: the route's, and its MCP tools' or
+ * A2A methods'). The error names `path` + `member` (the setting that asked for shadow mode).
+ */
 export function checkShadowRoute(
   path: string, pattern: string, scopes: Iterable<[where: string, scope: string]>, sensitive: SensitiveScopes,
+  member = 'mode',
 ): void {
   for (const [where, scope] of scopes) {
     const hit = sensitive.match(scope);
     if (hit !== undefined) {
-      fail(at(path, 'mode'),
+      fail(at(path, member),
         `route ${pattern} cannot be in shadow mode: ${where} ${scope} is sensitive (${hit}); enforce it`);
     }
   }

@@ -11,6 +11,7 @@
  *     scopes: { task_read: data:read }       # optional, per kind of method (default: the route's scope)
  *     task_ttl_ms: 86400000                  # how long the gateway remembers who created a task
  *     max_tasks: 100000                      # most tasks remembered per route
+ *     shadow: [task_read]                    # methods (or kinds of methods) in shadow mode on an enforcing route
  * ```
  *
  * Validated once at registration with path-named `TypeError`s. docs/a2a.md
@@ -91,6 +92,12 @@ export interface A2aRouteOptions {
    * the webhook rule `SIDECAR_WEBHOOK_ALLOW_INSECURE` in the gateway). Default `false`.
    */
   allow_insecure_push_urls?: boolean;
+  /**
+   * Methods in shadow mode on an enforcing route (shadow.ts): A2A method names of either generation
+   * (`GetTask`, `tasks/get`) or kinds of methods (`send`, `task_read`, `task_cancel`, `push_config`,
+   * `extended_card`: every method of that kind). Refused at startup when such a method's scope is sensitive.
+   */
+  shadow?: string[];
 }
 
 /** A compiled `a2a` member. */
@@ -103,6 +110,8 @@ export interface A2aRoute {
   readonly bodyLimit: number | undefined;
   readonly streamIdleMs: number;
   readonly allowInsecurePushUrls: boolean;
+  /** The method names in shadow mode (`shadow`, kinds expanded to their methods). */
+  readonly shadowMethods: ReadonlySet<string>;
 }
 
 /** Default `task_ttl_ms`: 24 hours. */
@@ -116,7 +125,7 @@ export const SKILL_ID_PATTERN = /^[A-Za-z0-9_.:/-]{1,128}$/;
 export function compileA2a(value: unknown, path: string, scope: string): A2aRoute {
   const a2a = checkObject(value, path, [
     'skills', 'scopes', 'task_ttl_ms', 'max_tasks', 'body_limit_bytes', 'stream_idle_timeout_ms',
-    'allow_insecure_push_urls',
+    'allow_insecure_push_urls', 'shadow',
   ]);
   const skills = new Map<string, string>();
   if (a2a.skills !== undefined) {
@@ -150,12 +159,42 @@ export function compileA2a(value: unknown, path: string, scope: string): A2aRout
       : checkInt(a2a.body_limit_bytes, at(path, 'body_limit_bytes'), 0, 1_073_741_824, 0),
     streamIdleMs: checkInt(a2a.stream_idle_timeout_ms, at(path, 'stream_idle_timeout_ms'), 1, 86_400_000, 300_000),
     allowInsecurePushUrls: checkBoolean(a2a.allow_insecure_push_urls, at(path, 'allow_insecure_push_urls'), false),
+    shadowMethods: compileShadow(a2a.shadow, at(path, 'shadow')),
   };
 }
 
-/** Every scope an A2A route can require, with where it comes from (shadow-mode checks). */
-export function a2aScopes(a2a: A2aRoute): [where: string, scope: string][] {
-  const out: [string, string][] = Object.entries(a2a.scopes).map(([kind, s]) => [`a2a ${kind} scope`, s]);
-  for (const [id, s] of a2a.skills) out.push([`skill ${id}'s scope`, s]);
+/** Kinds that `shadow` may name (listing tasks is always refused, so it cannot be shadowed). */
+const SHADOW_KINDS: ReadonlySet<string> = new Set(['send', 'task_read', 'task_cancel', 'push_config', 'extended_card']);
+
+/** Validates `a2a.shadow`: a list of method names or kinds; returns the method names. */
+function compileShadow(value: unknown, path: string): ReadonlySet<string> {
+  const out = new Set<string>();
+  if (value === undefined) return out;
+  if (!Array.isArray(value) || value.length === 0) {
+    fail(path, 'must be a non-empty list of A2A method names or kinds of methods');
+  }
+  value.forEach((entry: unknown, i) => {
+    const method = typeof entry === 'string' ? A2A_METHODS.get(entry) : undefined;
+    if (typeof entry === 'string' && SHADOW_KINDS.has(entry)) {
+      for (const [name, spec] of A2A_METHODS) if (spec.kind === entry) out.add(name);
+    } else if (method !== undefined && method.kind !== 'list_tasks') {
+      out.add(entry as string);
+    } else {
+      fail(`${path}[${i}]`, `must be an A2A method name or one of ${[...SHADOW_KINDS].join(', ')}`);
+    }
+  });
+  return out;
+}
+
+/**
+ * Every scope an A2A route can require, with where it comes from (shadow-mode checks); with
+ * `shadowOnly`, only the scopes of the methods in `a2a.shadow`.
+ */
+export function a2aScopes(a2a: A2aRoute, shadowOnly = false): [where: string, scope: string][] {
+  const kinds = new Set([...a2a.shadowMethods].map((m) => A2A_METHODS.get(m)?.kind));
+  const out: [string, string][] = Object.entries(a2a.scopes)
+    .filter(([kind]) => !shadowOnly || kinds.has(kind as A2aKind))
+    .map(([kind, s]) => [`a2a ${kind} scope`, s]);
+  if (!shadowOnly || kinds.has('send')) for (const [id, s] of a2a.skills) out.push([`skill ${id}'s scope`, s]);
   return out;
 }

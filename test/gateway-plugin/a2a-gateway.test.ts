@@ -263,6 +263,32 @@ t.test('mode: shadow forwards what it would refuse, marked for the server', asyn
   t.equal(server.received.at(-1)!.headers['x-service-shadow-refusal'], '403 a2a_method_not_mapped');
 });
 
+t.test('a2a.shadow: one kind of method in shadow mode on an enforcing route', async (t) => {
+  const gw2 = await startGatewayWithKey(gatewayConfig(server.url, sc.url, {
+    routes: [{ method: 'POST', path: '/a2a', scope: 'messages:send', a2a: { shadow: ['task_read'] } }],
+    verify_timeout_ms: 10_000, challenge_timeout_ms: 5_000,
+  }), alice.reg.api_key as string);
+  t.teardown(() => gw2.close());
+  const post = async (f: Flow | undefined, body: Record<string, unknown>): Promise<number> => (await fetch(`${gw2.url}/a2a`, {
+    method: 'POST', body: JSON.stringify(body),
+    headers: { 'content-type': 'application/json', ...(f === undefined ? {} : { 'x-service-proof': proofHeader(await present(f)) }) },
+  })).status;
+  const last = (): [unknown, unknown] => [server.received.at(-1)!.headers['x-service-decision'], server.received.at(-1)!.headers['x-service-shadow-refusal']];
+  let before = hits();
+  t.equal(await post(bob, { jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: aliceTask } }), 200, 'another agent\'s task read: forwarded');
+  t.same(last(), ['shadow', '404 a2a_task_not_found']);
+  t.equal(await post(bob, { jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id: aliceTask } }), 200, 'the v0.3 name too');
+  t.same(last(), ['shadow', '404 a2a_task_not_found']);
+  t.equal(await post(undefined, { jsonrpc: '2.0', id: 3, method: 'GetTask', params: { id: aliceTask } }), 200, 'without a proof');
+  t.same(last(), ['shadow', '401 proof_required']);
+  t.equal(hits(), before + 3, 'the three reached the server');
+  before = hits();
+  t.equal(await post(bob, { jsonrpc: '2.0', id: 4, method: 'CancelTask', params: { id: aliceTask } }), 404, 'cancelling is enforced');
+  const send = { jsonrpc: '2.0', id: 5, method: 'SendMessage', params: { message: { messageId: 'm-x', role: 'ROLE_USER', parts: [{ text: 'x' }] } } };
+  t.equal(await post(carol, send), 403, 'an undelegated message is enforced');
+  t.equal(hits(), before, 'neither reached the server');
+});
+
 t.test('mode: shadow still refuses an SSRF push URL', async (t) => {
   const shadow = await startGatewayWithKey(gatewayConfig(server.url, sc.url, {
     routes: [{ method: 'POST', path: '/a2a', scope: 'messages:send', mode: 'shadow', a2a: {} }],

@@ -54,6 +54,24 @@ t.test('config: validated with path-named errors', async (t) => {
   t.equal(A2A_METHODS.size, 21, 'eleven v1.0 names and ten v0.3 names');
 });
 
+t.test('config: a2a.shadow names methods or kinds; a sensitive one is refused at startup', async (t) => {
+  const shadowOf = (shadow: unknown): string[] => [...compileA2a({ shadow }, 'r.a2a', 'data:read').shadowMethods].sort();
+  t.same(shadowOf(['task_read']), ['GetTask', 'SubscribeToTask', 'tasks/get', 'tasks/resubscribe'], 'a kind: its methods of both generations');
+  t.same(shadowOf(['CancelTask']), ['CancelTask'], 'one method');
+  t.same([...compileA2a({}, 'r.a2a', 'data:read').shadowMethods], [], 'none by default');
+  t.match(code(() => shadowOf(['ListTasks'])), /r\.a2a\.shadow\[0\]: must be an A2A method name or one of send/);
+  t.match(code(() => shadowOf(['list_tasks'])), /r\.a2a\.shadow\[0\]/);
+  t.match(code(() => shadowOf(['Nope'])), /r\.a2a\.shadow\[0\]/);
+  t.match(code(() => shadowOf([])), /r\.a2a\.shadow: must be a non-empty list/);
+  const entry = { method: 'POST', path: '/pay', scope: 'payments:send' };
+  t.match(code(() => compileRoutes([{ ...entry, a2a: { shadow: ['send'] } }], 'routes')),
+    /routes\[0\]\.a2a\.shadow: .*payments:send is sensitive/, 'sending on a payments route cannot be shadowed');
+  t.match(code(() => compileRoutes([{ ...entry, a2a: { scopes: { task_read: 'data:read' }, shadow: ['task_read'] } }], 'routes')), 'no error',
+    'reading tasks with a non-sensitive scope can, on the same route');
+  t.match(code(() => compileRoutes([{ ...entry, scope: 'messages:send', a2a: { skills: { pay: 'payments:send' }, shadow: ['SendMessage'] } }],
+    'routes')), /skill pay's scope payments:send is sensitive/, 'a shadowed send with a sensitive skill scope is refused');
+});
+
 t.test('reading requests of both generations', async (t) => {
   const f = facts();
   const send = read({ jsonrpc: '2.0', id: 1, method: 'SendMessage',
