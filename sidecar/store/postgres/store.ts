@@ -16,6 +16,7 @@ import { SqlPlatformStore } from '../sql/platforms.js';
 import { SqlDelegationStore } from '../sql/delegations.js';
 import { SqlOutboxStore } from '../sql/outbox.js';
 import { SqlApprovalStore, SqlUsageStore } from '../sql/approvals.js';
+import { SqlIdempotencyStore } from '../sql/idempotency.js';
 import { SqlAuditStore } from '../sql/audit.js';
 import { keyCheck } from '../sql/meta.js';
 import type { PoolStats, Store, StoreMonitor } from '../types.js';
@@ -42,6 +43,7 @@ export class PostgresStore implements Store {
   readonly approvals: SqlApprovalStore;
   readonly usage: SqlUsageStore;
   readonly audit: SqlAuditStore;
+  readonly idempotency: SqlIdempotencyStore;
   readonly changes: PgChangeFeed | undefined;
   /** The pool (store-internal; the copy command uses it). */
   readonly db: PgDb;
@@ -60,6 +62,7 @@ export class PostgresStore implements Store {
     this.approvals = new SqlApprovalStore(r, chain);
     this.usage = new SqlUsageStore(r);
     this.audit = new SqlAuditStore(r);
+    this.idempotency = new SqlIdempotencyStore(r);
   }
 
   async ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }> {

@@ -267,4 +267,23 @@ CREATE TABLE usage_counters (
 `,
   },
   { version: 4, name: 'audit hash chain, checkpoints, export cursors, service keys', sql: AUDIT_CHAIN_SQL, after: chainExistingRows },
+  {
+    version: 5,
+    name: 'idempotency ledger',
+    sql: `
+CREATE TABLE idempotency_records (
+  connection_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  idem_key TEXT NOT NULL,
+  request_hash TEXT NOT NULL,
+  claim_id TEXT NOT NULL UNIQUE,
+  state TEXT NOT NULL,
+  response TEXT,
+  created_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL,
+  PRIMARY KEY (connection_id, agent_id, idem_key)
+);
+CREATE INDEX idempotency_records_expiry ON idempotency_records (expires_at);
+`,
+  },
 ];

@@ -15,6 +15,7 @@ import { SqlAccountStore } from '../sql/accounts.js';
 import { SqlPlatformStore } from '../sql/platforms.js';
 import { SqlDelegationStore } from '../sql/delegations.js';
 import { SqlApprovalStore, SqlUsageStore } from '../sql/approvals.js';
+import { SqlIdempotencyStore } from '../sql/idempotency.js';
 import { SqlAuditStore } from '../sql/audit.js';
 import { keyCheck } from '../sql/meta.js';
 import type { PoolStats, Store, StoreMonitor } from '../types.js';
@@ -44,6 +45,7 @@ export class SqliteStore implements Store {
   readonly approvals: SqlApprovalStore;
   readonly usage: SqlUsageStore;
   readonly audit: SqlAuditStore;
+  readonly idempotency: SqlIdempotencyStore;
   private readonly db: Db;
   private readonly r: SqliteRunner;
 
@@ -71,6 +73,7 @@ export class SqliteStore implements Store {
     this.approvals = new SqlApprovalStore(r, chain);
     this.usage = new SqlUsageStore(r);
     this.audit = new SqlAuditStore(r);
+    this.idempotency = new SqlIdempotencyStore(r);
   }
 
   async ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }> {

@@ -28,6 +28,7 @@ import { approvalsContract } from './contract-approvals.js';
 import { auditContract } from './contract-audit.js';
 import { auditExportContract } from './contract-audit-export.js';
 import { commitRulesContract } from './contract-commit-rules.js';
+import { idempotencyContract } from './contract-idempotency.js';
 
 /** Opens a new, empty, migrated store. */
 export type OpenStore = () => Promise<Store>;
@@ -46,6 +47,7 @@ export async function runStoreContract(t: Test, name: string, open: OpenStore): 
     ['audit chain, checkpoints and retention', auditContract],
     ['audit reads, ranges, export cursors and service keys', auditExportContract],
     ['the verify commit\'s rules, one table for both implementations', commitRulesContract],
+    ['the idempotency ledger', idempotencyContract],
   ];
   for (const [part, fn] of parts) await t.test(`${name}: ${part}`, (tt) => fn(tt, open));
 }
