@@ -55,6 +55,9 @@ export const GATEWAY_ERRORS = {
   },
   mcp_session_forbidden: { status: 403, message: 'This MCP session belongs to another agent.' },
   mcp_session_header_invalid: { status: 400, message: 'Send at most one Mcp-Session-Id header, spelled with dashes.' },
+  idempotency_key_required: {
+    status: 400, message: 'This route requires exactly one Idempotency-Key header of 1-255 printable ASCII characters.',
+  },
 } as const satisfies Record<string, ErrorSpec>;
 
 /**
@@ -122,6 +125,11 @@ export const ERRORS = {
   proof_stale: { status: 400, message: 'The proof is outside the freshness window.' },
   invalid_signature: { status: 400, message: 'A signature in the proof does not verify.' },
   credits_exhausted: { status: 402, message: 'The account has no credits left for this call.' },
+
+  // idempotency ledger (verify, and the gateway passes them on to the agent)
+  idempotency_in_flight: { status: 409, message: 'A request with this Idempotency-Key is still in progress; retry later.' },
+  idempotency_key_reused: { status: 422, message: 'This Idempotency-Key was used for a different request.' },
+  idempotency_claim_not_found: { status: 404, message: 'No such idempotency claim in progress.' },
 
   // approvals
   approval_not_found: { status: 404, message: 'No such approval.' },
