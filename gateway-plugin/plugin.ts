@@ -41,6 +41,7 @@ import { answerServer, rewriteSessionHeaders, stripSessionHeaders } from './mcp/
 import type { RouteMatch } from './routes.js';
 import type { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
+import { recordingBody, releaseClaim, replayAnswer } from './ledger.js';
 
 interface RequestState {
   facts?: PipelineRequest;
@@ -48,6 +49,8 @@ interface RequestState {
   decision?: GatewayVerdict;
   outcome?: [outcome: string, reason: string];
   forwardStart?: number;
+  /** The idempotency claim of a keyed request being forwarded (ledger.ts records or releases it). */
+  claimId?: string;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -93,7 +96,7 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     }
     return sessions;
   };
-  const pipeline = new DecisionPipeline(opts, sidecar, sessionsFor);
+  const pipeline = new DecisionPipeline(opts, sidecar, sessionsFor, { upstreamTimeoutMs: opts.upstreamTimeoutMs });
   const states = new WeakMap<FastifyRequest, RequestState>();
   const stateOf = (request: FastifyRequest): RequestState => {
     let state = states.get(request);
@@ -118,7 +121,11 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
   function onUpstreamError(request: FastifyRequest, reply: FastifyReply, error: Error): void {
     const timeout = (error as FastifyError).statusCode === 504;
     const cause = timeout ? 'upstream_timeout' : 'upstream_error';
-    stateOf(request).outcome = ['502', 'upstream_unavailable'];
+    const state = stateOf(request);
+    state.outcome = ['502', 'upstream_unavailable'];
+    // No answer: the key is free for the agent's retry. After a timeout the upstream may have acted;
+    // the claim then holds the key until its lease ends.
+    if (state.claimId !== undefined && !timeout) releaseClaim(sidecar, request, state.claimId);
     request.log.warn({ cause }, 'gateway: upstream failed');
     reply.code(502).header('cache-control', 'no-store').header('x-request-id', request.id)
       .send(errorBody('upstream_unavailable', undefined, { cause }));
@@ -153,7 +160,9 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     const sse = isEventStream(reply.getHeader('content-type'));
     const idleMs = sse ? admission?.route.mcp?.streamIdleMs ?? opts.upstreamTimeoutMs : opts.upstreamTimeoutMs;
     const onIdle = (): void => request.log.info({ idle_ms: idleMs, sse }, 'gateway: upstream idle');
-    void reply.send(forwardBody(res.stream, reply.raw, sse, idleMs, onIdle));
+    const { claimId } = stateOf(request);
+    const body = claimId === undefined ? res.stream : recordingBody(sidecar, request, reply, res, claimId);
+    void reply.send(forwardBody(body, reply.raw, sse, idleMs, onIdle));
   }
 
   await fastify.register(async (scope) => {
@@ -210,6 +219,13 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
         }
         const body = Buffer.isBuffer(request.body) ? request.body : undefined;
         const contentType = request.headers['content-type'];
+        if (decision.kind === 'allow' && decision.idempotency?.status === 'replay') {
+          state.outcome = ['replayed', 'authorized'];
+          return replayAnswer(reply, decision.idempotency.response, request.id);
+        }
+        if (decision.kind === 'allow' && decision.idempotency?.status === 'claimed') {
+          state.claimId = decision.idempotency.claimId;
+        }
         if (decision.kind === 'shadow') {
           countShadow(metrics, decision.route, decision.reason);
           logShadow(request.log, decision);

@@ -10,6 +10,7 @@
 
 import type { McpRoute } from './mcp/config.js';
 import type { RouteMode } from './shadow.js';
+import type { IdempotencyMode } from './idempotency.js';
 import { foldPath, mayFoldBeyondCase } from '../src/path.js';
 
 /** Methods the gateway proxies (a route's `method` must be one of these or `'*'`). */
@@ -31,6 +32,8 @@ export interface RouteMatch {
   readonly mcp: McpRoute | undefined;
   /** `shadow`: verified, but forwarded whatever the decision (shadow.ts); `enforce` otherwise. */
   readonly mode: RouteMode;
+  /** The idempotency ledger for its keyed methods (idempotency.ts). */
+  readonly idempotency: IdempotencyMode;
 }
 
 /** A pattern segment: a literal (exact text, ASCII case fold, full fold), `:param` or `*`. */
@@ -85,8 +88,8 @@ export function sameAuthorization(a: CompiledRoute | undefined, b: CompiledRoute
 }
 
 function toMatch(route: CompiledRoute): RouteMatch {
-  const { index, pattern, scope, amountPointer, currencyPointer, mcp, mode } = route;
-  return { index, pattern, scope, amountPointer, currencyPointer, mcp, mode };
+  const { index, pattern, scope, amountPointer, currencyPointer, mcp, mode, idempotency } = route;
+  return { index, pattern, scope, amountPointer, currencyPointer, mcp, mode, idempotency };
 }
 
 /** What {@link RouteTable.resolve} found for a request. */

@@ -10,11 +10,14 @@
 
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
-import { API_KEY_HEADER, CHALLENGE_PATH, VERIFY_PATH } from '../src/protocol.js';
-import type { VerifyRequest } from '../src/protocol.js';
+import { API_KEY_HEADER, CHALLENGE_PATH, IDEMPOTENCY_RECORD_PATH, IDEMPOTENCY_RELEASE_PATH, VERIFY_PATH } from '../src/protocol.js';
+import type { RecordedResponse, VerifyRequest } from '../src/protocol.js';
 
-/** Longest sidecar response body read (bytes); longer is a bad response. */
-export const MAX_SIDECAR_RESPONSE_BYTES = 65_536;
+/**
+ * Longest sidecar response body read (bytes); longer is a bad response. It holds a verify answer
+ * with a replayed answer of the idempotency ledger (its body and headers are bounded, src/protocol.ts).
+ */
+export const MAX_SIDECAR_RESPONSE_BYTES = 192 * 1024;
 
 /** What one verify call produced. */
 export type VerifyCallResult =
@@ -47,7 +50,8 @@ export type VerifyRequestJson = Omit<VerifyRequest, 'proof_bundle'> & { readonly
 export function verifyBody(request: VerifyRequest | VerifyRequestJson): string {
   if (!('proofBundleJson' in request)) return JSON.stringify(request);
   const context = request.context === undefined ? '' : `,"context":${JSON.stringify(request.context)}`;
-  return `{"proof_bundle":${request.proofBundleJson},"required_scope":${JSON.stringify(request.required_scope)}${context}}`;
+  const idem = request.idempotency === undefined ? '' : `,"idempotency":${JSON.stringify(request.idempotency)}`;
+  return `{"proof_bundle":${request.proofBundleJson},"required_scope":${JSON.stringify(request.required_scope)}${context}${idem}}`;
 }
 
 type Raw = { status: number; contentType: string | undefined; body: string; tooLarge: boolean };
@@ -142,6 +146,23 @@ export class SidecarClient {
     const r = await this.#call('POST', VERIFY_PATH, this.#options.verifyTimeoutMs, requestId, verifyBody(request));
     if (r === 'timeout' || r === 'network') return { kind: r };
     return { kind: 'response', ...r };
+  }
+
+  /**
+   * Records the upstream's answer to the request whose verify claimed `claimId` (idempotency.ts);
+   * true when the sidecar stored it. Never throws.
+   */
+  async recordIdempotent(claimId: string, response: RecordedResponse, requestId: string): Promise<boolean> {
+    const r = await this.#call('POST', IDEMPOTENCY_RECORD_PATH, this.#options.verifyTimeoutMs, requestId,
+      JSON.stringify({ claim_id: claimId, response }));
+    return typeof r !== 'string' && r.status === 200;
+  }
+
+  /** Releases the claim `claimId` (its request got no upstream answer); true when released. Never throws. */
+  async releaseIdempotent(claimId: string, requestId: string): Promise<boolean> {
+    const r = await this.#call('POST', IDEMPOTENCY_RELEASE_PATH, this.#options.verifyTimeoutMs, requestId,
+      JSON.stringify({ claim_id: claimId }));
+    return typeof r !== 'string' && r.status === 200;
   }
 
   /** Fetches a fresh challenge, or `undefined` on any failure. Never throws. */
