@@ -14,13 +14,10 @@ import { GATEWAY_ERROR_CODES } from '../src/errors.js';
 import type { AgentOperation } from './operation.js';
 
 /**
- * Codes the gateway (or the forward-auth endpoint) sends: a response with one of them is a
- * refusal. The gateway part of the error table (`GATEWAY_ERRORS` of src/errors.ts, which imports
- * nothing), and the idempotency ledger's two refusals, which the gateway passes on from verify.
+ * Codes only the gateway (or the forward-auth endpoint) sends: a response with one of them is a
+ * refusal. The gateway part of the error table (`GATEWAY_ERRORS` of src/errors.ts, which imports nothing).
  */
-export const GATEWAY_REFUSAL_CODES: ReadonlySet<string> = new Set<string>([
-  ...GATEWAY_ERROR_CODES, 'idempotency_in_flight', 'idempotency_key_reused',
-]);
+export const GATEWAY_REFUSAL_CODES: ReadonlySet<string> = new Set<string>(GATEWAY_ERROR_CODES);
 
 /**
  * Where a refusal came from: the API's gateway, or the sidecar while making the proof.

@@ -126,8 +126,8 @@ const IN_FLIGHT_RETRY_MS = [250, 500, 1000, 2000];
  */
 export type AgentFetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
-const KEYS = ['sidecarUrl', 'apiKey', 'connectionId', 'agentId', 'challenge', 'timeoutMs', 'maxBodyBytes', 'fetch', 'bind',
-  'waitForApproval', 'idempotencyKeys'];
+const KEYS = ['sidecarUrl', 'apiKey', 'connectionId', 'agentId', 'challenge', 'timeoutMs', 'maxBodyBytes', 'fetch',
+  'bind', 'waitForApproval', 'idempotencyKeys'];
 const LABEL = 'agent fetch options:';
 
 function fail(key: string, message: string): never {
@@ -258,8 +258,8 @@ export function createAgentFetch(options: AgentFetchOptions): AgentFetch {
     const body = await readBody(request, maxBody);
     const operation: AgentOperation = describeOperation(request.method, new URL(request.url), body, request.headers.get('content-type'));
     // One key for every try of this request (none added when the caller set one).
-    const key = idempotencyKeys && KEYED_METHODS.includes(request.method) && !request.headers.has(IDEMPOTENCY_KEY_HEADER)
-      ? globalThis.crypto.randomUUID() : undefined;
+    const keyed = idempotencyKeys && KEYED_METHODS.includes(request.method);
+    const key = keyed && !request.headers.has(IDEMPOTENCY_KEY_HEADER) ? globalThis.crypto.randomUUID() : undefined;
     const attempt = (proof: string | undefined): Promise<Response> => {
       const headers = new Headers(request.headers);
       if (key !== undefined) headers.set(IDEMPOTENCY_KEY_HEADER, key);
@@ -290,7 +290,8 @@ export function createAgentFetch(options: AgentFetchOptions): AgentFetch {
         continue;
       }
       const refusal = refusalOf(res, parsed, operation);
-      if (refusal !== undefined && refusal.code === 'idempotency_in_flight' && inFlightTries < IN_FLIGHT_RETRY_MS.length) {
+      const inFlight = refusal?.code === 'idempotency_in_flight';
+      if (inFlight && inFlightTries < IN_FLIGHT_RETRY_MS.length) {
         await sleep(IN_FLIGHT_RETRY_MS[inFlightTries++]!, request.signal);
         res = await attempt(await freshProof(operation));
         continue;

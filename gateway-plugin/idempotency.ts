@@ -43,7 +43,7 @@ export function checkIdempotencyMode(
     fail(path, 'must be "required", "optional" or "off"');
   }
   if (value === 'off') return value;
-  if (route.scope === undefined) fail(path, 'a public route has no idempotency ledger (the ledger needs a verified agent)');
+  if (route.scope === undefined) fail(path, 'a public route has no idempotency ledger (it needs a verified agent)');
   if (route.mcp) fail(path, 'is not supported on MCP routes');
   if (route.shadow) fail(path, 'needs mode "enforce" (a shadow route forwards refused requests)');
   return value;
@@ -92,7 +92,8 @@ export function parseLedgerAnswer(value: unknown): LedgerAnswer | undefined {
   if (value === null || typeof value !== 'object') return undefined;
   const v = value as { status?: unknown; claim_id?: unknown; response?: unknown };
   if (v.status === 'claimed') {
-    return typeof v.claim_id === 'string' && UUID.test(v.claim_id) ? { status: 'claimed', claimId: v.claim_id } : undefined;
+    const ok = typeof v.claim_id === 'string' && UUID.test(v.claim_id);
+    return ok ? { status: 'claimed', claimId: v.claim_id as string } : undefined;
   }
   if (v.status !== 'replay' || v.response === null || typeof v.response !== 'object') return undefined;
   const r = v.response as Partial<Record<keyof RecordedResponse, unknown>>;

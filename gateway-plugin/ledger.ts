@@ -46,7 +46,9 @@ export function recordingBody(
 /** Releases the claim of a request that got no upstream answer (logged when the sidecar did not). */
 export function releaseClaim(sidecar: SidecarClient, request: FastifyRequest, claimId: string): void {
   void sidecar.releaseIdempotent(claimId, request.id).then((ok) => {
-    if (!ok) request.log.warn({ claim_id: claimId }, 'gateway: an idempotency claim was not released (its lease frees it)');
+    if (!ok) {
+      request.log.warn({ claim_id: claimId }, 'gateway: an idempotency claim was not released (its lease frees it)');
+    }
   });
 }
 

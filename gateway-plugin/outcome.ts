@@ -10,7 +10,7 @@
  * | 200 `indeterminate`                                   | 503 `decision_indeterminate`                     |
  * | 200 unknown decision                                  | 503 `verify_unavailable`, cause `verify_unknown_decision` |
  * | 200 non-JSON type, empty, unparseable, not an object, oversized, or scope mismatch | 503 `verify_unavailable`, cause `verify_bad_response` |
- * | 200 `allow` without a valid `idempotency` member when a key was sent | 503 `verify_unavailable`, cause `verify_bad_response` |
+ * | 200 `allow` without a valid `idempotency` member (a key was sent) | 503 `verify_unavailable`, `verify_bad_response` |
  * | 400                                                   | 403 `proof_rejected`, `reason` = verify's error.code |
  * | 409 `idempotency_in_flight`, 422 `idempotency_key_reused` | the same status and code (idempotency.ts)     |
  * | 401, 402, 429, 5xx, any other status                  | 503 `verify_unavailable`, cause `verify_status_<n>` |
@@ -46,7 +46,8 @@ const HEADER_VALUE = /^[\x21-\x7e]{1,256}$/;
 /** What the gateway does with a verified request. */
 export type Outcome =
   | {
-    readonly kind: 'allow'; readonly scope: string; readonly agentId: string | undefined; readonly certId: string | undefined;
+    readonly kind: 'allow'; readonly scope: string;
+    readonly agentId: string | undefined; readonly certId: string | undefined;
     readonly idempotency?: LedgerAnswer;
   }
   | { readonly kind: 'refuse'; readonly error: ServiceError };
@@ -90,7 +91,9 @@ function parseObject(result: Extract<VerifyCallResult, { kind: 'response' }>,
 }
 
 /** The ledger's refusals, passed on to the agent with their own status and code. */
-const LEDGER_REFUSALS: Readonly<Record<number, ErrorCode>> = { 409: 'idempotency_in_flight', 422: 'idempotency_key_reused' };
+const LEDGER_REFUSALS: Readonly<Record<number, ErrorCode>> = {
+  409: 'idempotency_in_flight', 422: 'idempotency_key_reused',
+};
 
 /**
  * Maps one verify result to the gateway's outcome for `requiredScope`; `keyed`: the request sent an
@@ -116,7 +119,9 @@ export function mapVerifyCall(result: VerifyCallResult, requiredScope: string, k
   switch (body.decision) {
     case 'allow': {
       if (body.scope !== undefined && body.scope !== requiredScope) return unavailable('verify_bad_response');
-      const allow = { kind: 'allow', scope: requiredScope, agentId: headerValue(body.agent_id), certId: headerValue(body.cert_id) } as const;
+      const allow = {
+        kind: 'allow', scope: requiredScope, agentId: headerValue(body.agent_id), certId: headerValue(body.cert_id),
+      } as const;
       if (!keyed) return allow;
       const idempotency = parseLedgerAnswer(body.idempotency);
       return idempotency === undefined ? unavailable('verify_bad_response') : { ...allow, idempotency };

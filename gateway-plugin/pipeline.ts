@@ -272,7 +272,8 @@ export class DecisionPipeline {
     const key = admission.idempotencyKey;
     const idempotency = key === undefined || this.#ledger === undefined ? undefined : idempotencyBlock(
       key, requestHash(req.method, target.path, target.query, body ?? Buffer.alloc(0)), this.#ledger.upstreamTimeoutMs);
-    return this.#bound(admission, await this.#verify(admission.bundleJson, route.scope, context, req.id, peer, idempotency));
+    const verdict = await this.#verify(admission.bundleJson, route.scope, context, req.id, peer, idempotency);
+    return this.#bound(admission, verdict);
   }
 
   /** A request on a session passes only for the session's agent (a public method has no agent and passes). */
@@ -377,12 +378,14 @@ export class DecisionPipeline {
   ): Promise<GatewayVerdict> {
     const started = performance.now();
     const result = await this.#sidecar.verify(
-      { proofBundleJson: bundleJson, required_scope: scope, context, ...(idempotency ? { idempotency } : {}) }, requestId);
+      { proofBundleJson: bundleJson, required_scope: scope, context, ...(idempotency ? { idempotency } : {}) },
+      requestId);
     const outcome = mapVerifyCall(result, scope, idempotency !== undefined);
     this.#opts.metrics.verifyDuration.observe(
       { result: verifyCallLabel(result, outcome) }, (performance.now() - started) / 1000);
     if (outcome.kind === 'refuse') throw outcome.error;
     const ledger = outcome.idempotency === undefined ? {} : { idempotency: outcome.idempotency };
-    return { kind: 'allow', scope: outcome.scope, agentId: outcome.agentId, certId: outcome.certId, ...ledger, ...peer };
+    const { scope: allowed, agentId, certId } = outcome;
+    return { kind: 'allow', scope: allowed, agentId, certId, ...ledger, ...peer };
   }
 }

@@ -10,7 +10,9 @@
 
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
-import { API_KEY_HEADER, CHALLENGE_PATH, IDEMPOTENCY_RECORD_PATH, IDEMPOTENCY_RELEASE_PATH, VERIFY_PATH } from '../src/protocol.js';
+import {
+  API_KEY_HEADER, CHALLENGE_PATH, IDEMPOTENCY_RECORD_PATH, IDEMPOTENCY_RELEASE_PATH, VERIFY_PATH,
+} from '../src/protocol.js';
 import type { RecordedResponse, VerifyRequest } from '../src/protocol.js';
 
 /**
@@ -51,7 +53,8 @@ export function verifyBody(request: VerifyRequest | VerifyRequestJson): string {
   if (!('proofBundleJson' in request)) return JSON.stringify(request);
   const context = request.context === undefined ? '' : `,"context":${JSON.stringify(request.context)}`;
   const idem = request.idempotency === undefined ? '' : `,"idempotency":${JSON.stringify(request.idempotency)}`;
-  return `{"proof_bundle":${request.proofBundleJson},"required_scope":${JSON.stringify(request.required_scope)}${context}${idem}}`;
+  const scope = JSON.stringify(request.required_scope);
+  return `{"proof_bundle":${request.proofBundleJson},"required_scope":${scope}${context}${idem}}`;
 }
 
 type Raw = { status: number; contentType: string | undefined; body: string; tooLarge: boolean };

@@ -58,6 +58,11 @@ export const GATEWAY_ERRORS = {
   idempotency_key_required: {
     status: 400, message: 'This route requires exactly one Idempotency-Key header of 1-255 printable ASCII characters.',
   },
+  // The idempotency ledger's refusals: verify answers them to the gateway, which passes them on.
+  idempotency_in_flight: {
+    status: 409, message: 'A request with this Idempotency-Key is still in progress; retry later.',
+  },
+  idempotency_key_reused: { status: 422, message: 'This Idempotency-Key was used for a different request.' },
 } as const satisfies Record<string, ErrorSpec>;
 
 /**
@@ -126,9 +131,7 @@ export const ERRORS = {
   invalid_signature: { status: 400, message: 'A signature in the proof does not verify.' },
   credits_exhausted: { status: 402, message: 'The account has no credits left for this call.' },
 
-  // idempotency ledger (verify, and the gateway passes them on to the agent)
-  idempotency_in_flight: { status: 409, message: 'A request with this Idempotency-Key is still in progress; retry later.' },
-  idempotency_key_reused: { status: 422, message: 'This Idempotency-Key was used for a different request.' },
+  // idempotency ledger (idempotency_in_flight and idempotency_key_reused are in GATEWAY_ERRORS)
   idempotency_claim_not_found: { status: 404, message: 'No such idempotency claim in progress.' },
 
   // approvals

@@ -141,20 +141,24 @@ export const Presentation = named('Presentation', Type.Object({
 /** The shape of an upstream answer in the idempotency ledger (docs/gateway.md#idempotency); also a request body's. */
 export const recordedResponseShape = () => Type.Object({
   status: Type.Integer({ minimum: 100, maximum: 599 }),
-  headers: Type.Array(Type.Array(Type.String({ maxLength: IDEMPOTENCY_LIMITS.headerValueLength }), { minItems: 2, maxItems: 2 }),
+  headers: Type.Array(
+    Type.Array(Type.String({ maxLength: IDEMPOTENCY_LIMITS.headerValueLength }), { minItems: 2, maxItems: 2 }),
     { maxItems: IDEMPOTENCY_LIMITS.headers, description: '[name, value] pairs, lowercase names.' }),
   body: Type.String({ maxLength: Math.ceil(IDEMPOTENCY_LIMITS.bodyBytes / 3) * 4, pattern: '^[A-Za-z0-9+/]*={0,2}$',
     description: 'base64; empty when body_omitted.' }),
-  body_omitted: Type.Boolean({ description: 'The body was larger than the ledger keeps (docs/gateway.md#idempotency).' }),
+  body_omitted: Type.Boolean({
+    description: 'The body was larger than the ledger keeps (docs/gateway.md#idempotency).' }),
 }, { additionalProperties: false });
 /** An upstream answer in the idempotency ledger. */
 export const RecordedResponse = named('RecordedResponse', recordedResponseShape());
 /** The answer of recording an upstream answer. */
 export const IdempotencyRecorded = named('IdempotencyRecorded', Type.Object({
-  claim_id: Str, expires_at: Type.String({ description: 'When the record expires (ISO 8601): repeats replay it until then.' }),
+  claim_id: Str,
+  expires_at: Type.String({ description: 'When the record expires (ISO 8601): repeats replay it until then.' }),
 }));
 /** The answer of releasing a claim. */
-export const IdempotencyReleased = named('IdempotencyReleased', Type.Object({ claim_id: Str, released: Type.Literal(true) }));
+export const IdempotencyReleased = named('IdempotencyReleased',
+  Type.Object({ claim_id: Str, released: Type.Literal(true) }));
 /** Spec 2.7: the verification result. */
 export const VerifyResult = named('VerifyResult', Type.Object({
   decision: Type.Union([Type.Literal('allow'), Type.Literal('deny'), Type.Literal('indeterminate')]),

@@ -16,7 +16,8 @@ import { IDEMPOTENCY_RECORD_PATH, IDEMPOTENCY_RELEASE_PATH } from '../../src/pro
 import type { RecordedResponse } from '../../src/protocol.js';
 
 const ClaimId = Type.String({ pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' });
-const RecordBody = Type.Object({ claim_id: ClaimId, response: S.recordedResponseShape() }, { additionalProperties: false });
+const RecordBody = Type.Object({ claim_id: ClaimId, response: S.recordedResponseShape() },
+  { additionalProperties: false });
 const ReleaseBody = Type.Object({ claim_id: ClaimId }, { additionalProperties: false });
 
 /** The ledger's routes, defined once (api/route.ts). */

@@ -34,7 +34,8 @@ const VerifyBody = Type.Object({
   idempotency: Type.Optional(Type.Object({
     key: Type.String({ pattern: IDEMPOTENCY_KEY_PATTERN.source }),
     request_sha256: Type.String({ pattern: '^[0-9a-f]{64}$' }),
-    lease_seconds: Type.Integer({ minimum: IDEMPOTENCY_LIMITS.minLeaseSeconds, maximum: IDEMPOTENCY_LIMITS.maxLeaseSeconds }),
+    lease_seconds: Type.Integer({
+      minimum: IDEMPOTENCY_LIMITS.minLeaseSeconds, maximum: IDEMPOTENCY_LIMITS.maxLeaseSeconds }),
   }, { additionalProperties: false })),
 }, { additionalProperties: false });
 

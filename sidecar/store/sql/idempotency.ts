@@ -6,7 +6,9 @@
  */
 import { get, run, sql } from './core.js';
 import type { Runner } from './core.js';
-import type { IdempotencyClaimRequest, IdempotencyClaimResult, IdempotencyStore, IdempotentResponse } from '../types.js';
+import type {
+  IdempotencyClaimRequest, IdempotencyClaimResult, IdempotencyStore, IdempotentResponse,
+} from '../types.js';
 
 interface LedgerRow {
   request_hash: string;
@@ -42,7 +44,9 @@ export class SqlIdempotencyStore implements IdempotencyStore {
     })());
   }
 
-  async complete(connectionId: string, claimId: string, response: IdempotentResponse, expiresAt: number): Promise<boolean> {
+  async complete(
+    connectionId: string, claimId: string, response: IdempotentResponse, expiresAt: number,
+  ): Promise<boolean> {
     return (await this.r.write(run(sql`UPDATE idempotency_records SET state = 'completed',
       response = ${JSON.stringify(response)}, expires_at = ${expiresAt}
       WHERE claim_id = ${claimId} AND connection_id = ${connectionId} AND state = 'in_flight'`))) === 1;
