@@ -1,7 +1,7 @@
 /**
  * The reverse proxy's use of the idempotency ledger (docs/gateway.md#idempotency; the rules and
  * the bounds are in idempotency.ts): the answer to a claimed request is recorded in the sidecar
- * before the agent's response ends, a request that got no answer releases its claim, and a repeat
+ * before the agent's response ends, a request the upstream never received releases its claim, and a repeat
  * gets the recorded answer, marked `Idempotent-Replayed: true`, without reaching the upstream.
  */
 import { pipeline } from 'node:stream';
@@ -41,6 +41,21 @@ export function recordingBody(
     if (err) void record(undefined);
   });
   return tap;
+}
+
+/** Errors of the connect phase: the request never reached the upstream. */
+const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT']);
+
+/** True when an upstream error (or one of its causes) says the request was never delivered. */
+export function notDelivered(error: unknown): boolean {
+  let e: unknown = error;
+  for (let depth = 0; depth < 4 && e !== null && typeof e === 'object'; depth += 1) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && CONNECT_ERRORS.has(code)) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
 }
 
 /** Releases the claim of a request that got no upstream answer (logged when the sidecar did not). */

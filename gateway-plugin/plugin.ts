@@ -41,7 +41,7 @@ import { answerServer, rewriteSessionHeaders, stripSessionHeaders } from './mcp/
 import type { RouteMatch } from './routes.js';
 import type { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
-import { recordingBody, releaseClaim, replayAnswer } from './ledger.js';
+import { notDelivered, recordingBody, releaseClaim, replayAnswer } from './ledger.js';
 
 interface RequestState {
   facts?: PipelineRequest;
@@ -123,9 +123,9 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     const cause = timeout ? 'upstream_timeout' : 'upstream_error';
     const state = stateOf(request);
     state.outcome = ['502', 'upstream_unavailable'];
-    // No answer: the key is free for the agent's retry. After a timeout the upstream may have acted;
-    // the claim then holds the key until its lease ends.
-    if (state.claimId !== undefined && !timeout) releaseClaim(sidecar, request, state.claimId);
+    // Not delivered (the connection failed): the key is free for the agent's retry. After anything
+    // else (a timeout, a reset) the upstream may have acted; the claim holds the key until its lease ends.
+    if (state.claimId !== undefined && notDelivered(error)) releaseClaim(sidecar, request, state.claimId);
     request.log.warn({ cause }, 'gateway: upstream failed');
     reply.code(502).header('cache-control', 'no-store').header('x-request-id', request.id)
       .send(errorBody('upstream_unavailable', undefined, { cause }));
