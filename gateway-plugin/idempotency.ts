@@ -6,7 +6,7 @@
  * - A route's `idempotency` setting: `required` (a mutating request without a valid key is 400
  *   `idempotency_key_required`), `optional` (a key is used when sent) or `off` (the header is
  *   forwarded untouched). Default: `required` for a route whose scope moves money (`payments:*`),
- *   `off` otherwise. Only POST, PUT, PATCH and DELETE are keyed; MCP and public routes never.
+ *   `off` otherwise. Only POST, PUT, PATCH and DELETE are keyed; MCP, A2A and public routes never.
  * - The request hash is SHA-256 of `METHOD \n path \n query \n SHA-256(body)` (hex), so the same
  *   key with another method, path, query or body is another request (422 `idempotency_key_reused`).
  * - A claimed request's answer is recorded (status, headers, body up to
@@ -34,17 +34,17 @@ export type LedgerAnswer =
 
 /** Validates a route's `idempotency` setting; `undefined` is the default for its scope. */
 export function checkIdempotencyMode(
-  value: unknown, path: string, route: { scope: string | undefined; mcp: boolean; shadow: boolean },
+  value: unknown, path: string, route: { scope: string | undefined; rpc: boolean; shadow: boolean },
 ): IdempotencyMode {
   if (value === undefined) {
-    return route.scope?.startsWith('payments:') === true && !route.mcp && !route.shadow ? 'required' : 'off';
+    return route.scope?.startsWith('payments:') === true && !route.rpc && !route.shadow ? 'required' : 'off';
   }
   if (value !== 'required' && value !== 'optional' && value !== 'off') {
     fail(path, 'must be "required", "optional" or "off"');
   }
   if (value === 'off') return value;
   if (route.scope === undefined) fail(path, 'a public route has no idempotency ledger (it needs a verified agent)');
-  if (route.mcp) fail(path, 'is not supported on MCP routes');
+  if (route.rpc) fail(path, 'is not supported on MCP and A2A routes');
   if (route.shadow) fail(path, 'needs mode "enforce" (a shadow route forwards refused requests)');
   return value;
 }

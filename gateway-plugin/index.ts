@@ -3,7 +3,7 @@
  * front of an API. Everything else in gateway-plugin/ is internal.
  *
  * - {@link agentAuthzGateway}: the reverse-proxy plugin (docs/gateway.md),
- *   with MCP-aware routes (docs/mcp.md);
+ *   with MCP-aware routes (docs/mcp.md) and A2A-aware routes (docs/a2a.md);
  * - {@link agentAuthzForwardAuth}: the decision endpoint for a proxy you
  *   already run: Envoy ext_authz, NGINX auth_request, Traefik ForwardAuth,
  *   Caddy forward_auth (docs/forward-auth.md);
@@ -35,6 +35,7 @@ export {
 export type { ContextOptions, GatewayOptions } from './options.js';
 export type { RouteEntry } from './routes.js';
 export type { McpRouteOptions, McpToolEntry } from './mcp/config.js';
+export type { A2aRouteOptions } from './a2a/config.js';
 export { createGatewayMetrics } from './metrics.js';
 export type { GatewayMetrics } from './metrics.js';
 export { gatewayClientErrors, gatewayFrameworkErrors, gatewayNotFound } from './framework-errors.js';

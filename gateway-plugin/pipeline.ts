@@ -23,6 +23,11 @@
  *    a tool call needs its tool's scope (403 `tool_not_mapped` for a tool
  *    not in the table) and sends the tool as `context.tool`, public methods
  *    pass without a proof, anything else needs the route's scope.
+ *    POSTs to an A2A route read the A2A request (a2a/message.ts): its
+ *    method's (or declared skill's) scope, 403 `a2a_method_not_mapped` for
+ *    an unknown method, 400 `a2a_push_url_refused` for a push URL the SSRF
+ *    rules refuse, and, once verify allowed, 404 `a2a_task_not_found` for a
+ *    task the verified agent did not create (a2a/tasks.ts).
  * 3. MCP sessions (reverse proxy only, mcp/session.ts): a request on an MCP
  *    route carrying `Mcp-Session-Id` must carry a session token of this
  *    gateway (404 `mcp_session_not_found`, before any proof is read), and its
@@ -46,6 +51,8 @@ import type { TenantRule, TrustedProxies } from './context.js';
 import type { GatewayMetrics } from './metrics.js';
 import { isPublicMethod, TOOLS_CALL } from './mcp/config.js';
 import { readMcpMessage, toolContext } from './mcp/message.js';
+import { a2aScope, readA2aMessage } from './a2a/message.js';
+import type { TaskOwners } from './a2a/tasks.js';
 import type { McpFacts } from './mcp/message.js';
 import { mapVerifyCall, verifyCallLabel } from './outcome.js';
 import { normalizeRequestTarget } from '../src/path.js';
@@ -156,19 +163,23 @@ export class DecisionPipeline {
   readonly #opts: PipelineOptions;
   readonly #sidecar: SidecarClient;
   readonly #sessions: ((route: RouteMatch) => McpSessions | undefined) | undefined;
+  readonly #tasks: ((route: RouteMatch) => TaskOwners | undefined) | undefined;
   readonly #ledger: { readonly upstreamTimeoutMs: number } | undefined;
 
   /**
-   * `sessions`: the session binding of each MCP route (the reverse proxy, which can rewrite session ids);
-   * `ledger`: the idempotency ledger is used (the reverse proxy, which sees and records the answer).
+   * `sessions`: the session binding of each MCP route; `tasks`: the task owners of each A2A route
+   * (both only in the reverse proxy, which reads and rewrites answers; without `tasks` every
+   * request naming a task is refused); `ledger`: the idempotency ledger is used (the reverse
+   * proxy, which sees and records the answer).
    */
   constructor(
     opts: PipelineOptions, sidecar: SidecarClient, sessions?: (route: RouteMatch) => McpSessions | undefined,
-    ledger?: { readonly upstreamTimeoutMs: number },
+    tasks?: (route: RouteMatch) => TaskOwners | undefined, ledger?: { readonly upstreamTimeoutMs: number },
   ) {
     this.#opts = opts;
     this.#sidecar = sidecar;
     this.#sessions = sessions;
+    this.#tasks = tasks;
     this.#ledger = ledger;
   }
 
@@ -192,6 +203,10 @@ export class DecisionPipeline {
     if (resolution.kind === 'none') throw new ServiceError('route_not_mapped');
     const route = resolution.route;
     const sessions = route.mcp === undefined ? undefined : this.#sessions?.(route);
+    if (route.a2a !== undefined && req.method === 'POST') {
+      const a2a: McpFacts = { parsed: false, id: null, tool: undefined, protocol: 'a2a' };
+      return { target, route, bundleJson: undefined, mcp: a2a, session: undefined, sessions, sessionError: undefined };
+    }
     if (route.mcp !== undefined && req.method === 'POST') {
       const mcp: McpFacts = { parsed: false, id: null, tool: undefined };
       // Refused in stage 2, once the refusal can take the JSON-RPC shape.
@@ -238,10 +253,16 @@ export class DecisionPipeline {
       try {
         return await this.#verdict(req, admission, body);
       } catch (err) {
-        if (!(err instanceof ServiceError)) throw err;
+        // A push URL the SSRF rules refuse is refused in shadow mode too (docs/a2a.md).
+        if (!(err instanceof ServiceError) || err.code === 'a2a_push_url_refused') throw err;
         refusal = err;
       }
     }
+    return this.#shadowVerdict(req, admission, refusal);
+  }
+
+  /** A would-be refusal of a shadow-mode route or MCP tool, forwarded (shadow.ts). */
+  #shadowVerdict(req: PipelineRequest, admission: Admission, refusal: ServiceError): GatewayVerdict {
     const peer: Peer = deriveClientIp(req.peerAddress, req.headers['x-forwarded-for'], this.#opts.trustedProxies);
     const reason = refusalReason(refusal);
     return {
@@ -253,6 +274,7 @@ export class DecisionPipeline {
   async #verdict(req: PipelineRequest, admission: Admission, body: Buffer | undefined): Promise<GatewayVerdict> {
     const { route, target } = admission;
     const peer: Peer = deriveClientIp(req.peerAddress, req.headers['x-forwarded-for'], this.#opts.trustedProxies);
+    if (admission.mcp?.protocol === 'a2a') return this.#a2aVerdict(req, admission, body, peer);
     if (admission.mcp !== undefined) return this.#bound(admission, await this.#mcpVerdict(req, admission, body, peer));
     if (route.scope === undefined) return { kind: 'public', ...peer };
     if (admission.bundleJson === undefined) throw new ServiceError('internal_error');
@@ -299,12 +321,14 @@ export class DecisionPipeline {
     const base = this.#peerContext(req, peer);
     // Members left undefined are dropped when the verify body is serialized.
     let scope = route.scope;
+    let toolShadow = false;
     const query = queryContext(target.query);
     let context: VerifyContext = { method: req.method, path: target.path, ...base, ...query };
     if (message.method === TOOLS_CALL) {
       const tool = message.tool === undefined ? undefined : mcp.tools.get(message.tool);
       if (tool === undefined || message.arguments === undefined) throw new ServiceError('tool_not_mapped');
       scope = tool.scope;
+      toolShadow = tool.mode === 'shadow' && route.mode !== 'shadow';
       const args = toolContext(tool, message.arguments);
       context = {
         method: req.method,
@@ -325,8 +349,43 @@ export class DecisionPipeline {
     } else if (message.kind === 'response' && req.headers[SESSION_PROOF_HEADER] !== undefined) {
       return this.#sessionProved(req, admission, body, peer);
     }
+    const decide = async (): Promise<GatewayVerdict> => {
+      const bundleJson = await this.#readProof(req, scope, route.mode !== 'shadow' && !toolShadow);
+      return this.#verify(bundleJson, scope, { ...context, body_sha256: sha256Hex(body) }, req.id, peer);
+    };
+    if (!toolShadow) return decide();
+    // A tool in shadow mode: its call is forwarded whatever verify says (its arguments were read above).
+    try {
+      return await decide();
+    } catch (err) {
+      if (!(err instanceof ServiceError)) throw err;
+      return this.#shadowVerdict(req, admission, err);
+    }
+  }
+
+  /** An A2A request: its method's (or skill's) scope, verified; a task only for the agent that created it. */
+  async #a2aVerdict(
+    req: PipelineRequest, admission: Admission, body: Buffer | undefined, peer: Peer,
+  ): Promise<GatewayVerdict> {
+    const { route, target } = admission;
+    if (route.a2a === undefined || admission.mcp === undefined) throw new ServiceError('internal_error');
+    if (body === undefined) throw new ServiceError('body_not_forwarded');
+    const message = readA2aMessage(body, req.headers['content-type'], admission.mcp);
+    const scope = a2aScope(route.a2a, message);
     const bundleJson = await this.#readProof(req, scope, route.mode !== 'shadow');
-    return this.#verify(bundleJson, scope, { ...context, body_sha256: sha256Hex(body) }, req.id, peer);
+    const context: VerifyContext = {
+      method: req.method, path: target.path, ...this.#peerContext(req, peer), ...queryContext(target.query),
+      body_sha256: sha256Hex(body),
+    };
+    const decision = await this.#verify(bundleJson, scope, context, req.id, peer);
+    if (decision.kind === 'allow') {
+      const owners = this.#tasks?.(route);
+      for (const taskId of message.taskIds) {
+        const owner = owners?.owner(taskId);
+        if (owner === undefined || owner !== decision.agentId) throw new ServiceError('a2a_task_not_found');
+      }
+    }
+    return decision;
   }
 
   /**

@@ -15,7 +15,9 @@
  *    the gateway's `X-Request-Id`, and its body is forwarded chunk by chunk
  *    with an idle limit (SSE headers flushed at once; mcp/stream.ts). MCP
  *    session ids are swapped for session tokens bound to the agent both ways
- *    (mcp/session.ts, mcp/proxy.ts). A shadow-mode route's would-be refusal is
+ *    (mcp/session.ts, mcp/proxy.ts). The answer to an allowed A2A message is
+ *    read as it passes for the tasks it names, recorded as the agent's
+ *    (a2a/tasks.ts). A shadow-mode route's would-be refusal is
  *    forwarded too, logged, counted and marked for the upstream (shadow.ts).
  * Refusals are rendered by refusal.ts (JSON-RPC errors on MCP routes).
  */
@@ -39,6 +41,9 @@ import { McpSessions, SESSION_PROOF_HEADER } from './mcp/session.js';
 import { forwardBody, isEventStream } from './mcp/stream.js';
 import { answerServer, rewriteSessionHeaders, stripSessionHeaders } from './mcp/proxy.js';
 import type { RouteMatch } from './routes.js';
+import { A2A_METHODS } from './a2a/config.js';
+import { TaskOwners, recordTasks } from './a2a/tasks.js';
+import { pipeline as pipeStreams } from 'node:stream';
 import type { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
 import { notDelivered, recordingBody, releaseClaim, replayAnswer } from './ledger.js';
@@ -96,7 +101,17 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     }
     return sessions;
   };
-  const pipeline = new DecisionPipeline(opts, sidecar, sessionsFor, { upstreamTimeoutMs: opts.upstreamTimeoutMs });
+  const tasksByRoute = new Map<number, TaskOwners>();
+  const tasksFor = (route: RouteMatch): TaskOwners | undefined => {
+    if (route.a2a === undefined) return undefined;
+    let owners = tasksByRoute.get(route.index);
+    if (owners === undefined) {
+      owners = new TaskOwners(route.a2a.taskTtlMs, route.a2a.maxTasks);
+      tasksByRoute.set(route.index, owners);
+    }
+    return owners;
+  };
+  const pipeline = new DecisionPipeline(opts, sidecar, sessionsFor, tasksFor, { upstreamTimeoutMs: opts.upstreamTimeoutMs });
   const states = new WeakMap<FastifyRequest, RequestState>();
   const stateOf = (request: FastifyRequest): RequestState => {
     let state = states.get(request);
@@ -139,7 +154,7 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     request: FastifyRequest, payload: Readable, done: (err: Error | null, body?: Buffer) => void,
   ): void {
     const admission = stateOf(request).admission;
-    const limit = admission?.route.mcp?.bodyLimit ?? opts.bodyLimit;
+    const limit = admission?.route.mcp?.bodyLimit ?? admission?.route.a2a?.bodyLimit ?? opts.bodyLimit;
     const proof = request.headers[SESSION_PROOF_HEADER];
     const { session, sessions } = admission ?? {};
     const overflow = session === undefined || sessions === undefined || typeof proof !== 'string'
@@ -158,11 +173,26 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     }
     else stripSessionHeaders(reply);
     const sse = isEventStream(reply.getHeader('content-type'));
-    const idleMs = sse ? admission?.route.mcp?.streamIdleMs ?? opts.upstreamTimeoutMs : opts.upstreamTimeoutMs;
+    const route = admission?.route;
+    const streamIdle = route?.mcp?.streamIdleMs ?? route?.a2a?.streamIdleMs;
+    const idleMs = sse ? streamIdle ?? opts.upstreamTimeoutMs : opts.upstreamTimeoutMs;
     const onIdle = (): void => request.log.info({ idle_ms: idleMs, sse }, 'gateway: upstream idle');
     const { claimId } = stateOf(request);
     const body = claimId === undefined ? res.stream : recordingBody(sidecar, request, reply, res, claimId);
-    void reply.send(forwardBody(body, reply.raw, sse, idleMs, onIdle));
+    void reply.send(forwardBody(a2aAnswer(admission, decision, sse, body), reply.raw, sse, idleMs, onIdle));
+  }
+
+  /** The answer to an allowed A2A message, read for the task ids it names as it passes (a2a/tasks.ts). */
+  function a2aAnswer(
+    admission: Admission | undefined, decision: GatewayVerdict | undefined, sse: boolean, body: Readable,
+  ): Readable {
+    const method = admission?.mcp?.method;
+    const owners = admission === undefined ? undefined : tasksFor(admission.route);
+    if (owners === undefined || method === undefined || A2A_METHODS.get(method)?.kind !== 'send') return body;
+    const agentId = decision?.kind === 'allow' ? decision.agentId : undefined;
+    if (agentId === undefined) return body;
+    const tap = recordTasks(sse, (taskId) => owners.record(taskId, agentId));
+    return pipeStreams(body, tap, () => undefined);
   }
 
   await fastify.register(async (scope) => {
@@ -251,6 +281,8 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
             const out = upstreamRequestHeaders({ ...headers }, decision, facts);
             const session = state.admission?.session;
             if (session !== undefined) out['mcp-session-id'] = session.upstreamId;
+            // A2A answers are read for the tasks they name (a2a/tasks.ts): ask for them uncompressed.
+            if (state.admission?.route.a2a !== undefined) out['accept-encoding'] = 'identity';
             return out as typeof headers;
           },
           onResponse: (_req, rep, res) => onUpstreamResponse(request, rep as FastifyReply, res as never),

@@ -4,7 +4,7 @@
  *
  * - Plain routes: `{error:{code,message,status,…}}` with the error's headers
  *   (`WWW-Authenticate` on 401).
- * - POSTs to an MCP route: a JSON-RPC 2.0 error response carrying the
+ * - POSTs to an MCP or A2A route: a JSON-RPC 2.0 error response carrying the
  *   message's `id` (null when it could not be read), a JSON-RPC error code
  *   ({@link jsonRpcErrorCode}), and the service error in `error.data` plus
  *   `reason` (the decision or refusal reason) and `tool` (for tool calls).
@@ -24,6 +24,29 @@ export const JSONRPC_ERROR_CODES = {
   forbidden: -32003,
 } as const;
 
+/**
+ * JSON-RPC error codes of A2A refusals that differ from MCP's: A2A defines -32001…-32009 itself
+ * (-32001 is `TaskNotFoundError`), so 401 and 403 take -32041 and -32043, an unknown method is
+ * JSON-RPC's -32601, a refused push URL -32602 (invalid params), and an unknown task A2A's own -32001.
+ */
+export const A2A_JSONRPC_ERROR_CODES = {
+  unauthorized: -32041,
+  forbidden: -32043,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  taskNotFound: -32001,
+} as const;
+
+/** The JSON-RPC error code of an A2A refusal of `err` (`parsed`: the body was JSON). */
+function a2aErrorCode(err: ServiceError, parsed: boolean): number {
+  if (err.code === 'a2a_task_not_found') return A2A_JSONRPC_ERROR_CODES.taskNotFound;
+  if (err.code === 'a2a_method_not_mapped') return A2A_JSONRPC_ERROR_CODES.methodNotFound;
+  if (err.code === 'a2a_push_url_refused') return A2A_JSONRPC_ERROR_CODES.invalidParams;
+  if (err.status === 401) return A2A_JSONRPC_ERROR_CODES.unauthorized;
+  if (err.status === 403) return A2A_JSONRPC_ERROR_CODES.forbidden;
+  return jsonRpcErrorCode(err.status, parsed);
+}
+
 /** A refusal ready to send. */
 export interface Refusal {
   readonly status: number;
@@ -39,20 +62,23 @@ export function jsonRpcErrorCode(status: number, parsed: boolean): number {
   return status === 400 && !parsed ? JSONRPC_ERROR_CODES.parseError : JSONRPC_ERROR_CODES.invalidRequest;
 }
 
-/** The refusal for `err`; with `rpc` (a POST to an MCP route) as a JSON-RPC error response. */
+/**
+ * The refusal for `err`; with `rpc` (a POST to an MCP or A2A route) as a JSON-RPC error response
+ * (A2A: with `method` in `error.data`, and A2A's codes).
+ */
 export function renderRefusal(err: ServiceError, rpc: McpFacts | undefined): Refusal {
   const headers = { ...err.headers, 'cache-control': 'no-store' };
   const body = err.toBody();
   if (rpc === undefined) return { status: err.status, headers, body };
   const reason = typeof err.extra?.reason === 'string' ? err.extra.reason : err.code;
-  const data = { ...body.error, reason, ...(rpc.tool === undefined ? {} : { tool: rpc.tool }) };
-  return {
-    status: err.status,
-    headers,
-    body: {
-      jsonrpc: '2.0', id: rpc.id, error: { code: jsonRpcErrorCode(err.status, rpc.parsed), message: err.message, data },
-    },
+  const data = {
+    ...body.error, reason,
+    ...(rpc.tool === undefined ? {} : { tool: rpc.tool }),
+    ...(rpc.method === undefined ? {} : { method: rpc.method }),
   };
+  const code = rpc.protocol === 'a2a' ? a2aErrorCode(err, rpc.parsed) : jsonRpcErrorCode(err.status, rpc.parsed);
+  const error = { code, message: err.message, data };
+  return { status: err.status, headers, body: { jsonrpc: '2.0', id: rpc.id, error } };
 }
 
 /** The metric `reason` of a refusal: the cause (503), the reject reason (403 proof_rejected), else the code. */

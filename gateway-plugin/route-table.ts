@@ -9,6 +9,7 @@
  */
 
 import type { McpRoute } from './mcp/config.js';
+import type { A2aRoute } from './a2a/config.js';
 import type { RouteMode } from './shadow.js';
 import type { IdempotencyMode } from './idempotency.js';
 import { foldPath, mayFoldBeyondCase } from '../src/path.js';
@@ -30,6 +31,8 @@ export interface RouteMatch {
   readonly currencyPointer: string | undefined;
   /** The MCP settings of an MCP route (POSTs are JSON-RPC messages), else `undefined`. */
   readonly mcp: McpRoute | undefined;
+  /** The A2A settings of an A2A route (POSTs are A2A JSON-RPC requests; a2a/config.ts), else `undefined`. */
+  readonly a2a: A2aRoute | undefined;
   /** `shadow`: verified, but forwarded whatever the decision (shadow.ts); `enforce` otherwise. */
   readonly mode: RouteMode;
   /** The idempotency ledger for its keyed methods (idempotency.ts). */
@@ -84,12 +87,13 @@ export function sameAuthorization(a: CompiledRoute | undefined, b: CompiledRoute
   if (a === b) return true;
   if (a === undefined || b === undefined) return false;
   // The mode too: a spelling that reaches a shadow route instead of an enforced one would skip enforcement.
-  return a.scope === b.scope && a.amountPointer === b.amountPointer && a.currencyPointer === b.currencyPointer && a.mcp === b.mcp && a.mode === b.mode;
+  return a.scope === b.scope && a.amountPointer === b.amountPointer && a.currencyPointer === b.currencyPointer && a.mcp === b.mcp && a.a2a === b.a2a
+    && a.mode === b.mode;
 }
 
 function toMatch(route: CompiledRoute): RouteMatch {
-  const { index, pattern, scope, amountPointer, currencyPointer, mcp, mode, idempotency } = route;
-  return { index, pattern, scope, amountPointer, currencyPointer, mcp, mode, idempotency };
+  const { index, pattern, scope, amountPointer, currencyPointer, mcp, a2a, mode, idempotency } = route;
+  return { index, pattern, scope, amountPointer, currencyPointer, mcp, a2a, mode, idempotency };
 }
 
 /** What {@link RouteTable.resolve} found for a request. */

@@ -33,6 +33,8 @@
 import { at, checkJsonPointer, checkObject, checkScope, checkString, fail, isPlainObject, item } from './validate.js';
 import { compileMcp } from './mcp/config.js';
 import type { McpRoute, McpRouteOptions } from './mcp/config.js';
+import { a2aScopes, compileA2a } from './a2a/config.js';
+import type { A2aRoute, A2aRouteOptions } from './a2a/config.js';
 import { MAX_PATH_LENGTH, foldSegment, isNormalizedPath } from '../src/path.js';
 import { RouteTable, SUPPORTED_METHODS, foldCase, sameAuthorization } from './route-table.js';
 import type { CompiledRoute, Segment } from './route-table.js';
@@ -73,6 +75,8 @@ export interface RouteEntry {
   context?: { amount?: string; currency?: string };
   /** Marks the route as an MCP endpoint: POSTed JSON-RPC tool calls map to scopes (see mcp/config.ts, docs/mcp.md). */
   mcp?: McpRouteOptions;
+  /** Marks the route as an A2A server's JSON-RPC endpoint: each A2A method maps to a scope (docs/a2a.md). */
+  a2a?: A2aRouteOptions;
   /**
    * `'shadow'`: verify runs, but the request is forwarded whatever the decision; would-be refusals
    * are logged and counted (shadow.ts). Refused for a route with a sensitive scope. Default `'enforce'`.
@@ -92,7 +96,7 @@ export interface RouteDefaults {
   currencyPointer?: string | undefined;
 }
 
-const ROUTE_KEYS = ['method', 'path', 'scope', 'public', 'context', 'mcp', 'mode', 'idempotency'] as const;
+const ROUTE_KEYS = ['method', 'path', 'scope', 'public', 'context', 'mcp', 'a2a', 'mode', 'idempotency'] as const;
 
 function compileMethods(value: unknown, path: string): ReadonlySet<string> | 'any' {
   if (value === '*') return 'any';
@@ -170,9 +174,18 @@ function compileEntry(value: unknown, path: string, index: number, defaults: Rou
     }
     mcp = compileMcp(entry.mcp, at(path, 'mcp'));
   }
-  // MCP bodies are JSON-RPC messages: the global body pointers do not apply to them.
-  let amountPointer = mcp === undefined ? defaults.amountPointer : undefined;
-  let currencyPointer = mcp === undefined ? defaults.currencyPointer : undefined;
+  let a2a: A2aRoute | undefined;
+  if (entry.a2a !== undefined) {
+    if (mcp !== undefined) fail(path, 'a route is an MCP route or an A2A route, not both');
+    if (isPublic === true || scope === undefined) fail(path, 'an A2A route must not be public (it needs a scope)');
+    if (methods !== 'any' && !methods.has('POST')) fail(at(path, 'method'), 'an A2A route must accept POST');
+    if (entry.context !== undefined) fail(at(path, 'context'), 'an A2A route takes no context pointers');
+    a2a = compileA2a(entry.a2a, at(path, 'a2a'), scope);
+  }
+  // MCP and A2A bodies are JSON-RPC messages: the global body pointers do not apply to them.
+  const rpc = mcp !== undefined || a2a !== undefined;
+  let amountPointer = rpc ? undefined : defaults.amountPointer;
+  let currencyPointer = rpc ? undefined : defaults.currencyPointer;
   if (entry.context !== undefined) {
     const ctx = checkObject(entry.context, at(path, 'context'), ['amount', 'currency']);
     if (ctx.amount !== undefined) amountPointer = checkJsonPointer(ctx.amount, at(at(path, 'context'), 'amount'));
@@ -181,13 +194,13 @@ function compileEntry(value: unknown, path: string, index: number, defaults: Rou
     }
   }
   const idempotency = checkIdempotencyMode(entry.idempotency, at(path, 'idempotency'),
-    { scope, mcp: mcp !== undefined, shadow: mode === 'shadow' });
+    { scope, rpc, shadow: mode === 'shadow' });
   const shape = segments.map((s) => (s.kind === 0 ? `=${s.text}` : s.kind === 1 ? ':' : '*')).join('/');
   const looseShape = segments.map((s) => (s.kind === 0 ? `=${s.loose}` : s.kind === 1 ? ':' : '*')).join('/');
-  return { index, pattern: entry.path as string, scope, amountPointer, currencyPointer, mcp, mode, idempotency, methods,
-    segments,
-    shape,
-    foldedShape: foldCase(shape), looseShape };
+  return {
+    index, pattern: entry.path as string, scope, amountPointer, currencyPointer, mcp, a2a, mode, idempotency, methods,
+    segments, shape, foldedShape: foldCase(shape), looseShape,
+  };
 }
 
 /**
@@ -205,7 +218,13 @@ export function compileRoutes(
     if (route.mode === 'shadow') {
       const scopes: [string, string][] = route.scope === undefined ? [] : [['scope', route.scope]];
       for (const [name, tool] of route.mcp?.tools ?? []) scopes.push([`tool ${name}'s scope`, tool.scope]);
+      if (route.a2a !== undefined) scopes.push(...a2aScopes(route.a2a));
       checkShadowRoute(item(path, i), route.pattern, scopes, sensitive);
+    }
+    for (const [name, tool] of route.mcp?.tools ?? []) {
+      if (tool.mode !== 'shadow') continue;
+      checkShadowRoute(at(at(at(item(path, i), 'mcp'), 'tools'), name), route.pattern,
+        [[`tool ${name}'s scope`, tool.scope]], sensitive);
     }
     return route;
   });

@@ -6,8 +6,8 @@
 //   inputs are the entry points; tsc compiles them and exactly the files they import (the src/ core
 //   included) into packages/<name>/dist/, in the repository's folder layout, with .d.ts and source maps.
 //   Their own dependencies are the libraries those files import (test/architecture/package-deps.test.ts).
-// - @agent-authz/client: esbuild bundles client/index.ts and client/mcp.ts (ESM, platform `neutral`, code
-//   splitting so both entries share one copy of the code) with the core and @noble/hashes inside: the
+// - @agent-authz/client: esbuild bundles client/index.ts, client/mcp.ts and client/a2a.ts (ESM, platform
+//   `neutral`, code splitting so the entries share one copy of the code) with the core and @noble/hashes inside: the
 //   package has no runtime dependency, and a `node:` import fails the build (neutral resolves no
 //   built-in). The MCP SDK stays external (an optional peer). tsc writes the declarations, compiled
 //   without Node's types and with the DOM library: a Node-only global in the client fails the build too.
@@ -34,7 +34,7 @@ async function bundleClient(out) {
   const esbuild = await import('esbuild');
   const r = await esbuild.build({
     absWorkingDir: ROOT,
-    entryPoints: { index: 'client/index.ts', mcp: 'client/mcp.ts' },
+    entryPoints: { index: 'client/index.ts', mcp: 'client/mcp.ts', a2a: 'client/a2a.ts' },
     outdir: out, bundle: true, splitting: true, format: 'esm', platform: 'neutral', target: 'es2022',
     mainFields: ['module', 'main'], conditions: ['import', 'default'],
     external: ['@modelcontextprotocol/sdk', '@modelcontextprotocol/sdk/*'],

@@ -84,6 +84,7 @@ export const OPENAPI_INFO: NonNullable<FastifyDynamicSwaggerOptions['openapi']> 
     { name: 'delegations', description: 'Delegation requests and certificates (spec 4.8–4.10).' },
     { name: 'proofs', description: 'Challenges and proof bundles (spec 4.11–4.12).' },
     { name: 'verify', description: 'The decision (spec 4.13).' },
+    { name: 'authzen', description: 'The OpenID AuthZEN Authorization API 1.0 (docs/authzen.md).' },
     { name: 'approvals', description: 'Step-up approval of single actions (issue 23).' },
     { name: 'audit', description: 'Audit events and usage (spec 4.14).' },
     { name: 'webhooks', description: 'Callback address and deliveries (spec 6).' },

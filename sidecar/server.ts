@@ -35,6 +35,7 @@ import { registerPlatformRoutes } from './routes/platforms.js';
 import { registerDelegationRoutes } from './routes/delegations.js';
 import { registerProofRoutes } from './routes/proofs.js';
 import { registerVerifyRoutes } from './routes/verify.js';
+import { registerAuthzenRoutes } from './routes/authzen.js';
 import { registerIdempotencyRoutes } from './routes/idempotency.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { registerWebhookRoutes } from './routes/webhooks.js';
@@ -242,6 +243,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   await registerDelegationRoutes(app, ctx);
   await registerProofRoutes(app, ctx);
   await registerVerifyRoutes(app, ctx);
+  await registerAuthzenRoutes(app, ctx);
   await registerIdempotencyRoutes(app, ctx);
   await registerAuditRoutes(app, ctx);
   await registerWebhookRoutes(app, ctx);

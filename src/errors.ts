@@ -55,6 +55,15 @@ export const GATEWAY_ERRORS = {
   },
   mcp_session_forbidden: { status: 403, message: 'This MCP session belongs to another agent.' },
   mcp_session_header_invalid: { status: 400, message: 'Send at most one Mcp-Session-Id header, spelled with dashes.' },
+  a2a_method_not_mapped: { status: 403, message: 'This A2A method is not mapped to a scope on this route.' },
+  a2a_task_not_found: {
+    status: 404,
+    message: 'No such task of this agent (not created by this agent through this gateway, or no longer remembered).',
+  },
+  a2a_push_url_refused: {
+    status: 400,
+    message: 'The push-notification URL is refused (https to a public address only, as for webhooks).',
+  },
   idempotency_key_required: {
     status: 400, message: 'This route requires exactly one Idempotency-Key header of 1-255 printable ASCII characters.',
   },
@@ -131,6 +140,10 @@ export const ERRORS = {
   invalid_signature: { status: 400, message: 'A signature in the proof does not verify.' },
   credits_exhausted: { status: 402, message: 'The account has no credits left for this call.' },
 
+  // AuthZEN (docs/authzen.md)
+  batch_too_large: { status: 400, message: 'An evaluations request holds at most 100 evaluations.' },
+  evaluation_indeterminate: { status: 503,
+    message: 'No authorization decision could be made (nothing was decided); retry later.' },
   // idempotency ledger (idempotency_in_flight and idempotency_key_reused are in GATEWAY_ERRORS)
   idempotency_claim_not_found: { status: 404, message: 'No such idempotency claim in progress.' },
 

@@ -184,6 +184,11 @@ export interface VerifyResponse {
   /** Id of the audit event recorded for this decision. */
   audit_event_id?: string;
   /**
+   * The id of this decision (every answer): the `event_id` of its audit event when one was
+   * recorded. Its explanation is `GET /v1/service/decisions/{decision_id}` (docs/authzen.md).
+   */
+  decision_id?: string;
+  /**
    * With `approval_required`, `approval_denied`, `approval_expired` and `approval_used`: the
    * approval of this operation; with an allow that used an approval, that approval. A gateway
    * passes it to the agent (docs/gateway.md), which can poll its status (docs/api.md).

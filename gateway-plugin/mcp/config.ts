@@ -28,6 +28,8 @@ import {
   at, checkInt, checkJsonPointer, checkObject, checkScope, checkString, fail, isPlainObject, item,
 } from '../validate.js';
 import { MIN_SESSION_SECRET_BYTES } from './session.js';
+import { checkRouteMode } from '../shadow.js';
+import type { RouteMode } from '../shadow.js';
 
 /**
  * One tool of an MCP route, as written in options or the config file.
@@ -46,6 +48,11 @@ export interface McpToolEntry {
    * `resource` (an absolute path that becomes the context `path`).
    */
   context?: { amount?: string; currency?: string; tenant?: string; resource?: string };
+  /**
+   * `'shadow'`: calls of this tool are verified but forwarded whatever the decision (shadow.ts,
+   * docs/gateway.md "Rolling out: shadow mode"); refused for a sensitive scope. Default: the route's mode.
+   */
+  mode?: RouteMode;
 }
 
 /**
@@ -97,6 +104,8 @@ export interface McpTool {
   readonly currencyPointer: string | undefined;
   readonly tenantPointer: string | undefined;
   readonly resourcePointer: string | undefined;
+  /** `shadow` when the tool itself is in shadow mode (the route's mode applies too). */
+  readonly mode: RouteMode;
 }
 
 /** A compiled `mcp` member. */
@@ -138,9 +147,10 @@ function compileTool(name: string, value: unknown, path: string): McpTool {
       currencyPointer: undefined,
       tenantPointer: undefined,
       resourcePointer: undefined,
+      mode: 'enforce',
     };
   }
-  const entry = checkObject(value, path, ['scope', 'context']);
+  const entry = checkObject(value, path, ['scope', 'context', 'mode']);
   if (entry.scope === undefined) fail(at(path, 'scope'), 'is required');
   const scope = checkScope(entry.scope, at(path, 'scope'));
   const ctxPath = at(path, 'context');
@@ -157,6 +167,7 @@ function compileTool(name: string, value: unknown, path: string): McpTool {
     currencyPointer: pointer('currency'),
     tenantPointer: pointer('tenant'),
     resourcePointer: pointer('resource'),
+    mode: checkRouteMode(entry.mode, at(path, 'mode')),
   };
 }
 

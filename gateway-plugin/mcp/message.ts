@@ -37,6 +37,10 @@ export interface McpFacts {
   id: JsonRpcId;
   /** The tool of a `tools/call` (only a well-formed tool name is kept). */
   tool: string | undefined;
+  /** `a2a`: a POST to an A2A route (a2a/message.ts; the refusal uses A2A's JSON-RPC codes, refusal.ts). */
+  protocol?: 'a2a';
+  /** The A2A method, once recognised. */
+  method?: string;
 }
 
 /** One classified MCP message. */

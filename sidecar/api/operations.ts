@@ -10,6 +10,7 @@ import { APPROVALS_ROUTES } from '../routes/approvals.js';
 import { AUDIT_EXPORT_ROUTES } from '../routes/audit-export.js';
 import { AUDIT_ROUTES } from '../routes/audit.js';
 import { AUTH_ROUTES } from '../routes/auth.js';
+import { AUTHZEN_ROUTES } from '../routes/authzen.js';
 import { DELEGATIONS_ROUTES } from '../routes/delegations.js';
 import { HEALTH_ROUTES } from '../routes/health.js';
 import { IDEMPOTENCY_ROUTES } from '../routes/idempotency.js';
@@ -24,7 +25,7 @@ import { WEBHOOKS_ROUTES } from '../routes/webhooks.js';
 export const ROUTES: readonly RouteSpec[] = [
   HEALTH_ROUTES, AUTH_ROUTES, ONBOARDING_ROUTES, PLATFORMS_ROUTES, DELEGATIONS_ROUTES, PROOFS_ROUTES, VERIFY_ROUTES,
   IDEMPOTENCY_ROUTES,
-  APPROVALS_ROUTES, LIMITS_ROUTES, AUDIT_ROUTES, AUDIT_EXPORT_ROUTES, WEBHOOKS_ROUTES,
+  APPROVALS_ROUTES, LIMITS_ROUTES, AUDIT_ROUTES, AUDIT_EXPORT_ROUTES, WEBHOOKS_ROUTES, AUTHZEN_ROUTES,
 ].flatMap((group) => Object.values(group));
 
 /** The key a route is known by in tests and logs: `METHOD /path` as Fastify registers it. */

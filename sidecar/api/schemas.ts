@@ -11,6 +11,7 @@
  *
  * Times are ISO 8601 UTC strings; nullable members are `T | null`.
  */
+import { AUTHZEN_SCHEMAS } from './authzen-schemas.js';
 import { Type } from '@sinclair/typebox';
 import type { TSchema } from '@sinclair/typebox';
 import { DECISION_REASONS } from '../../src/decisions.js';
@@ -170,6 +171,8 @@ export const VerifyResult = named('VerifyResult', Type.Object({
   agent_id: Type.Optional(Str), cert_id: Type.Optional(Str), scope: Type.Optional(Str),
   constraint: Type.Optional(Type.String({ description: 'With constraint_denied: the constraint that did not hold.' })),
   audit_event_id: Type.Optional(Str),
+  decision_id: Type.Optional(Type.String({ description: 'The id of this decision: the audit event\'s id when one '
+    + 'was recorded (docs/authzen.md).' })),
   approval_id: Type.Optional(Type.String({
     description: 'With approval_required, approval_denied, approval_expired, approval_used, and an allow that used '
       + 'an approval: the approval.' })),
@@ -288,5 +291,5 @@ export const RESPONSE_SCHEMAS: readonly TSchema[] = [
   ActionApprovalStatus, CertificateUsage, AuditEvent, AuditPage, AuditExport, Usage,
   Delivery, DeliveryPage, DeliveryDetail, Redelivery, Liveness, Readiness, NotReady,
   RecordedResponse, IdempotencyRecorded, IdempotencyReleased,
-  ...WEBHOOK_SCHEMAS,
+  ...AUTHZEN_SCHEMAS, ...WEBHOOK_SCHEMAS,
 ];

@@ -1,6 +1,6 @@
 /**
  * The decision log (`SIDECAR_DECISION_LOG=stdout|/path/file`): one JSON line per
- * verify call, like OPA's decision logs, with stable field names (docs/audit.md,
+ * verify call and AuthZEN evaluation, like OPA's decision logs, with stable field names (docs/audit.md,
  * "Decision log"). Context members named in `SIDECAR_DECISION_LOG_MASK` are
  * replaced by `[masked]`. Lines go through pino's SonicBoom: to stdout
  * synchronously (whole lines, so they never interleave with the service log),
@@ -36,6 +36,10 @@ export interface DecisionLine {
   /** Server time of the call, milliseconds. */
   latency_ms: number;
   audit_event_id: string | null;
+  /** The decision's id (every call, refused ones too): `GET /v1/service/decisions/{id}` for a decision. */
+  decision_id: string | null;
+  /** `verify` (a proof) or `grant` (an AuthZEN grant check, docs/authzen.md). */
+  mode: 'verify' | 'grant';
 }
 
 /** What the verify route knows about one settled call. */
@@ -47,6 +51,10 @@ export interface SettledCall {
   context?: VerifyContext | undefined;
   outcome: VerifyResponse | ServiceError;
   latencyMs: number;
+  /** The call's decision id. */
+  decisionId?: string | undefined;
+  /** Default `verify`. */
+  mode?: 'verify' | 'grant' | undefined;
 }
 
 /** Writes decision-log lines. */
@@ -75,6 +83,7 @@ export function decisionLine(c: SettledCall, mask: readonly string[]): DecisionL
     decision: answer?.decision ?? 'refused', reason: answer ? answer.decision_reason : (o as ServiceError).code,
     constraint: answer?.constraint ?? null, context: maskContext(c.context, mask),
     latency_ms: Math.round(c.latencyMs * 1000) / 1000, audit_event_id: answer?.audit_event_id ?? null,
+    decision_id: c.decisionId ?? answer?.decision_id ?? null, mode: c.mode ?? 'verify',
   };
 }
 

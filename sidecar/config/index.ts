@@ -13,6 +13,7 @@ import { AUDIT_ENV_VARS, parseAuditConfig } from '../audit/config.js';
 import type { AuditConfig } from '../audit/config.js';
 import { ConfigError, flag, int } from './env.js';
 import { DATABASE_DEFAULTS, databaseConfig } from './database.js';
+import { publicUrl } from './public-url.js';
 import type { DatabaseConfig } from './database.js';
 
 export { ConfigError } from './env.js';
@@ -49,6 +50,8 @@ export interface SidecarConfig {
   logLevel: string;
   bodyLimitBytes: number;
   trustProxy: string[];
+  /** The base URL clients reach the sidecar at (`SIDECAR_PUBLIC_URL`); null = the request's own. */
+  publicUrl: string | null;
   auditRetentionDays: number;
   challengeRetentionHours: number;
   /** How long a recorded idempotent answer is replayed (docs/gateway.md#idempotency), hours. */
@@ -124,7 +127,7 @@ export const ENV_VARS = [
   'SIDECAR_AUDIT_RETENTION_DAYS', 'SIDECAR_CHALLENGE_RETENTION_HOURS', 'SIDECAR_IDEMPOTENCY_RETENTION_HOURS',
   'SIDECAR_SHUTDOWN_TIMEOUT_MS',
   'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_METRICS_LISTEN', 'SIDECAR_CONSOLE', 'SIDECAR_APPROVAL_TTL_SECONDS',
-  'SIDECAR_REQUIRE_BOUND_OPERATION', 'SIDECAR_SQLITE_SYNCHRONOUS',
+  'SIDECAR_REQUIRE_BOUND_OPERATION', 'SIDECAR_SQLITE_SYNCHRONOUS', 'SIDECAR_PUBLIC_URL',
   'SIDECAR_DATABASE_URL', 'SIDECAR_DATABASE_POOL_MAX', 'SIDECAR_DATABASE_STATEMENT_TIMEOUT_MS', 'SIDECAR_DATABASE_CONNECT_TIMEOUT_MS',
   ...AUDIT_ENV_VARS,
 ] as const;
@@ -257,6 +260,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     logLevel,
     bodyLimitBytes: int(env, 'SIDECAR_BODY_LIMIT_BYTES', DEFAULTS.bodyLimitBytes, 1024, 16 * 1024 * 1024),
     trustProxy,
+    publicUrl: publicUrl(env.SIDECAR_PUBLIC_URL),
     auditRetentionDays: int(env, 'SIDECAR_AUDIT_RETENTION_DAYS', DEFAULTS.auditRetentionDays, 0, 36500),
     challengeRetentionHours: int(env, 'SIDECAR_CHALLENGE_RETENTION_HOURS', DEFAULTS.challengeRetentionHours, 1, 8760),
     idempotencyRetentionHours: int(env, 'SIDECAR_IDEMPOTENCY_RETENTION_HOURS', DEFAULTS.idempotencyRetentionHours,

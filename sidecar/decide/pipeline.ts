@@ -26,6 +26,7 @@
  * No allow leaves before the commit. A new stage is a module exporting a
  * {@link Stage} and one entry in {@link VERIFY_STAGES}.
  */
+import crypto from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { ServiceError } from '../../src/errors.js';
 import type { VerifyRequest, VerifyResponse } from '../../src/protocol.js';
@@ -45,11 +46,23 @@ import { approval } from './stages/approval.js';
 import { freshness } from './stages/freshness.js';
 import { parse } from './stages/parse.js';
 import { signature } from './stages/signature.js';
+import { record } from './stages/record.js';
+import { subject } from './stages/subject.js';
 
 /** The stages of a verify call, in the order they run. */
 export const VERIFY_STAGES: readonly Stage[] = Object.freeze([
   authenticate, meter, parse, challenge, freshness, certificate, signature, delegation, binding, idempotency, limits, approval,
   commit,
+]);
+
+/**
+ * The stages of an AuthZEN grant check (docs/authzen.md): the same stages in the same order, with
+ * the proof's stages (challenge, freshness, certificate, signature) replaced by `subject` (the
+ * named agent's certificate) and commit by `record` (the audit row only: nothing consumed,
+ * debited, counted or requested). Idempotent: the same request at the same state decides the same.
+ */
+export const GRANT_STAGES: readonly Stage[] = Object.freeze([
+  authenticate, meter, parse, subject, delegation, binding, limits, approval, record,
 ]);
 
 /** Options of {@link decide}. */
@@ -58,6 +71,10 @@ export interface DecideOptions {
   log?: FastifyBaseLogger;
   /** The stages to run; default {@link VERIFY_STAGES} (tests run other lists). */
   stages?: readonly Stage[];
+  /** `verify` (default) or `grant`: an AuthZEN grant check ({@link GRANT_STAGES}; the stage default follows). */
+  mode?: 'verify' | 'grant';
+  /** The agent the caller names (an AuthZEN subject): see {@link VerifyCall.subject}. */
+  subject?: string;
   /** Called once the call is settled, with what the stages found and the answer or refusal (the decision log). */
   onSettled?: (call: Readonly<VerifyCall>, outcome: VerifyResponse | ServiceError) => void;
 }
@@ -71,7 +88,9 @@ export interface DecideOptions {
  * @returns The 200 decision. A refusal rejects with its `ServiceError`.
  */
 export async function decide(ctx: ServiceContext, apiKey: unknown, body: VerifyRequest | ServiceError, opts: DecideOptions = {}): Promise<VerifyResponse> {
-  const call: VerifyCall = { now: ctx.clock(), apiKey, body, spendableChallenge: null };
+  const mode = opts.mode ?? 'verify';
+  const call: VerifyCall = { now: ctx.clock(), apiKey, body, spendableChallenge: null, mode,
+    decisionId: crypto.randomUUID(), ...(opts.subject !== undefined ? { subject: opts.subject } : {}) };
   if (opts.onSettled === undefined) return runLedgered(ctx, call, opts);
   let out: VerifyResponse;
   try {
@@ -109,23 +128,24 @@ async function runStages(ctx: ServiceContext, call: VerifyCall, opts: DecideOpti
   let stage: Stage | undefined;
   let refusal: ServiceError;
   try {
-    for (stage of opts.stages ?? VERIFY_STAGES) {
+    for (stage of opts.stages ?? (call.mode === 'grant' ? GRANT_STAGES : VERIFY_STAGES)) {
       const pending = stage.run(ctx, call);
       if (pending) await pending;
     }
     stage = undefined;
     return need(call.response, 'response');
   } catch (err) {
-    if (!(err instanceof ServiceError)) return failClosed(ctx, opts.log ?? ctx.log, stage, err);
+    if (!(err instanceof ServiceError)) return failClosed(ctx, opts.log ?? ctx.log, stage, err, call.decisionId);
     refusal = err;
   }
   throw await settleRefusal(ctx, call, refusal);
 }
 
 /** The `indeterminate` answer for a failure that is not a refusal, logged and counted. */
-function failClosed(ctx: ServiceContext, log: FastifyBaseLogger, stage: Stage | undefined, err: unknown): VerifyResponse {
+function failClosed(ctx: ServiceContext, log: FastifyBaseLogger, stage: Stage | undefined, err: unknown,
+  decisionId: string): VerifyResponse {
   const reason: ReasonFor<'indeterminate'> = err instanceof StoreFault ? (err.stage === 'read' ? 'store_unavailable' : 'audit_write_failed') : 'internal_error';
   log.error({ err: err instanceof StoreFault ? err.cause : err, reason, stage: stage?.name ?? 'end' }, 'verify failed closed: indeterminate');
   ctx.metrics.verifyDecisions.inc({ decision: 'indeterminate', reason });
-  return { decision: 'indeterminate', decision_reason: reason };
+  return { decision: 'indeterminate', decision_reason: reason, decision_id: decisionId };
 }

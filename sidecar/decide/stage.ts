@@ -56,6 +56,18 @@ export interface VerifyCall {
   readonly apiKey: unknown;
   /** The body as the route validated it, or the error that says why it is not a verify request. */
   readonly body: VerifyRequest | ServiceError;
+  /**
+   * `verify` (a proof, consumed at commit) or `grant` (an AuthZEN grant check: no proof; the
+   * stages read state and commit nothing but the audit row, `stages/record.ts`).
+   */
+  readonly mode: 'verify' | 'grant';
+  /**
+   * The agent the caller names (an AuthZEN subject), when it names one: a proof must speak for
+   * it (parse), and a grant check reads its delegation (`stages/subject.ts`).
+   */
+  readonly subject?: string;
+  /** The id of this decision (`decision_id`): its audit row's id when it has one. */
+  readonly decisionId: string;
   /** authenticate: the caller's connection. */
   auth?: ApiKeyAuth;
   /** parse: the verify request. */

@@ -24,7 +24,7 @@ export const AUDIT_LIMITS = { default: 25, max: 200 } as const;
 /** Audit event types that can be filtered on. */
 export const AUDIT_EVENT_TYPES = [
   'proof.presented', 'proof.verified', 'proof.rejected', 'approval.requested', 'approval.granted', 'approval.denied',
-    'approval.expired',
+    'approval.expired', 'access.evaluated',
 ] as const;
 
 const AuditQuery = Type.Object({

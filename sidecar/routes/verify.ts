@@ -109,7 +109,7 @@ async function registerVerify(app: FastifyInstance, ctx: ServiceContext): Promis
       if (!decisionLog || !settled) return;
       const { call, outcome } = settled;
       decisionLog.write({ requestId: request.id, now: call.now, auth: call.auth, scope: call.request?.required_scope,
-        context: call.request?.context, outcome, latencyMs: seconds * 1000 });
+        context: call.request?.context, outcome, latencyMs: seconds * 1000, decisionId: call.decisionId });
     };
     try {
       const result = await decide(ctx, request.headers[API_KEY_HEADER], verifyBody(request.body,

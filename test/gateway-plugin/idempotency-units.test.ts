@@ -30,7 +30,7 @@ t.test('the route setting: default by scope, explicit values, startup errors nam
   const bad: [unknown, string][] = [
     [{ method: 'POST', path: '/x', scope: 'data:write', idempotency: 'always' }, `${L}[0].idempotency: must be "required", "optional" or "off"`],
     [{ method: 'POST', path: '/x', public: true, idempotency: 'required' }, `${L}[0].idempotency: a public route has no idempotency ledger (it needs a verified agent)`],
-    [{ method: 'POST', path: '/x', scope: 'data:write', mcp: { tools: { pay: 'data:write' } }, idempotency: 'optional' }, `${L}[0].idempotency: is not supported on MCP routes`],
+    [{ method: 'POST', path: '/x', scope: 'data:write', mcp: { tools: { pay: 'data:write' } }, idempotency: 'optional' }, `${L}[0].idempotency: is not supported on MCP and A2A routes`],
     [{ method: 'POST', path: '/x', scope: 'data:write', mode: 'shadow', idempotency: 'required' }, `${L}[0].idempotency: needs mode "enforce" (a shadow route forwards refused requests)`],
   ];
   for (const [route, message] of bad) t.throws(() => compileRoutes([route], L), new TypeError(message), message);

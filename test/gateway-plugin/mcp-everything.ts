@@ -10,7 +10,7 @@
  * resource, prompt, completion, logging, subscriptions, sampling,
  * elicitation, tasks) exactly the way that entry point does: one
  * `StreamableHTTPServerTransport` per session, with an in-memory event store
- * for resumption (`Last-Event-ID`), cleaned up when the session closes; an
+ * for resumption (`Last-Event-ID`; see the store below), cleaned up when the session closes; an
  * unknown session id is 400, as there. Every HTTP request it receives is
  * recorded (method, session id, JSON-RPC body), so a test can prove that a
  * refused request never reached it.
@@ -44,24 +44,31 @@ export interface EverythingServer {
   close(): Promise<void>;
 }
 
-/** The package's InMemoryEventStore (its entry point does not export it). */
+/**
+ * An in-memory event store for resumption. The package's own store (in its
+ * entry point) replays every stream's events and returns the last event id
+ * where the SDK expects the stream id, so a resumed stream gets the events
+ * stored so far and none that come later; this one keeps the SDK's contract
+ * (events of the resumed stream only, in order; the stream id returned).
+ */
 class InMemoryEventStore implements EventStore {
   readonly events = new Map<string, { streamId: string; message: JSONRPCMessage }>();
+  #next = 0;
   async storeEvent(streamId: string, message: JSONRPCMessage): Promise<string> {
-    const eventId = randomUUID();
+    this.#next += 1;
+    const eventId = `${streamId}_${this.#next}`;
     this.events.set(eventId, { streamId, message });
     return eventId;
   }
   async replayEventsAfter(lastEventId: string, { send }: { send: (id: string, m: JSONRPCMessage) => Promise<void> }): Promise<string> {
-    const entries = [...this.events.entries()];
-    const start = entries.findIndex(([id]) => id === lastEventId);
-    if (start === -1) return lastEventId;
-    let last = lastEventId;
-    for (const [id, { message }] of entries.slice(start + 1)) {
-      await send(id, message);
-      last = id;
+    const streamId = this.events.get(lastEventId)?.streamId;
+    if (streamId === undefined) return '';
+    let after = false;
+    for (const [id, event] of this.events) {
+      if (id === lastEventId) after = true;
+      else if (after && event.streamId === streamId) await send(id, event.message);
     }
-    return last;
+    return streamId;
   }
 }
 

@@ -1,6 +1,6 @@
 /**
  * A throwaway PostgreSQL server for one test file (test/shared/pg-server.ts: Debian's
- * `postgresql` package, which `.ci/run` installs; `initdb` into a temp dir;
+ * `postgresql` package, which `.ci/run` installs; a copy of an `initdb` template in a temp dir;
  * `postgres` on a free loopback port), stopped and removed in the test's
  * teardown.
  *

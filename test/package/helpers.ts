@@ -68,7 +68,11 @@ const LOCAL_STATE = new Set(['.git', 'node_modules', 'dist', '.cache', '.tap', '
 /** The project's files as a fresh clone has them (tracked, plus untracked files git does not ignore). */
 export function projectFiles(): string[] {
   const r = spawnSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, encoding: 'utf8' });
-  if (r.status === 0) return r.stdout.split('\0').filter((f) => f !== '' && fs.existsSync(path.join(ROOT, f)));
+  // LOCAL_STATE out in a git checkout too: a worktree whose node_modules is a symlink lists it as untracked.
+  if (r.status === 0) {
+    const listed = r.stdout.split('\0').filter((f) => f !== '' && !LOCAL_STATE.has(f.split('/')[0]!));
+    return listed.filter((f) => fs.existsSync(path.join(ROOT, f)));
+  }
   return fs.readdirSync(ROOT, { recursive: true }).map(String)
     .filter((f) => !LOCAL_STATE.has(f.split(path.sep)[0]!) && !f.startsWith('.scratch') && fs.lstatSync(path.join(ROOT, f)).isFile());
 }

@@ -114,14 +114,46 @@ function ensureSqliteBinding(nodeBin: string, dir: string, log: (s: string) => v
   }
 }
 
+/** Where node-gyp puts the compiled SQLite amalgamation inside a better-sqlite3 package (its `build/` folder). */
+const SQLITE_OBJECT = 'Release/obj.target/sqlite3/gen/sqlite3/sqlite3.o';
+
+/**
+ * A compiled SQLite amalgamation of better-sqlite3 `version` already on this machine: the one `npm ci` built
+ * for this Node (when it built from source), or one from an earlier build into `.cache/`. It does not depend
+ * on the Node ABI (plain C, no Node header), so a build for another Node can link it instead of compiling
+ * sqlite3.c again (minutes at -O3 on two shared cores; the addon's own C++ file takes seconds).
+ */
+function builtSqliteObject(version: string): string | undefined {
+  const cache = path.join(ROOT, '.cache');
+  const cached = fs.existsSync(cache) ? fs.readdirSync(cache).map((d) => path.join(cache, d)) : [];
+  const pkgs = [ROOT, ...cached].map((d) => path.join(d, 'node_modules/better-sqlite3'));
+  for (const pkg of pkgs) {
+    const object = path.join(pkg, 'build', SQLITE_OBJECT);
+    const manifest = path.join(pkg, 'package.json');
+    if (!fs.existsSync(object) || !fs.existsSync(manifest)) continue;
+    if ((JSON.parse(fs.readFileSync(manifest, 'utf8')) as { version?: string }).version === version) return object;
+  }
+  return undefined;
+}
+
+/** npm's own node-gyp (what `npm install` runs for better-sqlite3), or this project's. */
+function nodeGyp(): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    const npm = path.join(dir, 'npm');
+    if (!fs.existsSync(npm)) continue;
+    const bundled = path.resolve(path.dirname(fs.realpathSync(npm)), '../node_modules/node-gyp/bin/node-gyp.js');
+    if (fs.existsSync(bundled)) return bundled;
+  }
+  const own = path.join(ROOT, 'node_modules/node-gyp/bin/node-gyp.js');
+  return fs.existsSync(own) ? own : undefined;
+}
+
 /** Builds better-sqlite3 `version` for `nodeBin` into `dir` (under the lock). */
 function buildSqlite(nodeBin: string, dir: string, binding: string, version: string, log: (s: string) => void, o: { quiet?: boolean }): string {
   const headers = headersDirOf(nodeBin);
   fs.mkdirSync(dir, { recursive: true });
   // --prefer-offline: the tarball `npm ci` fetched is in npm's cache.
   const cmd = ['install', '--prefix', dir, '--prefer-offline', '--no-save', '--no-audit', '--no-fund', `better-sqlite3@${version}`];
-  log(`building better-sqlite3@${version} for ${path.relative(ROOT, nodeBin)} (once; takes a few minutes):`);
-  log(`  PATH=${path.dirname(nodeBin)}:$PATH npm_config_nodedir=${headers} npm_config_build_from_source=true npm ${cmd.join(' ')}`);
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (k !== 'NODE_OPTIONS' && !/^_?TAP/.test(k)) env[k] = v;
   Object.assign(env, {
@@ -130,13 +162,55 @@ function buildSqlite(nodeBin: string, dir: string, binding: string, version: str
     npm_config_build_from_source: 'true',
   });
   const stdio = o.quiet ? 'pipe' as const : 'inherit' as const;
-  const tail = (r: { stdout?: Buffer | null; stderr?: Buffer | null }): string =>
+  const tail = (r: { stdout?: Buffer | string | null; stderr?: Buffer | string | null }): string =>
     o.quiet ? `\n${(String(r.stdout ?? '') + String(r.stderr ?? '')).slice(-3000)}` : '';
+  const object = builtSqliteObject(version);
+  const gyp = nodeGyp();
+  let linked = false;
+  if (object !== undefined && gyp !== undefined) {
+    // The same steps as the install script (node-gyp configure, then make), with the compiled SQLite given:
+    // `make -o` takes it as up to date. The load check below tells whether the result is good.
+    log(`building better-sqlite3@${version} for ${path.relative(ROOT, nodeBin)}`
+      + ` with the compiled SQLite of ${path.relative(ROOT, object)}`);
+    const pkg = path.join(dir, 'node_modules/better-sqlite3');
+    const steps: [string, string[], string][] = [
+      ['npm', [...cmd, '--ignore-scripts'], ROOT],
+      [nodeBin, [gyp, 'configure', '--release', `--nodedir=${headers}`], pkg],
+      ['mkdir', ['-p', path.dirname(path.join(pkg, 'build', SQLITE_OBJECT))], pkg],
+      ['cp', ['-p', object, path.join(pkg, 'build', SQLITE_OBJECT)], pkg],
+      ['make', ['-C', 'build', 'BUILDTYPE=Release', '-o', SQLITE_OBJECT], pkg],
+    ];
+    linked = true;
+    for (const [bin, args, cwd] of steps) {
+      const r = spawnSync(bin, args, { cwd, env, stdio: ['ignore', stdio, stdio], timeout: 10 * 60_000 });
+      if (r.status === 0) continue;
+      log(`  ${bin} ${args.join(' ')} failed (exit ${r.status ?? r.signal}); building it whole${tail(r)}`);
+      linked = false;
+      break;
+    }
+  }
+  // Check the binding loads in that Node.
+  const probeCode = `const D=require(${JSON.stringify(path.join(dir, 'node_modules/better-sqlite3'))});`
+    + "new D(':memory:').prepare('select 1').get()";
+  const loads = (): ReturnType<typeof spawnSync> =>
+    spawnSync(nodeBin, ['-e', probeCode], { env, stdio: ['ignore', stdio, stdio], timeout: 30_000 });
+  if (linked && fs.existsSync(binding)) {
+    const probe = loads();
+    if (probe.status === 0) {
+      log(`  built ${path.relative(ROOT, binding)}`);
+      return binding;
+    }
+    log(`  the build with the compiled SQLite does not load; building it whole${tail(probe)}`);
+  }
+  log(`building better-sqlite3@${version} for ${path.relative(ROOT, nodeBin)} (once; takes a few minutes):`);
+  log(`  PATH=${path.dirname(nodeBin)}:$PATH npm_config_nodedir=${headers} npm_config_build_from_source=true npm ${cmd.join(' ')}`);
+  fs.rmSync(path.join(dir, 'node_modules/better-sqlite3'), { recursive: true, force: true });
   const r = spawnSync('npm', cmd, { env, stdio: ['ignore', stdio, stdio], timeout: 15 * 60_000 });
   if (r.status !== 0 || !fs.existsSync(binding)) throw new Error(`building better-sqlite3 for ${nodeBin} failed (exit ${r.status ?? r.signal})${tail(r)}`);
-  // Check the binding loads in that Node.
-  const probe = spawnSync(nodeBin, ['-e', `const D=require(${JSON.stringify(path.join(dir, 'node_modules/better-sqlite3'))});new D(':memory:').prepare('select 1').get()`], { env, stdio: ['ignore', stdio, stdio], timeout: 30_000 });
-  if (probe.status !== 0) throw new Error(`the better-sqlite3 build for ${nodeBin} does not load${tail(probe)}`);
+  const probe = loads();
+  if (probe.status !== 0) {
+    throw new Error(`the better-sqlite3 build for ${nodeBin} does not load${tail(probe)}`);
+  }
   log(`  built ${path.relative(ROOT, binding)}`);
   return binding;
 }

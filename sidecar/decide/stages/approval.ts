@@ -13,7 +13,10 @@
  * | `used` / `denied` / `expired` (settled within one lifetime) | deny `approval_used` / `approval_denied` / `approval_expired` |
  *
  * An approval past its `expires_at` that the expiry job has not settled yet is
- * expired first (with its webhook), then read again.
+ * expired first (with its webhook), then read again. A grant check (no proof:
+ * the operation is unbound) reads the same table but requests nothing: with no
+ * approval it is deny `approval_required` without an `approval_id`, and a
+ * granted approval is not spent.
  */
 import { approvalApplies } from '../../../src/approval-rule.js';
 import { expireApprovals } from '../../approvals/expiry.js';
@@ -36,7 +39,7 @@ export const approval: Stage = {
     const request = need(call.request, 'request');
     if (!approvalApplies(cert.constraints?.require_approval, request.required_scope, request.context)) return;
     const auth = need(call.auth, 'auth');
-    const operation = need(call.proof, 'proof').payload.operation ?? null;
+    const operation = call.mode === 'grant' ? null : need(call.proof, 'proof').payload.operation ?? null;
     const context = contextRecord(request.context);
     const fingerprint = operationFingerprint(cert.cert_id, request.required_scope, context, operation);
     const settledAfter = call.now - ctx.config.approvalTtlSeconds * 1000;
@@ -47,7 +50,9 @@ export const approval: Stage = {
       a = await find();
     }
     let next: Decision;
-    if (a === undefined) {
+    if (a === undefined && call.mode === 'grant') {
+      next = { decision: 'deny', reason: 'approval_required' };
+    } else if (a === undefined) {
       const created = newApproval(ctx, {
         accountId: auth.accountId, connectionId: auth.connectionId, platformId: auth.platformId, agentId: cert.subject.agent_id,
         certId: cert.cert_id, scope: request.required_scope, context, operation, fingerprint, now: call.now,
@@ -61,6 +66,7 @@ export const approval: Stage = {
     } else {
       next = { decision: 'deny', reason: SETTLED_DENY[a.state], approvalId: a.id };
     }
-    call.decision = { ...next, details: { ...(next.decision === 'allow' ? next.details : {}), approval_id: next.approvalId } };
+    call.decision = { ...next, details: { ...(next.decision === 'allow' ? next.details : {}),
+      ...(next.approvalId !== undefined ? { approval_id: next.approvalId } : {}) } };
   },
 };

@@ -15,7 +15,7 @@ import type { Stage } from '../stage.js';
 export const binding: Stage = {
   name: 'binding',
   run(ctx, call) {
-    if (need(call.decision, 'decision').decision !== 'allow') return;
+    if (need(call.decision, 'decision').decision !== 'allow' || call.mode === 'grant') return;
     const request = need(call.request, 'request');
     const op = need(call.proof, 'proof').payload.operation;
     if (op === undefined) {

@@ -10,8 +10,8 @@
  * (nothing recorded or billed). The decision's effects (an approval spent or
  * requested, usage counters debited) commit in the same transaction; one that
  * cannot be written makes the call a deny (`redecide.ts`), committed as such.
+ * The audit row's id is the call's `decision_id` (a retried transaction did not commit its row).
  */
-import crypto from 'node:crypto';
 import { ServiceError } from '../../../src/errors.js';
 import type { AuditEventRecord, DecisionCommitResult } from '../../store/types.js';
 import { VERIFY_PRICE_MICROS } from '../billing.js';
@@ -42,9 +42,9 @@ export const commit: Stage = {
     call.spendableChallenge = null;
     for (let attempt = 0; attempt < 2; attempt++) {
       const audit: AuditEventRecord = {
-        id: crypto.randomUUID(), accountId: auth.accountId, eventType: decision.decision === 'allow' ? 'proof.verified' : 'proof.rejected',
+        id: call.decisionId, accountId: auth.accountId, eventType: decision.decision === 'allow' ? 'proof.verified' : 'proof.rejected',
         connectionId: auth.connectionId, agentId: p.agent_id, certId: p.cert_id, requiredScope: request.required_scope,
-        details: { decision: decision.decision, decision_reason: decision.reason,
+        details: { decision: decision.decision, decision_reason: decision.reason, decision_id: call.decisionId,
           ...(decision.constraint ? { constraint: decision.constraint } : {}), ...decision.details,
           ...(replay && decision.decision === 'allow' ? { idempotent_replay: true } : {}) },
         createdAt: call.now,
@@ -78,7 +78,7 @@ export const commit: Stage = {
       call.response = {
         decision: decision.decision, decision_reason: decision.reason, agent_id: p.agent_id, cert_id: p.cert_id,
         scope: request.required_scope, ...(decision.constraint ? { constraint: decision.constraint } : {}), audit_event_id: audit.id,
-        ...(decision.approvalId ? { approval_id: decision.approvalId } : {}),
+        decision_id: call.decisionId, ...(decision.approvalId ? { approval_id: decision.approvalId } : {}),
         ...(decision.decision === 'allow' && call.ledger ? { idempotency: ledgerAnswer(call.ledger) } : {}),
       };
       return;

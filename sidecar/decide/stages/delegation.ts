@@ -38,6 +38,8 @@ export async function checkDelegation(ctx: ServiceContext, cert: DelegationCerti
 export const delegation: Stage = {
   name: 'delegation',
   async run(ctx, call) {
+    // A grant check for an agent with no certificate was decided by the subject stage (not_delegated).
+    if (call.mode === 'grant' && call.cert === undefined && call.decision !== undefined) return;
     const cert = need(call.cert, 'cert');
     const request = need(call.request, 'request');
     call.decision = await read(() => checkDelegation(ctx, cert, request.required_scope, request.context, call.now));

@@ -11,7 +11,8 @@ export interface AuditEventRecord {
   accountId: string;
   eventType:
     | 'proof.presented' | 'proof.verified' | 'proof.rejected'
-    | 'approval.requested' | 'approval.granted' | 'approval.denied' | 'approval.expired';
+    | 'approval.requested' | 'approval.granted' | 'approval.denied' | 'approval.expired'
+    | 'access.evaluated';
   connectionId: string | null;
   agentId: string | null;
   certId: string | null;

@@ -12,7 +12,8 @@ import { present, specFlow, startSidecar } from '../../helpers/sidecar.js';
 import { ConfigError, loadConfig } from '../../../sidecar/config/index.js';
 import { MASKED } from '../../../sidecar/audit/decision-log.js';
 
-const FIELDS = ['type', 'request_id', 'time', 'platform_id', 'connection_id', 'agent_id', 'cert_id', 'scope', 'decision', 'reason', 'constraint', 'context', 'latency_ms', 'audit_event_id'];
+const FIELDS = ['type', 'request_id', 'time', 'platform_id', 'connection_id', 'agent_id', 'cert_id', 'scope', 'decision', 'reason', 'constraint', 'context', 'latency_ms', 'audit_event_id',
+  'decision_id', 'mode'];
 
 t.test('one line per verify call, with masking', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'authz-dlog-'));

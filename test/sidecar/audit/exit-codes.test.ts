@@ -10,28 +10,18 @@ import t from 'tap';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
 import type Database from 'better-sqlite3';
 import { VERIFY_EXIT, runAuditCommand } from '../../../sidecar/audit/verify-command.js';
 import { copyOf, makeTrail, tamper } from './helpers.js';
+import { runNode } from '../../helpers/run-node.js';
+import type { Ran } from '../../helpers/run-node.js';
 
 const REPO = path.resolve(import.meta.dirname, '../../..');
 const BIN = path.join(REPO, 'bin', 'agent-authz-sidecar.mjs');
-interface Ran { code: number | null; stdout: string; stderr: string }
 
 /** Runs `bin` (the real one unless given) with `args`, as a user would. */
 function bin(args: string[], file = BIN): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const env = { PATH: process.env.PATH ?? '' };
-    const child = spawn(process.execPath, [file, ...args], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d; });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.once('error', reject);
-    child.once('close', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); });
-  });
+  return runNode([file, ...args], { cwd: REPO });
 }
 const json = (r: Ran): Record<string, unknown> => JSON.parse(r.stdout) as Record<string, unknown>;
 

@@ -85,7 +85,10 @@ t.test('fails closed: every failure that is not a refusal is indeterminate and c
     const b = await bundleFor(f);
     const before = await usage(f.user);
     const count = await indeterminateCount(reason);
-    t.same(await run(stages, b), { decision: 'indeterminate', decision_reason: reason }, what);
+    const got = await run(stages, b) as Record<string, unknown>;
+    t.same({ ...got, decision_id: undefined }, { decision: 'indeterminate', decision_reason: reason, decision_id: undefined },
+      what);
+    t.match(got.decision_id, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, `${what}: a decision id`);
     t.equal(await indeterminateCount(reason), count + 1, `${what}: counted`);
     t.same(await usage(f.user), before, `${what}: nothing billed or recorded`);
     expectDecision(t, await verify(f.platform, b, 'data:read'), 'allow', 'authorized', undefined, `${what}: the challenge is still usable`);

@@ -64,6 +64,7 @@ t.test('every documented operation answers bad requests with documented errors',
       name: 'probe', surface_type: 'agentic_api', default_allowed_scopes: ['data:read'], agent_type: 'api_agent',
       connection_id: f.reg.connection_id, approved_scope: ['data:read'], reason: 'probe', challenge: 'A'.repeat(43),
       proof_bundle: {}, required_scope: 'data:read', callback_url: null,
+      subject: { type: 'agent', id: f.agentId }, action: { name: 'data:read' }, resource: { type: 'any', id: '*' },
     },
     bodyLimit: sc.config.bodyLimitBytes,
   };

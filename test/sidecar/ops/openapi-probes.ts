@@ -225,7 +225,9 @@ export function probesFor(op: DocOperation, fx: ProbeFixture): Probe[] {
     raw('a JSON array', '[]');
     raw('a JSON string', '"text"');
     raw('a JSON number', '42');
-    raw('an unknown member', JSON.stringify({ ...sample, unknown_member: 1 }));
+    // An unknown member is refused, except by a body whose schema allows any (AuthZEN 1.0: "receivers MUST ignore
+    // unknown fields"): there it is ignored.
+    raw('an unknown member', JSON.stringify({ ...sample, unknown_member: 1 }), op.body?.additionalProperties !== true);
     raw('a __proto__ member', `{"__proto__":{"polluted":true}${bodyText && bodyText !== '{}' ? `,${bodyText.slice(1)}` : '}'}`);
     for (const [name, schema] of Object.entries(op.body?.properties ?? {})) {
       const v = wrongType(schema);

@@ -15,7 +15,6 @@
  */
 import t from 'tap';
 import type { Test } from 'tap';
-import { spawn } from 'node:child_process';
 import crypto, { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -24,9 +23,12 @@ import pg from 'pg';
 import { rowHash } from '../../../src/audit-chain.js';
 import { openPostgresStore } from '../../../sidecar/store/postgres/store.js';
 import { startPostgres } from '../../helpers/postgres.js';
+import { runNode } from '../../helpers/run-node.js';
+import type { Ran } from '../../helpers/run-node.js';
 import { signerOf, verifyCli, writeTrail } from '../audit/helpers.js';
 
 t.setTimeout(150_000);
+const REPO = path.resolve(import.meta.dirname, '../../..');
 
 interface Row {
   seq: number; id: string; account_id: string; event_type: string; connection_id: string | null; agent_id: string | null; cert_id: string | null;
@@ -257,18 +259,8 @@ if (pgc) {
   });
 
   await t.test('the command as a process: SIDECAR_DATABASE_URL, exit codes', async (t) => {
-    const run = (args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> => new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', 'sidecar/main.ts', 'audit', 'verify', ...args], {
-        cwd: path.resolve(import.meta.dirname, '../../..'), env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d; });
-      child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
-      const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-      child.once('error', reject);
-      child.once('close', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); });
-    });
+    const run = (args: string[], env: Record<string, string>): Promise<Ran> =>
+      runNode(['--import', 'tsx', 'sidecar/main.ts', 'audit', 'verify', ...args], { cwd: REPO, env });
     const ok = await run(['--key-id', trail.keyId], { SIDECAR_DATABASE_URL: trailUrl });
     t.equal(ok.code, 0, ok.stderr);
     t.match(ok.stdout, /result: verified: 24 row/);
