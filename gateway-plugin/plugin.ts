@@ -111,7 +111,8 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     }
     return owners;
   };
-  const pipeline = new DecisionPipeline(opts, sidecar, sessionsFor, tasksFor, { upstreamTimeoutMs: opts.upstreamTimeoutMs });
+  const pipeline = new DecisionPipeline(opts, sidecar, sessionsFor, tasksFor,
+    { upstreamTimeoutMs: opts.upstreamTimeoutMs });
   const states = new WeakMap<FastifyRequest, RequestState>();
   const stateOf = (request: FastifyRequest): RequestState => {
     let state = states.get(request);
