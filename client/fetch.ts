@@ -170,6 +170,20 @@ async function readBody(request: Request, max: number): Promise<Uint8Array<Array
   return out;
 }
 
+/**
+ * A random UUID (v4) for an `Idempotency-Key`: `crypto.randomUUID()`, or from `getRandomValues` where
+ * that is missing (a browser page outside a secure context).
+ */
+function newIdempotencyKey(): string {
+  const c = globalThis.crypto;
+  if (typeof c.randomUUID === 'function') return c.randomUUID();
+  const b = c.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6]! & 0x0f) | 0x40;
+  b[8] = (b[8]! & 0x3f) | 0x80;
+  const hex = Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
 /** Resolves after `ms`, or rejects with the signal's reason when it aborts first. */
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -259,7 +273,7 @@ export function createAgentFetch(options: AgentFetchOptions): AgentFetch {
     const operation: AgentOperation = describeOperation(request.method, new URL(request.url), body, request.headers.get('content-type'));
     // One key for every try of this request (none added when the caller set one).
     const keyed = idempotencyKeys && KEYED_METHODS.includes(request.method);
-    const key = keyed && !request.headers.has(IDEMPOTENCY_KEY_HEADER) ? globalThis.crypto.randomUUID() : undefined;
+    const key = keyed && !request.headers.has(IDEMPOTENCY_KEY_HEADER) ? newIdempotencyKey() : undefined;
     const attempt = (proof: string | undefined): Promise<Response> => {
       const headers = new Headers(request.headers);
       if (key !== undefined) headers.set(IDEMPOTENCY_KEY_HEADER, key);

@@ -125,3 +125,19 @@ t.test('refusals of the ledger are thrown', async (t) => {
   t.throws(() => createAgentFetch({ ...options, idempotencyKeys: 'yes' as unknown as boolean }),
     new TypeError('agent fetch options: idempotencyKeys: must be true or false'));
 });
+
+t.test('without crypto.randomUUID (a browser page outside a secure context) the key comes from getRandomValues', async (t) => {
+  const c = globalThis.crypto as { randomUUID?: unknown };
+  const own = Object.getOwnPropertyDescriptor(c, 'randomUUID');
+  Object.defineProperty(c, 'randomUUID', { value: undefined, configurable: true, writable: true });
+  try {
+    sent.length = 0;
+    const res = await createAgentFetch(options)(`${gw.url}/v1/payments`, payment(2));
+    t.equal(res.status, 201);
+    t.match(sent[0]!.key, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, 'a v4 UUID');
+  } finally {
+    if (own) Object.defineProperty(c, 'randomUUID', own);
+    else delete c.randomUUID;
+  }
+  t.equal(typeof globalThis.crypto.randomUUID, 'function', 'restored');
+});
