@@ -18,13 +18,19 @@
  *    until a person decides, then the request is retried ONCE with a fresh
  *    proof; a denied, expired or used approval, or the end of the wait, is
  *    thrown as an {@link AgentAuthzError} with the reason and the note;
- * 5. any other gateway refusal (errors.ts: 401 without another try, 403,
- *    503, …) is thrown as an {@link AgentAuthzError}; a 403 is never retried
+ * 5. a 409 `idempotency_in_flight` (the same request is still being
+ *    answered) is retried with a fresh proof after 250, 500, 1000 and 2000 ms;
+ * 6. any other gateway refusal (errors.ts: 401 without another try, 403,
+ *    422, 503, …) is thrown as an {@link AgentAuthzError}; a 403 is never retried
  *    otherwise. Every other answer, including the API's own errors, is
  *    returned as is.
+ *
+ * Idempotency (docs/gateway.md#idempotency): a POST, PUT, PATCH or DELETE gets an
+ * `Idempotency-Key` (a random UUID) unless it has one or `idempotencyKeys` is false, and
+ * every try of step 3–5 sends the same key, so the API acts once.
  */
 
-import { APPROVAL_ID_HEADER, APPROVAL_ID_PATTERN, PROOF_HEADER } from '../src/protocol.js';
+import { APPROVAL_ID_HEADER, APPROVAL_ID_PATTERN, IDEMPOTENCY_KEY_HEADER, PROOF_HEADER } from '../src/protocol.js';
 import { ApprovalWaiter, resolveApprovalWait } from './approval.js';
 import type { ApprovalWaitOptions } from './approval.js';
 import { AgentAuthzError, gatewayRefusal } from './errors.js';
@@ -96,7 +102,18 @@ export interface AgentFetchOptions {
    * turn it on, bounded by `timeoutMs` (default 5 minutes) and the approval's expiry.
    */
   waitForApproval?: boolean | ApprovalWaitOptions;
+  /**
+   * Give every POST, PUT, PATCH and DELETE without an `Idempotency-Key` header a new one (a random
+   * UUID), re-sent on this client's retries of the request (default `true`). A key the caller sets
+   * is always kept: set your own to make your retries of a call (after a network error) safe too.
+   */
+  idempotencyKeys?: boolean;
 }
+
+/** The methods that get an `Idempotency-Key`. */
+const KEYED_METHODS = ['POST', 'PUT', 'PATCH', 'DELETE'];
+/** Waits before the retries of a 409 `idempotency_in_flight`, in ms. */
+const IN_FLIGHT_RETRY_MS = [250, 500, 1000, 2000];
 
 /**
  * A `fetch` that proves the agent's authority on every request (see {@link createAgentFetch}).
@@ -109,7 +126,8 @@ export interface AgentFetchOptions {
  */
 export type AgentFetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
-const KEYS = ['sidecarUrl', 'apiKey', 'connectionId', 'agentId', 'challenge', 'timeoutMs', 'maxBodyBytes', 'fetch', 'bind', 'waitForApproval'];
+const KEYS = ['sidecarUrl', 'apiKey', 'connectionId', 'agentId', 'challenge', 'timeoutMs', 'maxBodyBytes', 'fetch',
+  'bind', 'waitForApproval', 'idempotencyKeys'];
 const LABEL = 'agent fetch options:';
 
 function fail(key: string, message: string): never {
@@ -150,6 +168,30 @@ async function readBody(request: Request, max: number): Promise<Uint8Array<Array
   let at = 0;
   for (const c of chunks) { out.set(c, at); at += c.length; }
   return out;
+}
+
+/**
+ * A random UUID (v4) for an `Idempotency-Key`: `crypto.randomUUID()`, or from `getRandomValues` where
+ * that is missing (a browser page outside a secure context).
+ */
+function newIdempotencyKey(): string {
+  const c = globalThis.crypto;
+  if (typeof c.randomUUID === 'function') return c.randomUUID();
+  const b = c.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6]! & 0x0f) | 0x40;
+  b[8] = (b[8]! & 0x3f) | 0x80;
+  const hex = Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/** Resolves after `ms`, or rejects with the signal's reason when it aborts first. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) { reject(signal.reason as Error); return; }
+    const timer = setTimeout(() => { signal.removeEventListener('abort', onAbort); resolve(); }, ms);
+    const onAbort = (): void => { clearTimeout(timer); reject(signal.reason as Error); };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 /** The challenge of a 401 answer, from `WWW-Authenticate` or the body. */
@@ -212,6 +254,10 @@ export function createAgentFetch(options: AgentFetchOptions): AgentFetch {
   const maxBody = int(o, 'maxBodyBytes', DEFAULT_MAX_BODY_BYTES);
   if (options.bind !== undefined && typeof options.bind !== 'boolean') fail('bind', 'must be true or false');
   const bind = options.bind ?? true;
+  if (options.idempotencyKeys !== undefined && typeof options.idempotencyKeys !== 'boolean') {
+    fail('idempotencyKeys', 'must be true or false');
+  }
+  const idempotencyKeys = options.idempotencyKeys ?? true;
   const apiKey = text(o, 'apiKey');
   const timeoutMs = int(o, 'timeoutMs', DEFAULT_SIDECAR_TIMEOUT_MS);
   const proofs = new ProofMaker({
@@ -225,8 +271,12 @@ export function createAgentFetch(options: AgentFetchOptions): AgentFetch {
     const request = new Request(input, init);
     const body = await readBody(request, maxBody);
     const operation: AgentOperation = describeOperation(request.method, new URL(request.url), body, request.headers.get('content-type'));
+    // One key for every try of this request (none added when the caller set one).
+    const keyed = idempotencyKeys && KEYED_METHODS.includes(request.method);
+    const key = keyed && !request.headers.has(IDEMPOTENCY_KEY_HEADER) ? newIdempotencyKey() : undefined;
     const attempt = (proof: string | undefined): Promise<Response> => {
       const headers = new Headers(request.headers);
+      if (key !== undefined) headers.set(IDEMPOTENCY_KEY_HEADER, key);
       if (proof === undefined) headers.delete(PROOF_HEADER);
       else headers.set(PROOF_HEADER, proof);
       return send(request.url, {
@@ -237,6 +287,7 @@ export function createAgentFetch(options: AgentFetchOptions): AgentFetch {
     let res = await attempt(mode === 'sidecar' ? await freshProof(operation) : undefined);
     let challenged = false;
     let waited = false;
+    let inFlightTries = 0;
     for (;;) {
       if (res.status < 400) return res;
       const raw = await res.text();
@@ -253,6 +304,12 @@ export function createAgentFetch(options: AgentFetchOptions): AgentFetch {
         continue;
       }
       const refusal = refusalOf(res, parsed, operation);
+      const inFlight = refusal?.code === 'idempotency_in_flight';
+      if (inFlight && inFlightTries < IN_FLIGHT_RETRY_MS.length) {
+        await sleep(IN_FLIGHT_RETRY_MS[inFlightTries++]!, request.signal);
+        res = await attempt(await freshProof(operation));
+        continue;
+      }
       if (refusal !== undefined) {
         if (approvals === undefined || waited || refusal.reason !== 'approval_required' || refusal.approvalId === undefined) throw refusal;
         waited = true;

@@ -14,7 +14,7 @@ import { checkSensitiveScopes } from './shadow.js';
 import type { RouteEntry, RouteTable } from './routes.js';
 import { createGatewayMetrics, isGatewayMetrics } from './metrics.js';
 import type { GatewayMetrics } from './metrics.js';
-import { at, checkHttpUrl, checkInt, checkJsonPointer, checkObject, checkString, fail } from './validate.js';
+import { at, checkHttpUrl, checkInt, checkJsonPointer, checkObject, checkString, fail, item } from './validate.js';
 import type { OverrideHeaderPolicy } from './override.js';
 import { checkSessionSecret } from './mcp/config.js';
 
@@ -199,6 +199,18 @@ const OPTION_KEYS = [
   'context', 'metrics', 'sidecarConnections', 'overrideHeaders', 'shadowSensitiveScopes', 'mcpSessionSecret',
 ] as const;
 
+/**
+ * The AuthZEN evaluation carries no idempotency block (docs/authzen.md): with `decisionApi: 'authzen'`,
+ * a route that keys requests in the idempotency ledger (the default for money-moving methods) is a
+ * startup error naming it, instead of a 503 on each of its requests.
+ */
+function checkLedgerless(routes: RouteTable, path: string): void {
+  const keyed = routes.entries.find((r) => r.idempotency !== 'off');
+  if (keyed === undefined) return;
+  fail(at(item(path, keyed.index), 'idempotency'), `route ${keyed.pattern} uses the idempotency ledger, which `
+    + 'decisionApi "authzen" does not carry; set idempotency: off on it, or use decisionApi "verify"');
+}
+
 /** Validates `decisionApi`: `verify` (the default) or `authzen`. */
 export function checkDecisionApi(value: unknown, path: string): 'verify' | 'authzen' {
   if (value === undefined) return 'verify';
@@ -239,12 +251,14 @@ export function resolveDecisionOptions(o: Record<string, unknown>, label: string
   const sensitive = checkSensitiveScopes(o.shadowSensitiveScopes, at(label, 'shadowSensitiveScopes'));
   const routes = compileRoutes(o.routes, at(label, 'routes'), context, sensitive);
   if (o.metrics !== undefined && !isGatewayMetrics(o.metrics)) fail(at(label, 'metrics'), 'must come from createGatewayMetrics()');
+  const decisionApi = checkDecisionApi(o.decisionApi, at(label, 'decisionApi'));
+  if (decisionApi === 'authzen') checkLedgerless(routes, at(label, 'routes'));
   return {
     sidecarUrl,
     apiKey,
     routes,
     verifyTimeoutMs: checkInt(o.verifyTimeoutMs, at(label, 'verifyTimeoutMs'), 1, 120_000, DEFAULT_VERIFY_TIMEOUT_MS),
-    decisionApi: checkDecisionApi(o.decisionApi, at(label, 'decisionApi')),
+    decisionApi,
     challengeTimeoutMs: checkInt(o.challengeTimeoutMs, at(label, 'challengeTimeoutMs'), 1, 60_000, DEFAULT_CHALLENGE_TIMEOUT_MS),
     bodyLimit: checkInt(o.bodyLimit, at(label, 'bodyLimit'), 0, 1_073_741_824, DEFAULT_BODY_LIMIT_BYTES),
     trustedProxies,

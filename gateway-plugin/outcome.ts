@@ -10,7 +10,9 @@
  * | 200 `indeterminate`                                   | 503 `decision_indeterminate`                     |
  * | 200 unknown decision                                  | 503 `verify_unavailable`, cause `verify_unknown_decision` |
  * | 200 non-JSON type, empty, unparseable, not an object, oversized, or scope mismatch | 503 `verify_unavailable`, cause `verify_bad_response` |
+ * | 200 `allow` without a valid `idempotency` member (a key was sent) | 503 `verify_unavailable`, `verify_bad_response` |
  * | 400                                                   | 403 `proof_rejected`, `reason` = verify's error.code |
+ * | 409 `idempotency_in_flight`, 422 `idempotency_key_reused` | the same status and code (idempotency.ts)     |
  * | 401, 402, 429, 5xx, any other status                  | 503 `verify_unavailable`, cause `verify_status_<n>` |
  * | timeout (incl. a hung body) / network failure         | 503 `verify_unavailable`, cause `verify_timeout` / `verify_network` |
  *
@@ -24,6 +26,8 @@ import type { DecisionReason } from '../src/decisions.js';
 import { APPROVAL_ID_HEADER, APPROVAL_ID_PATTERN } from '../src/protocol.js';
 import type { VerifyResponse } from '../src/protocol.js';
 import type { VerifyCallResult } from './verify-client.js';
+import { parseLedgerAnswer } from './idempotency.js';
+import type { LedgerAnswer } from './idempotency.js';
 
 /** A deny reason that is also a gateway error code (it becomes the 403 `error.code` itself). */
 export type DenyCode = DecisionReason & ErrorCode;
@@ -41,7 +45,11 @@ const HEADER_VALUE = /^[\x21-\x7e]{1,256}$/;
 
 /** What the gateway does with a verified request. */
 export type Outcome =
-  | { readonly kind: 'allow'; readonly scope: string; readonly agentId: string | undefined; readonly certId: string | undefined }
+  | {
+    readonly kind: 'allow'; readonly scope: string;
+    readonly agentId: string | undefined; readonly certId: string | undefined;
+    readonly idempotency?: LedgerAnswer;
+  }
   | { readonly kind: 'refuse'; readonly error: ServiceError };
 
 /** Label of the verify-latency histogram for an outcome. */
@@ -82,10 +90,23 @@ function parseObject(result: Extract<VerifyCallResult, { kind: 'response' }>,
   }
 }
 
-/** Maps one verify result to the gateway's outcome for `requiredScope`. */
-export function mapVerifyCall(result: VerifyCallResult, requiredScope: string): Outcome {
+/** The ledger's refusals, passed on to the agent with their own status and code. */
+const LEDGER_REFUSALS: Readonly<Record<number, ErrorCode>> = {
+  409: 'idempotency_in_flight', 422: 'idempotency_key_reused',
+};
+
+/**
+ * Maps one verify result to the gateway's outcome for `requiredScope`; `keyed`: the request sent an
+ * idempotency block, so an allow must carry the ledger's answer.
+ */
+export function mapVerifyCall(result: VerifyCallResult, requiredScope: string, keyed = false): Outcome {
   if (result.kind === 'timeout') return unavailable('verify_timeout');
   if (result.kind === 'network') return unavailable('verify_network');
+  const ledgerCode = LEDGER_REFUSALS[result.status];
+  if (keyed && ledgerCode !== undefined) {
+    const err = parseObject(result, false)?.error as Record<string, unknown> | undefined;
+    if (err?.code === ledgerCode) return refuse(ledgerCode, {});
+  }
   if (result.status === 400) {
     const body = parseObject(result, false);
     const err = body?.error as Record<string, unknown> | undefined;
@@ -98,7 +119,12 @@ export function mapVerifyCall(result: VerifyCallResult, requiredScope: string): 
   switch (body.decision) {
     case 'allow': {
       if (body.scope !== undefined && body.scope !== requiredScope) return unavailable('verify_bad_response');
-      return { kind: 'allow', scope: requiredScope, agentId: headerValue(body.agent_id), certId: headerValue(body.cert_id) };
+      const allow = {
+        kind: 'allow', scope: requiredScope, agentId: headerValue(body.agent_id), certId: headerValue(body.cert_id),
+      } as const;
+      if (!keyed) return allow;
+      const idempotency = parseLedgerAnswer(body.idempotency);
+      return idempotency === undefined ? unavailable('verify_bad_response') : { ...allow, idempotency };
     }
     case 'deny': {
       const reason = identifier(body.decision_reason);

@@ -35,12 +35,17 @@
  *    answer to a server request, or a public method on the session, may
  *    prove the session instead, with `X-Service-Session-Proof` (no verify);
  *    on a session a public method needs one of the two.
+ * 4. The idempotency ledger (reverse proxy only, idempotency.ts): stage 1 reads the
+ *    `Idempotency-Key` of a keyed request (400 `idempotency_key_required`), stage 2 sends it to
+ *    verify with the request hash; the allow says whether to forward (claimed) or replay.
  */
 
 import type { IncomingHttpHeaders } from 'node:http';
 import { ServiceError } from '../src/errors.js';
 import { sha256Hex } from '../src/crypto/encoding.js';
-import type { VerifyContext } from '../src/protocol.js';
+import type { VerifyContext, VerifyIdempotency } from '../src/protocol.js';
+import { KEYED_METHODS, idempotencyBlock, readIdempotencyKey, requestHash } from './idempotency.js';
+import type { LedgerAnswer } from './idempotency.js';
 import { deriveAmountCurrency, deriveClientIp, deriveTenant } from './context.js';
 import type { TenantRule, TrustedProxies } from './context.js';
 import type { GatewayMetrics } from './metrics.js';
@@ -112,6 +117,8 @@ export interface Admission {
   readonly sessionError: ServiceError | undefined;
   /** On a shadow-mode route, the refusal of its proof header (missing, malformed): forwarded anyway. */
   readonly shadow?: ServiceError;
+  /** The request's `Idempotency-Key` when its route keys it (idempotency.ts). */
+  readonly idempotencyKey?: string;
 }
 
 /** Facts about the client common to every decision. */
@@ -126,6 +133,8 @@ export type GatewayVerdict = Peer & (
   | {
     readonly kind: 'allow'; readonly scope: string;
     readonly agentId: string | undefined; readonly certId: string | undefined;
+    /** With a keyed request: forward and record (claimed), or replay the recorded answer. */
+    readonly idempotency?: LedgerAnswer;
   }
   | ShadowDecision
 );
@@ -155,20 +164,23 @@ export class DecisionPipeline {
   readonly #sidecar: SidecarClient;
   readonly #sessions: ((route: RouteMatch) => McpSessions | undefined) | undefined;
   readonly #tasks: ((route: RouteMatch) => TaskOwners | undefined) | undefined;
+  readonly #ledger: { readonly upstreamTimeoutMs: number } | undefined;
 
   /**
    * `sessions`: the session binding of each MCP route; `tasks`: the task owners of each A2A route
    * (both only in the reverse proxy, which reads and rewrites answers; without `tasks` every
-   * request naming a task is refused).
+   * request naming a task is refused); `ledger`: the idempotency ledger is used (the reverse
+   * proxy, which sees and records the answer).
    */
   constructor(
     opts: PipelineOptions, sidecar: SidecarClient, sessions?: (route: RouteMatch) => McpSessions | undefined,
-    tasks?: (route: RouteMatch) => TaskOwners | undefined,
+    tasks?: (route: RouteMatch) => TaskOwners | undefined, ledger?: { readonly upstreamTimeoutMs: number },
   ) {
     this.#opts = opts;
     this.#sidecar = sidecar;
     this.#sessions = sessions;
     this.#tasks = tasks;
+    this.#ledger = ledger;
   }
 
   /** The session a request on an MCP route names; 404 `mcp_session_not_found` for a token this gateway cannot open. */
@@ -209,13 +221,25 @@ export class DecisionPipeline {
     const session = route.mcp === undefined ? undefined : this.#session(req, sessions, target.path);
     const base = { target, route, mcp: undefined, session, sessions, sessionError: undefined };
     if (route.scope === undefined) return { ...base, bundleJson: undefined };
-    if (route.mode !== 'shadow') return { ...base, bundleJson: await this.#readProof(req, route.scope) };
+    if (route.mode !== 'shadow') {
+      const idempotencyKey = this.#idempotencyKey(req, route);
+      const bundleJson = await this.#readProof(req, route.scope);
+      return { ...base, bundleJson, ...(idempotencyKey === undefined ? {} : { idempotencyKey }) };
+    }
     try {
       return { ...base, bundleJson: await this.#readProof(req, route.scope, false) };
     } catch (err) {
       if (!(err instanceof ServiceError)) throw err;
       return { ...base, bundleJson: undefined, shadow: err };
     }
+  }
+
+  /** The key of a keyed request; 400 `idempotency_key_required` when its route requires one and it has none. */
+  #idempotencyKey(req: PipelineRequest, route: RouteMatch): string | undefined {
+    if (this.#ledger === undefined || route.idempotency === 'off' || !KEYED_METHODS.has(req.method)) return undefined;
+    const key = readIdempotencyKey(req.rawHeaders);
+    if (key === undefined && route.idempotency === 'required') throw new ServiceError('idempotency_key_required');
+    return key;
   }
 
   /**
@@ -267,7 +291,11 @@ export class DecisionPipeline {
       ...queryContext(target.query),
       ...(body === undefined ? {} : { body_sha256: sha256Hex(body) }),
     };
-    return this.#bound(admission, await this.#verify(admission.bundleJson, route.scope, context, req.id, peer));
+    const key = admission.idempotencyKey;
+    const idempotency = key === undefined || this.#ledger === undefined ? undefined : idempotencyBlock(
+      key, requestHash(req.method, target.path, target.query, body ?? Buffer.alloc(0)), this.#ledger.upstreamTimeoutMs);
+    const verdict = await this.#verify(admission.bundleJson, route.scope, context, req.id, peer, idempotency);
+    return this.#bound(admission, verdict);
   }
 
   /** A request on a session passes only for the session's agent (a public method has no agent and passes). */
@@ -416,14 +444,18 @@ export class DecisionPipeline {
 
   async #verify(
     bundleJson: string, scope: string, context: VerifyContext, requestId: string, peer: Peer,
+    idempotency?: VerifyIdempotency,
   ): Promise<GatewayVerdict> {
     const started = performance.now();
     const result = await this.#sidecar.verify(
-      { proofBundleJson: bundleJson, required_scope: scope, context }, requestId);
-    const outcome = mapVerifyCall(result, scope);
+      { proofBundleJson: bundleJson, required_scope: scope, context, ...(idempotency ? { idempotency } : {}) },
+      requestId);
+    const outcome = mapVerifyCall(result, scope, idempotency !== undefined);
     this.#opts.metrics.verifyDuration.observe(
       { result: verifyCallLabel(result, outcome) }, (performance.now() - started) / 1000);
     if (outcome.kind === 'refuse') throw outcome.error;
-    return { kind: 'allow', scope: outcome.scope, agentId: outcome.agentId, certId: outcome.certId, ...peer };
+    const ledger = outcome.idempotency === undefined ? {} : { idempotency: outcome.idempotency };
+    const { scope: allowed, agentId, certId } = outcome;
+    return { kind: 'allow', scope: allowed, agentId, certId, ...ledger, ...peer };
   }
 }

@@ -46,6 +46,7 @@ import { TaskOwners, recordTasks } from './a2a/tasks.js';
 import { pipeline as pipeStreams } from 'node:stream';
 import type { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
+import { notDelivered, recordingBody, releaseClaim, replayAnswer } from './ledger.js';
 
 interface RequestState {
   facts?: PipelineRequest;
@@ -53,6 +54,8 @@ interface RequestState {
   decision?: GatewayVerdict;
   outcome?: [outcome: string, reason: string];
   forwardStart?: number;
+  /** The idempotency claim of a keyed request being forwarded (ledger.ts records or releases it). */
+  claimId?: string;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -109,7 +112,8 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     }
     return owners;
   };
-  const pipeline = new DecisionPipeline(opts, sidecar, sessionsFor, tasksFor);
+  const pipeline = new DecisionPipeline(opts, sidecar, sessionsFor, tasksFor,
+    { upstreamTimeoutMs: opts.upstreamTimeoutMs });
   const states = new WeakMap<FastifyRequest, RequestState>();
   const stateOf = (request: FastifyRequest): RequestState => {
     let state = states.get(request);
@@ -134,7 +138,11 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
   function onUpstreamError(request: FastifyRequest, reply: FastifyReply, error: Error): void {
     const timeout = (error as FastifyError).statusCode === 504;
     const cause = timeout ? 'upstream_timeout' : 'upstream_error';
-    stateOf(request).outcome = ['502', 'upstream_unavailable'];
+    const state = stateOf(request);
+    state.outcome = ['502', 'upstream_unavailable'];
+    // Not delivered (the connection failed): the key is free for the agent's retry. After anything
+    // else (a timeout, a reset) the upstream may have acted; the claim holds the key until its lease ends.
+    if (state.claimId !== undefined && notDelivered(error)) releaseClaim(sidecar, request, state.claimId);
     request.log.warn({ cause }, 'gateway: upstream failed');
     reply.code(502).header('cache-control', 'no-store').header('x-request-id', request.id)
       .send(errorBody('upstream_unavailable', undefined, { cause }));
@@ -171,7 +179,9 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     const streamIdle = route?.mcp?.streamIdleMs ?? route?.a2a?.streamIdleMs;
     const idleMs = sse ? streamIdle ?? opts.upstreamTimeoutMs : opts.upstreamTimeoutMs;
     const onIdle = (): void => request.log.info({ idle_ms: idleMs, sse }, 'gateway: upstream idle');
-    void reply.send(forwardBody(a2aAnswer(admission, decision, sse, res.stream), reply.raw, sse, idleMs, onIdle));
+    const { claimId } = stateOf(request);
+    const body = claimId === undefined ? res.stream : recordingBody(sidecar, request, reply, res, claimId);
+    void reply.send(forwardBody(a2aAnswer(admission, decision, sse, body), reply.raw, sse, idleMs, onIdle));
   }
 
   /** The answer to an allowed A2A message, read for the task ids it names as it passes (a2a/tasks.ts). */
@@ -241,6 +251,13 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
         }
         const body = Buffer.isBuffer(request.body) ? request.body : undefined;
         const contentType = request.headers['content-type'];
+        if (decision.kind === 'allow' && decision.idempotency?.status === 'replay') {
+          state.outcome = ['replayed', 'authorized'];
+          return replayAnswer(reply, decision.idempotency.response, request.id);
+        }
+        if (decision.kind === 'allow' && decision.idempotency?.status === 'claimed') {
+          state.claimId = decision.idempotency.claimId;
+        }
         if (decision.kind === 'shadow') {
           countShadow(metrics, decision.route, decision.reason);
           logShadow(request.log, decision);

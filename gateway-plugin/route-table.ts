@@ -11,6 +11,7 @@
 import type { McpRoute } from './mcp/config.js';
 import type { A2aRoute } from './a2a/config.js';
 import type { RouteMode } from './shadow.js';
+import type { IdempotencyMode } from './idempotency.js';
 import { foldPath, mayFoldBeyondCase } from '../src/path.js';
 
 /** Methods the gateway proxies (a route's `method` must be one of these or `'*'`). */
@@ -34,6 +35,8 @@ export interface RouteMatch {
   readonly a2a: A2aRoute | undefined;
   /** `shadow`: verified, but forwarded whatever the decision (shadow.ts); `enforce` otherwise. */
   readonly mode: RouteMode;
+  /** The idempotency ledger for its keyed methods (idempotency.ts). */
+  readonly idempotency: IdempotencyMode;
 }
 
 /** A pattern segment: a literal (exact text, ASCII case fold, full fold), `:param` or `*`. */
@@ -89,8 +92,8 @@ export function sameAuthorization(a: CompiledRoute | undefined, b: CompiledRoute
 }
 
 function toMatch(route: CompiledRoute): RouteMatch {
-  const { index, pattern, scope, amountPointer, currencyPointer, mcp, a2a, mode } = route;
-  return { index, pattern, scope, amountPointer, currencyPointer, mcp, a2a, mode };
+  const { index, pattern, scope, amountPointer, currencyPointer, mcp, a2a, mode, idempotency } = route;
+  return { index, pattern, scope, amountPointer, currencyPointer, mcp, a2a, mode, idempotency };
 }
 
 /** What {@link RouteTable.resolve} found for a request. */
@@ -118,6 +121,11 @@ export class RouteTable {
   /** Number of entries. */
   get size(): number {
     return this.#routes.length;
+  }
+
+  /** The entries, most specific first. */
+  get entries(): readonly CompiledRoute[] {
+    return this.#routes;
   }
 
   #find(method: string, path: string, folded: boolean): CompiledRoute | undefined {

@@ -40,6 +40,8 @@ import { RouteTable, SUPPORTED_METHODS, foldCase, sameAuthorization } from './ro
 import type { CompiledRoute, Segment } from './route-table.js';
 import { SensitiveScopes, checkRouteMode, checkShadowRoute } from './shadow.js';
 import type { RouteMode } from './shadow.js';
+import { checkIdempotencyMode } from './idempotency.js';
+import type { IdempotencyMode } from './idempotency.js';
 
 export { RouteTable, SUPPORTED_METHODS } from './route-table.js';
 export type { RouteMatch, RouteResolution } from './route-table.js';
@@ -80,6 +82,12 @@ export interface RouteEntry {
    * are logged and counted (shadow.ts). Refused for a route with a sensitive scope. Default `'enforce'`.
    */
   mode?: RouteMode;
+  /**
+   * The idempotency ledger for the route's POST, PUT, PATCH and DELETE requests (idempotency.ts,
+   * docs/gateway.md#idempotency): `'required'` (400 without an `Idempotency-Key`), `'optional'` or
+   * `'off'`. Default `'required'` for a `payments:*` scope, else `'off'`.
+   */
+  idempotency?: IdempotencyMode;
 }
 
 /** Global context pointers that route entries inherit. */
@@ -88,7 +96,7 @@ export interface RouteDefaults {
   currencyPointer?: string | undefined;
 }
 
-const ROUTE_KEYS = ['method', 'path', 'scope', 'public', 'context', 'mcp', 'a2a', 'mode'] as const;
+const ROUTE_KEYS = ['method', 'path', 'scope', 'public', 'context', 'mcp', 'a2a', 'mode', 'idempotency'] as const;
 
 function compileMethods(value: unknown, path: string): ReadonlySet<string> | 'any' {
   if (value === '*') return 'any';
@@ -185,11 +193,13 @@ function compileEntry(value: unknown, path: string, index: number, defaults: Rou
       currencyPointer = checkJsonPointer(ctx.currency, at(at(path, 'context'), 'currency'));
     }
   }
+  const idempotency = checkIdempotencyMode(entry.idempotency, at(path, 'idempotency'),
+    { scope, rpc, shadow: mode === 'shadow' });
   const shape = segments.map((s) => (s.kind === 0 ? `=${s.text}` : s.kind === 1 ? ':' : '*')).join('/');
   const looseShape = segments.map((s) => (s.kind === 0 ? `=${s.loose}` : s.kind === 1 ? ':' : '*')).join('/');
   return {
-    index, pattern: entry.path as string, scope, amountPointer, currencyPointer, mcp, a2a, mode, methods, segments,
-    shape, foldedShape: foldCase(shape), looseShape,
+    index, pattern: entry.path as string, scope, amountPointer, currencyPointer, mcp, a2a, mode, idempotency, methods,
+    segments, shape, foldedShape: foldCase(shape), looseShape,
   };
 }
 

@@ -10,12 +10,17 @@
 
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
-import { API_KEY_HEADER, CHALLENGE_PATH, VERIFY_PATH } from '../src/protocol.js';
-import type { VerifyRequest } from '../src/protocol.js';
+import {
+  API_KEY_HEADER, CHALLENGE_PATH, IDEMPOTENCY_RECORD_PATH, IDEMPOTENCY_RELEASE_PATH, VERIFY_PATH,
+} from '../src/protocol.js';
+import type { RecordedResponse, VerifyRequest } from '../src/protocol.js';
 import { AUTHZEN_EVALUATION_PATH, authzenBody, fromAuthzen } from './authzen.js';
 
-/** Longest sidecar response body read (bytes); longer is a bad response. */
-export const MAX_SIDECAR_RESPONSE_BYTES = 65_536;
+/**
+ * Longest sidecar response body read (bytes); longer is a bad response. It holds a verify answer
+ * with a replayed answer of the idempotency ledger (its body and headers are bounded, src/protocol.ts).
+ */
+export const MAX_SIDECAR_RESPONSE_BYTES = 192 * 1024;
 
 /** What one verify call produced. */
 export type VerifyCallResult =
@@ -50,7 +55,9 @@ export type VerifyRequestJson = Omit<VerifyRequest, 'proof_bundle'> & { readonly
 export function verifyBody(request: VerifyRequest | VerifyRequestJson): string {
   if (!('proofBundleJson' in request)) return JSON.stringify(request);
   const context = request.context === undefined ? '' : `,"context":${JSON.stringify(request.context)}`;
-  return `{"proof_bundle":${request.proofBundleJson},"required_scope":${JSON.stringify(request.required_scope)}${context}}`;
+  const idem = request.idempotency === undefined ? '' : `,"idempotency":${JSON.stringify(request.idempotency)}`;
+  const scope = JSON.stringify(request.required_scope);
+  return `{"proof_bundle":${request.proofBundleJson},"required_scope":${scope}${context}${idem}}`;
 }
 
 type Raw = { status: number; contentType: string | undefined; body: string; tooLarge: boolean };
@@ -158,6 +165,23 @@ export class SidecarClient {
     if (r === 'timeout' || r === 'network') return { kind: r };
     if (r.tooLarge) return { kind: 'response', ...r };
     return { kind: 'response', ...r, ...fromAuthzen(r.status, r.body) };
+  }
+
+  /**
+   * Records the upstream's answer to the request whose verify claimed `claimId` (idempotency.ts);
+   * true when the sidecar stored it. Never throws.
+   */
+  async recordIdempotent(claimId: string, response: RecordedResponse, requestId: string): Promise<boolean> {
+    const r = await this.#call('POST', IDEMPOTENCY_RECORD_PATH, this.#options.verifyTimeoutMs, requestId,
+      JSON.stringify({ claim_id: claimId, response }));
+    return typeof r !== 'string' && r.status === 200;
+  }
+
+  /** Releases the claim `claimId` (its request got no upstream answer); true when released. Never throws. */
+  async releaseIdempotent(claimId: string, requestId: string): Promise<boolean> {
+    const r = await this.#call('POST', IDEMPOTENCY_RELEASE_PATH, this.#options.verifyTimeoutMs, requestId,
+      JSON.stringify({ claim_id: claimId }));
+    return typeof r !== 'string' && r.status === 200;
   }
 
   /** Fetches a fresh challenge, or `undefined` on any failure. Never throws. */

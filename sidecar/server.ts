@@ -37,6 +37,7 @@ import { registerProofRoutes } from './routes/proofs.js';
 import { registerVerifyRoutes } from './routes/verify.js';
 import { registerAuthzenRoutes } from './routes/authzen.js';
 import { registerDecisionRoutes } from './routes/decisions.js';
+import { registerIdempotencyRoutes } from './routes/idempotency.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { registerWebhookRoutes } from './routes/webhooks.js';
 import { registerApprovalRoutes } from './routes/approvals.js';
@@ -245,6 +246,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   await registerVerifyRoutes(app, ctx);
   await registerAuthzenRoutes(app, ctx);
   await registerDecisionRoutes(app, ctx);
+  await registerIdempotencyRoutes(app, ctx);
   await registerAuditRoutes(app, ctx);
   await registerWebhookRoutes(app, ctx);
   await registerApprovalRoutes(app, ctx);
@@ -292,12 +294,13 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
  * `SIDECAR_CHALLENGE_RETENTION_HOURS`, and audit rows older than
  * `SIDECAR_AUDIT_RETENTION_DAYS` when that is set (0 keeps audit forever), whole
  * chain prefixes at a time, each leaving a signed anchor checkpoint, and rate-limit
- * windows that have ended.
+ * windows that have ended, and idempotency records past their expiry or lease.
  */
 export async function runRetention(ctx: ServiceContext): Promise<{ challenges: number; audit: number }> {
   const now = ctx.clock();
   await ctx.store.accounts.purgeRateLimits(now);
   const challenges = await ctx.store.proofs.purgeChallenges(now - ctx.config.challengeRetentionHours * 3600_000);
+  await ctx.store.idempotency.purgeIdempotency(now);
   const audit = ctx.config.auditRetentionDays > 0 ? await ctx.audit.prune(now - ctx.config.auditRetentionDays * 86_400_000) : 0;
   return { challenges, audit };
 }

@@ -64,6 +64,14 @@ export const GATEWAY_ERRORS = {
     status: 400,
     message: 'The push-notification URL is refused (https to a public address only, as for webhooks).',
   },
+  idempotency_key_required: {
+    status: 400, message: 'This route requires exactly one Idempotency-Key header of 1-255 printable ASCII characters.',
+  },
+  // The idempotency ledger's refusals: verify answers them to the gateway, which passes them on.
+  idempotency_in_flight: {
+    status: 409, message: 'A request with this Idempotency-Key is still in progress; retry later.',
+  },
+  idempotency_key_reused: { status: 422, message: 'This Idempotency-Key was used for a different request.' },
 } as const satisfies Record<string, ErrorSpec>;
 
 /**
@@ -137,6 +145,8 @@ export const ERRORS = {
   batch_too_large: { status: 400, message: 'An evaluations request holds at most 100 evaluations.' },
   evaluation_indeterminate: { status: 503,
     message: 'No authorization decision could be made (nothing was decided); retry later.' },
+  // idempotency ledger (idempotency_in_flight and idempotency_key_reused are in GATEWAY_ERRORS)
+  idempotency_claim_not_found: { status: 404, message: 'No such idempotency claim in progress.' },
 
   // approvals
   approval_not_found: { status: 404, message: 'No such approval.' },

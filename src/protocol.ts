@@ -51,6 +51,28 @@ export const APPROVAL_ID_HEADER = 'x-service-approval-id';
 export const APPROVAL_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
+ * The request header that carries an idempotency key (docs/gateway.md#idempotency). Lowercase, as Node reads it.
+ */
+export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
+/** The shape of an idempotency key: 1–255 printable ASCII characters (no space). */
+export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+/** The response header that marks a replayed answer (`true`). Lowercase, as Node reads it. */
+export const IDEMPOTENT_REPLAYED_HEADER = 'idempotent-replayed';
+/** Path of the operation that records the upstream's answer to a claimed key (docs/api.md). */
+export const IDEMPOTENCY_RECORD_PATH = '/v1/service/idempotency/record';
+/** Path of the operation that releases a claimed key whose request got no upstream answer (docs/api.md). */
+export const IDEMPOTENCY_RELEASE_PATH = '/v1/service/idempotency/release';
+/**
+ * The bounds of a recorded answer: the body (larger ones are recorded without it), the number of
+ * headers, and each header's name and value (longer ones are not recorded).
+ */
+export const IDEMPOTENCY_LIMITS = Object.freeze({
+  bodyBytes: 32 * 1024, headers: 64, headerNameLength: 128, headerValueLength: 2048,
+  /** A claim's lease, which the gateway asks for (its upstream timeout and a margin), in seconds. */
+  minLeaseSeconds: 1, maxLeaseSeconds: 3600,
+});
+
+/**
  * The constraint context: facts about the request actually received, derived
  * by the receiving application, never copied from the caller (spec 4.15 step 3).
  * Every member is optional on the wire; a constraint whose fact is missing denies.
@@ -101,7 +123,42 @@ export interface VerifyRequest {
   required_scope: string;
   /** Facts about the request for the certificate's constraints. */
   context?: VerifyContext;
+  /**
+   * The request's idempotency key (docs/gateway.md#idempotency): an allow claims it, or finds the
+   * recorded answer of the same request (`replay`: not debited again).
+   */
+  idempotency?: VerifyIdempotency;
 }
+
+/** The idempotency block of a verify request. */
+export interface VerifyIdempotency {
+  /** The `Idempotency-Key` as the agent sent it ({@link IDEMPOTENCY_KEY_PATTERN}). */
+  key: string;
+  /** Lowercase hex SHA-256 of the request: method, path, query and body (the gateway's `requestHash`). */
+  request_sha256: string;
+  /** How long the claim holds the key while the request is forwarded, in seconds. */
+  lease_seconds: number;
+}
+
+/** An upstream answer recorded in the ledger, as the API carries it. */
+export interface RecordedResponse {
+  /** The upstream's HTTP status. */
+  status: number;
+  /** The headers to replay, `[name, value]` pairs, lowercase names. */
+  headers: [string, string][];
+  /** The body, base64 (empty when `body_omitted`). */
+  body: string;
+  /** The body was over {@link IDEMPOTENCY_LIMITS}.bodyBytes and is not recorded. */
+  body_omitted: boolean;
+}
+
+/**
+ * The idempotency member of an allow: the key was claimed (forward, then record the answer under
+ * `claim_id`), or this is a repeat of a recorded request (answer `response`; do not forward).
+ */
+export type VerifyIdempotencyResult =
+  | { status: 'claimed'; claim_id: string }
+  | { status: 'replay'; response: RecordedResponse };
 
 /**
  * The 200 body of `POST /v1/service/verify`: a decision and its stable reason (spec 2.7).
@@ -137,4 +194,6 @@ export interface VerifyResponse {
    * passes it to the agent (docs/gateway.md), which can poll its status (docs/api.md).
    */
   approval_id?: string;
+  /** With an allow of a request that carried an idempotency block: claimed or replay. */
+  idempotency?: VerifyIdempotencyResult;
 }

@@ -14,6 +14,7 @@ import { AUTHZEN_ROUTES } from '../routes/authzen.js';
 import { DECISIONS_ROUTES } from '../routes/decisions.js';
 import { DELEGATIONS_ROUTES } from '../routes/delegations.js';
 import { HEALTH_ROUTES } from '../routes/health.js';
+import { IDEMPOTENCY_ROUTES } from '../routes/idempotency.js';
 import { LIMITS_ROUTES } from '../routes/limits.js';
 import { ONBOARDING_ROUTES } from '../routes/onboarding.js';
 import { PLATFORMS_ROUTES } from '../routes/platforms.js';
@@ -24,6 +25,7 @@ import { WEBHOOKS_ROUTES } from '../routes/webhooks.js';
 /** Every route of the JSON API, by file. */
 export const ROUTES: readonly RouteSpec[] = [
   HEALTH_ROUTES, AUTH_ROUTES, ONBOARDING_ROUTES, PLATFORMS_ROUTES, DELEGATIONS_ROUTES, PROOFS_ROUTES, VERIFY_ROUTES,
+  IDEMPOTENCY_ROUTES,
   APPROVALS_ROUTES, LIMITS_ROUTES, AUDIT_ROUTES, AUDIT_EXPORT_ROUTES, WEBHOOKS_ROUTES, AUTHZEN_ROUTES,
   DECISIONS_ROUTES,
 ].flatMap((group) => Object.values(group));

@@ -18,6 +18,7 @@ import { DECISION_REASONS } from '../../src/decisions.js';
 import type { DecisionReason } from '../../src/decisions.js';
 import { ConstraintsSchema } from './constraints.js';
 import { WEBHOOK_SCHEMAS } from './webhooks.js';
+import { IDEMPOTENCY_LIMITS } from '../../src/protocol.js';
 
 const Str = Type.String();
 const Time = Type.String({ format: 'date-time' });
@@ -138,6 +139,27 @@ export const Presentation = named('Presentation', Type.Object({
   proof_header: Type.String({ description: 'base64 of the bundle JSON, for X-Service-Proof.' }),
   cert_id: Str, challenge_expires_at: NullableTime,
 }));
+/** The shape of an upstream answer in the idempotency ledger (docs/gateway.md#idempotency); also a request body's. */
+export const recordedResponseShape = () => Type.Object({
+  status: Type.Integer({ minimum: 100, maximum: 599 }),
+  headers: Type.Array(
+    Type.Array(Type.String({ maxLength: IDEMPOTENCY_LIMITS.headerValueLength }), { minItems: 2, maxItems: 2 }),
+    { maxItems: IDEMPOTENCY_LIMITS.headers, description: '[name, value] pairs, lowercase names.' }),
+  body: Type.String({ maxLength: Math.ceil(IDEMPOTENCY_LIMITS.bodyBytes / 3) * 4, pattern: '^[A-Za-z0-9+/]*={0,2}$',
+    description: 'base64; empty when body_omitted.' }),
+  body_omitted: Type.Boolean({
+    description: 'The body was larger than the ledger keeps (docs/gateway.md#idempotency).' }),
+}, { additionalProperties: false });
+/** An upstream answer in the idempotency ledger. */
+export const RecordedResponse = named('RecordedResponse', recordedResponseShape());
+/** The answer of recording an upstream answer. */
+export const IdempotencyRecorded = named('IdempotencyRecorded', Type.Object({
+  claim_id: Str,
+  expires_at: Type.String({ description: 'When the record expires (ISO 8601): repeats replay it until then.' }),
+}));
+/** The answer of releasing a claim. */
+export const IdempotencyReleased = named('IdempotencyReleased',
+  Type.Object({ claim_id: Str, released: Type.Literal(true) }));
 /** Spec 2.7: the verification result. */
 export const VerifyResult = named('VerifyResult', Type.Object({
   decision: Type.Union([Type.Literal('allow'), Type.Literal('deny'), Type.Literal('indeterminate')]),
@@ -154,6 +176,11 @@ export const VerifyResult = named('VerifyResult', Type.Object({
   approval_id: Type.Optional(Type.String({
     description: 'With approval_required, approval_denied, approval_expired, approval_used, and an allow that used '
       + 'an approval: the approval.' })),
+  idempotency: Type.Optional(Type.Union([
+    Type.Object({ status: Type.Literal('claimed'), claim_id: Str }),
+    Type.Object({ status: Type.Literal('replay'), response: Type.Ref('RecordedResponse') }),
+  ], { description: 'With an allow of a request with an idempotency block: the claim to record the answer under, '
+    + 'or the recorded answer to replay (docs/gateway.md#idempotency).' })),
 }));
 
 const ApprovalStates = Type.String({ description: '`pending`, `granted`, `denied`, `used` or `expired`.' });
@@ -263,5 +290,6 @@ export const RESPONSE_SCHEMAS: readonly TSchema[] = [
   Certificate, CertificateList, Identity, Challenge, Presentation, VerifyResult, ActionApproval, ActionApprovalList,
   ActionApprovalStatus, CertificateUsage, AuditEvent, AuditPage, AuditExport, Usage,
   Delivery, DeliveryPage, DeliveryDetail, Redelivery, Liveness, Readiness, NotReady,
+  RecordedResponse, IdempotencyRecorded, IdempotencyReleased,
   ...AUTHZEN_SCHEMAS, ...WEBHOOK_SCHEMAS,
 ];

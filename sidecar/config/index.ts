@@ -54,6 +54,8 @@ export interface SidecarConfig {
   publicUrl: string | null;
   auditRetentionDays: number;
   challengeRetentionHours: number;
+  /** How long a recorded idempotent answer is replayed (docs/gateway.md#idempotency), hours. */
+  idempotencyRetentionHours: number;
   shutdownTimeoutMs: number;
   /** Worker threads for hybrid signing (present) and proof-signature checks (verify); 0 = on the main thread. */
   cryptoWorkers: number;
@@ -96,6 +98,7 @@ export const DEFAULTS = {
   bodyLimitBytes: 64 * 1024,
   auditRetentionDays: 0,
   challengeRetentionHours: 24,
+  idempotencyRetentionHours: 24,
   shutdownTimeoutMs: 10_000,
   approvalTtlSeconds: 600,
   sqliteSynchronous: 'full',
@@ -121,7 +124,8 @@ export const ENV_VARS = [
   'SIDECAR_MASTER_KEY', 'SIDECAR_INSECURE_COOKIES', 'SIDECAR_WEBHOOK_ALLOW_INSECURE', 'SIDECAR_ALPHA_CREDITS',
   'SIDECAR_CHALLENGE_TTL_SECONDS', 'SIDECAR_PROOF_FRESHNESS_SECONDS', 'SIDECAR_API_KEY_GRACE_SECONDS',
   'SIDECAR_SEND_CODE_PER_MINUTE', 'SIDECAR_SEND_CODE_GLOBAL_PER_MINUTE', 'SIDECAR_LOG_LEVEL', 'SIDECAR_BODY_LIMIT_BYTES', 'SIDECAR_TRUST_PROXY',
-  'SIDECAR_AUDIT_RETENTION_DAYS', 'SIDECAR_CHALLENGE_RETENTION_HOURS', 'SIDECAR_SHUTDOWN_TIMEOUT_MS',
+  'SIDECAR_AUDIT_RETENTION_DAYS', 'SIDECAR_CHALLENGE_RETENTION_HOURS', 'SIDECAR_IDEMPOTENCY_RETENTION_HOURS',
+  'SIDECAR_SHUTDOWN_TIMEOUT_MS',
   'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_METRICS_LISTEN', 'SIDECAR_CONSOLE', 'SIDECAR_APPROVAL_TTL_SECONDS',
   'SIDECAR_REQUIRE_BOUND_OPERATION', 'SIDECAR_SQLITE_SYNCHRONOUS', 'SIDECAR_PUBLIC_URL',
   'SIDECAR_DATABASE_URL', 'SIDECAR_DATABASE_POOL_MAX', 'SIDECAR_DATABASE_STATEMENT_TIMEOUT_MS', 'SIDECAR_DATABASE_CONNECT_TIMEOUT_MS',
@@ -259,6 +263,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     publicUrl: publicUrl(env.SIDECAR_PUBLIC_URL),
     auditRetentionDays: int(env, 'SIDECAR_AUDIT_RETENTION_DAYS', DEFAULTS.auditRetentionDays, 0, 36500),
     challengeRetentionHours: int(env, 'SIDECAR_CHALLENGE_RETENTION_HOURS', DEFAULTS.challengeRetentionHours, 1, 8760),
+    idempotencyRetentionHours: int(env, 'SIDECAR_IDEMPOTENCY_RETENTION_HOURS', DEFAULTS.idempotencyRetentionHours,
+      24, 8760),
     shutdownTimeoutMs: int(env, 'SIDECAR_SHUTDOWN_TIMEOUT_MS', DEFAULTS.shutdownTimeoutMs, 100, 600_000),
     cryptoWorkers: int(env, 'SIDECAR_CRYPTO_WORKERS', defaultCryptoWorkers(), 0, MAX_CRYPTO_WORKERS),
     metricsListen: metricsListen(env.SIDECAR_METRICS_LISTEN, host, port),

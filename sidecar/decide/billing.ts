@@ -20,6 +20,12 @@ import type { Stage, VerifyCall } from './stage.js';
 /** Price of one verify call: 0.002 dollars in micro-dollars. */
 export const VERIFY_PRICE_MICROS = 2_000;
 
+/**
+ * Refusals that spend the challenge but are not billed: the idempotency ledger's (a repeat of a
+ * request the agent already paid for, still in flight or under a reused key).
+ */
+export const UNBILLED_REFUSALS: ReadonlySet<string> = new Set(['idempotency_in_flight', 'idempotency_key_reused']);
+
 /** Stage 2: refuses with 402 `credits_exhausted`, before any work, when the balance cannot cover the call. */
 export const meter: Stage = {
   name: 'meter',
@@ -42,7 +48,8 @@ export async function settleRefusal(ctx: ServiceContext, call: VerifyCall, refus
   const { connectionId, accountId } = call.auth;
   let r: Awaited<ReturnType<typeof ctx.store.proofs.consumeAndDebit>>;
   try {
-    r = await ctx.store.proofs.consumeAndDebit(challengeId, connectionId, call.now, accountId, VERIFY_PRICE_MICROS);
+    r = await ctx.store.proofs.consumeAndDebit(challengeId, connectionId, call.now, accountId,
+      UNBILLED_REFUSALS.has(refusal.code) ? 0 : VERIFY_PRICE_MICROS);
   } catch {
     r = 'committed';
   }

@@ -14,9 +14,10 @@
  * | 7 | signature (crypto workers) | 400 invalid_signature |
  * | 8 | delegation: status, expiry, scope, constraints | (decides allow or deny) |
  * | 9 | binding: an operation-bound proof allows only its operation | (allow → deny) |
- * | 10 | limits: budget and max_calls, the debits to commit | (allow → deny) |
- * | 11 | approval: step-up approval of the operation | (allow → deny) |
- * | 12 | commit: challenge + debit + effects + audit row in one transaction | 200 allow / deny |
+ * | 10 | idempotency: claim the key, or replay its recorded answer | 409 / 422 |
+ * | 11 | limits: budget and max_calls, the debits to commit | (allow → deny) |
+ * | 12 | approval: step-up approval of the operation | (allow → deny) |
+ * | 13 | commit: challenge + debit + effects + audit row in one transaction | 200 allow / deny |
  *
  * The orchestrator fails closed: a stage refuses only by throwing a
  * `ServiceError` (billed or not by `billing.ts`); a store failure answers 200
@@ -41,6 +42,7 @@ import { commit } from './stages/commit.js';
 import { delegation } from './stages/delegation.js';
 import { binding } from './stages/binding.js';
 import { limits } from './stages/limits.js';
+import { idempotency } from './stages/idempotency.js';
 import { approval } from './stages/approval.js';
 import { freshness } from './stages/freshness.js';
 import { parse } from './stages/parse.js';
@@ -50,7 +52,8 @@ import { subject } from './stages/subject.js';
 
 /** The stages of a verify call, in the order they run. */
 export const VERIFY_STAGES: readonly Stage[] = Object.freeze([
-  authenticate, meter, parse, challenge, freshness, certificate, signature, delegation, binding, limits, approval, commit,
+  authenticate, meter, parse, challenge, freshness, certificate, signature, delegation, binding, idempotency, limits, approval,
+  commit,
 ]);
 
 /**
@@ -89,16 +92,36 @@ export async function decide(ctx: ServiceContext, apiKey: unknown, body: VerifyR
   const mode = opts.mode ?? 'verify';
   const call: VerifyCall = { now: ctx.clock(), apiKey, body, spendableChallenge: null, mode,
     decisionId: crypto.randomUUID(), ...(opts.subject !== undefined ? { subject: opts.subject } : {}) };
-  if (opts.onSettled === undefined) return runStages(ctx, call, opts);
+  if (opts.onSettled === undefined) return runLedgered(ctx, call, opts);
   let out: VerifyResponse;
   try {
-    out = await runStages(ctx, call, opts);
+    out = await runLedgered(ctx, call, opts);
   } catch (err) {
     if (err instanceof ServiceError) opts.onSettled(call, err);
     throw err;
   }
   opts.onSettled(call, out);
   return out;
+}
+
+/**
+ * Runs the stages; a key the call claimed (stages/idempotency.ts) is released again unless the
+ * answer is an allow that names the claim (a later deny, a refusal, a failure closed).
+ */
+async function runLedgered(ctx: ServiceContext, call: VerifyCall, opts: DecideOptions): Promise<VerifyResponse> {
+  let out: VerifyResponse | undefined;
+  try {
+    out = await runStages(ctx, call, opts);
+    return out;
+  } finally {
+    const claimed = call.ledger !== undefined && 'claimId' in call.ledger ? call.ledger.claimId : undefined;
+    if (claimed !== undefined && call.auth !== undefined && out?.idempotency?.status !== 'claimed') {
+      // Best effort: a claim left behind frees its key when its lease ends.
+      await ctx.store.idempotency.release(call.auth.connectionId, claimed).catch((err: unknown) => {
+        (opts.log ?? ctx.log).warn({ err }, 'verify: an idempotency claim was not released (its lease frees it)');
+      });
+    }
+  }
 }
 
 /** Runs the stages over `call`: the answer, or the refusal it throws. */

@@ -23,7 +23,7 @@ import type { ParsedProof } from '../../src/proof.js';
 import type { VerifyRequest, VerifyResponse } from '../../src/protocol.js';
 import type { ApiKeyAuth } from '../auth/api-key.js';
 import type { ServiceContext } from '../context.js';
-import type { ChallengeRecord, DecisionEffects } from '../store/types.js';
+import type { ChallengeRecord, DecisionEffects, IdempotentResponse } from '../store/types.js';
 
 /** The reasons of the table (`src/decisions.ts`) that come with decision `D`. */
 export type ReasonFor<D extends DecisionValue> = {
@@ -93,6 +93,11 @@ export interface VerifyCall {
   counters?: CounterReading[];
   /** approval: the state of this operation's approval (`none` when there is none). */
   approvalState?: string;
+  /**
+   * idempotency: the key this call claimed (its claim id), or the recorded answer it replays
+   * (stages/idempotency.ts).
+   */
+  ledger?: { claimId: string } | { replay: IdempotentResponse };
   /** commit: the 200 answer, once the decision is recorded. */
   response?: VerifyResponse;
 }

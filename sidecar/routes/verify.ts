@@ -12,7 +12,7 @@ import type { Static } from '@sinclair/typebox';
 import type { ServiceContext } from '../context.js';
 import { decide } from '../decide/pipeline.js';
 import { ServiceError } from '../../src/errors.js';
-import { API_KEY_HEADER, VERIFY_PATH } from '../../src/protocol.js';
+import { API_KEY_HEADER, IDEMPOTENCY_KEY_PATTERN, IDEMPOTENCY_LIMITS, VERIFY_PATH } from '../../src/protocol.js';
 import type { VerifyRequest, VerifyResponse } from '../../src/protocol.js';
 import type { VerifyCall } from '../decide/stage.js';
 
@@ -30,6 +30,12 @@ const VerifyBody = Type.Object({
     body_sha256: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$' })),
     query_sha256: Type.Optional(Type.String({ pattern: '^[0-9a-f]{64}$' })),
     tool: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,128}$' })),
+  }, { additionalProperties: false })),
+  idempotency: Type.Optional(Type.Object({
+    key: Type.String({ pattern: IDEMPOTENCY_KEY_PATTERN.source }),
+    request_sha256: Type.String({ pattern: '^[0-9a-f]{64}$' }),
+    lease_seconds: Type.Integer({
+      minimum: IDEMPOTENCY_LIMITS.minLeaseSeconds, maximum: IDEMPOTENCY_LIMITS.maxLeaseSeconds }),
   }, { additionalProperties: false })),
 }, { additionalProperties: false });
 
@@ -66,9 +72,10 @@ export const VERIFY_ROUTES = {
     operation: {
       ...op('verifyProof', 'Verify a proof (spec 4.13)',
         'Answers a decision: allow, deny or indeterminate, with a stable reason. Metered, checked against revocation, '
-        + 'recorded in the audit trail. A 400 means the proof is bad or spent.',
+        + 'recorded in the audit trail. A 400 means the proof is bad or spent. With an `idempotency` block, an allow '
+        + 'claims the key or replays its recorded answer (unbilled); 409 and 422 are the ledger\'s refusals.',
         S.VerifyResult, ['invalid_challenge', 'invalid_proof', 'proof_stale', 'invalid_signature', 'invalid_scopes',
-          'credits_exhausted']),
+          'credits_exhausted', 'idempotency_in_flight', 'idempotency_key_reused']),
       handlerAuth: 'api_key',
     },
   }),

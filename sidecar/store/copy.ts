@@ -35,6 +35,7 @@ export const COPY_TABLES: readonly { name: string; key: string[]; numeric?: bool
   { name: 'audit_chain_heads', key: ['account_id'] }, { name: 'audit_checkpoints', key: ['id'] },
   { name: 'audit_export_cursors', key: ['sink', 'account_id'] }, { name: 'service_keys', key: ['id'] },
   { name: 'decision_explanations', key: ['id'] },
+  { name: 'idempotency_records', key: ['connection_id', 'agent_id', 'idem_key'] },
 ];
 
 /** Rows per INSERT statement. */

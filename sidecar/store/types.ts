@@ -14,6 +14,7 @@ import type { ApprovalStore, UsageStore } from './types/approvals.js';
 import type { AuditStore } from './types/audit.js';
 import type { DelegationStore } from './types/delegations.js';
 import type { DecisionStore } from './types/decisions.js';
+import type { IdempotencyStore } from './types/idempotency.js';
 import type { ChangeFeed, PoolStats } from './types/engine.js';
 import type { OutboxStore } from './types/outbox.js';
 import type { PlatformStore } from './types/platforms.js';
@@ -27,6 +28,7 @@ export type * from './types/outbox.js';
 export type * from './types/audit.js';
 export type * from './types/engine.js';
 export type * from './types/decisions.js';
+export type * from './types/idempotency.js';
 
 /** The whole store. */
 export interface Store {
@@ -42,6 +44,8 @@ export interface Store {
   readonly audit: AuditStore;
   /** The explanations of decisions. */
   readonly decisions: DecisionStore;
+  /** The idempotency ledger (docs/gateway.md#idempotency). */
+  readonly idempotency: IdempotencyStore;
   /**
    * Changes committed by other processes sharing the database, for cache invalidation;
    * absent when one process owns the database (then the routes update the caches themselves).

@@ -32,8 +32,10 @@ t.equal((await reader.user.post(`/v1/service/delegations/${revoked.certId}/revok
 const ROUTES = [
   { method: 'GET', path: '/v1/items/*', scope: 'data:read' },
   { method: 'POST', path: '/v1/items', scope: 'data:write' },
-  { method: 'DELETE', path: '/v1/items/*', scope: 'payments:send' },
-  { method: 'POST', path: '/v1/payments', scope: 'payments:send', context: { amount: '/amount', currency: '/currency' } },
+  // The AuthZEN evaluation carries no idempotency block: money routes must not key requests (see the last test).
+  { method: 'DELETE', path: '/v1/items/*', scope: 'payments:send', idempotency: 'off' },
+  { method: 'POST', path: '/v1/payments', scope: 'payments:send', context: { amount: '/amount', currency: '/currency' },
+    idempotency: 'off' },
 ];
 const gateways: Record<'verify' | 'authzen', StartedGateway> = {
   verify: await startGatewayWithKey(gatewayConfig(up.url, sc.url, { routes: ROUTES }), reader.reg.api_key),
@@ -45,29 +47,35 @@ t.teardown(async () => { await gateways.verify.close(); await gateways.authzen.c
 const header = (b: Record<string, unknown>): Record<string, string> => ({ 'x-service-proof': proofHeader(b) });
 const pay = (amount: string): string => JSON.stringify({ amount, currency: 'USD' });
 
-interface Row { name: string; request: () => Promise<{ method: string; path: string; headers: Record<string, string>; body?: string }> }
+/** A request to send through both gateways, and the outcome (`status code [approval-id] upstream:n`) verify mode must give. */
+interface Row {
+  name: string; want: RegExp;
+  request: () => Promise<{ method: string; path: string; headers: Record<string, string>; body?: string }>;
+}
 const rows: Row[] = [
-  { name: 'allow', request: async () => ({ method: 'GET', path: '/v1/items/1', headers: header(await bundleFor(reader)) }) },
-  { name: 'not_delegated', request: async () => ({ method: 'GET', path: '/v1/items/1', headers: header(await bundleFor(payer)) }) },
-  { name: 'delegation_revoked', request: async () => ({ method: 'GET', path: '/v1/items/1',
+  { name: 'allow', want: /^200 - upstream:1$/,
+    request: async () => ({ method: 'GET', path: '/v1/items/1', headers: header(await bundleFor(reader)) }) },
+  { name: 'not_delegated', want: /^403 not_delegated upstream:0$/,
+    request: async () => ({ method: 'GET', path: '/v1/items/1', headers: header(await bundleFor(payer)) }) },
+  { name: 'delegation_revoked', want: /^403 delegation_revoked upstream:0$/, request: async () => ({ method: 'GET', path: '/v1/items/1',
     headers: header(revokedBundles.shift()!) }) },
-  { name: 'constraint_denied', request: async () => ({ method: 'POST', path: '/v1/payments',
+  { name: 'constraint_denied', want: /^403 constraint_denied upstream:0$/, request: async () => ({ method: 'POST', path: '/v1/payments',
     headers: { ...header(await bundleFor(payer)), 'content-type': 'application/json' }, body: pay('80.00') }) },
-  { name: 'allowed payment', request: async () => ({ method: 'POST', path: '/v1/payments',
+  { name: 'allowed payment', want: /^200 - upstream:1$/, request: async () => ({ method: 'POST', path: '/v1/payments',
     headers: { ...header(await bundleFor(payer)), 'content-type': 'application/json' }, body: pay('20.00') }) },
-  { name: 'payment without amount (constraint context missing)', request: async () => ({ method: 'DELETE',
+  { name: 'payment without amount (constraint context missing)', want: /^403 constraint_denied upstream:0$/, request: async () => ({ method: 'DELETE',
     path: '/v1/items/9', headers: header(await bundleFor(payer)) }) },
-  { name: 'approval_required', request: async () => ({ method: 'POST', path: '/v1/items',
+  { name: 'approval_required', want: /^403 proof_rejected approval-id upstream:0$/, request: async () => ({ method: 'POST', path: '/v1/items',
     headers: { ...header(await bundleFor(reader)), 'content-type': 'application/json' }, body: '{}' }) },
-  { name: 'forged signature', request: async () => {
+  { name: 'forged signature', want: /^403 proof_rejected upstream:0$/, request: async () => {
     const b = await bundleFor(reader);
     const sig = b.sig as Record<string, string>;
     const k = Object.keys(sig)[0]!;
     const flipped = sig[k]!.startsWith('A') ? `B${sig[k]!.slice(1)}` : `A${sig[k]!.slice(1)}`;
     return { method: 'GET', path: '/v1/items/1', headers: header({ ...b, sig: { ...sig, [k]: flipped } }) };
   } },
-  { name: 'no proof', request: async () => ({ method: 'GET', path: '/v1/items/1', headers: {} }) },
-  { name: 'route not mapped', request: async () => ({ method: 'GET', path: '/elsewhere', headers: {} }) },
+  { name: 'no proof', want: /^401 proof_required upstream:0$/, request: async () => ({ method: 'GET', path: '/v1/items/1', headers: {} }) },
+  { name: 'route not mapped', want: /^403 route_not_mapped upstream:0$/, request: async () => ({ method: 'GET', path: '/elsewhere', headers: {} }) },
 ];
 
 t.test('both decision APIs give the same outcome for every row', async (t) => {
@@ -82,6 +90,7 @@ t.test('both decision APIs give the same outcome for every row', async (t) => {
       const approval = res.headers['x-service-approval-id'] !== undefined ? ' approval-id' : '';
       got[mode] = `${res.status} ${code}${approval} upstream:${up.received.length - before}`;
     }
+    t.match(got.verify, row.want, `${row.name}: the expected outcome`);
     t.equal(got.authzen, got.verify, `${row.name}: ${got.verify}`);
   }
   // Replay: the same proof twice, per mode (a fresh bundle for each mode).
@@ -98,4 +107,13 @@ t.test('both decision APIs give the same outcome for every row', async (t) => {
 t.test('decision_api takes verify or authzen, nothing else', async (t) => {
   await t.rejects(startGatewayWithKey(gatewayConfig(up.url, sc.url, { routes: ROUTES, decision_api: 'grpc' }),
     reader.reg.api_key), /decision_api/);
+});
+
+t.test('decision_api authzen refuses a route that keys requests in the idempotency ledger, naming it', async (t) => {
+  const keyed = [{ method: 'POST', path: '/v1/payments', scope: 'payments:send' }];
+  await t.rejects(startGatewayWithKey(gatewayConfig(up.url, sc.url, { routes: keyed, decision_api: 'authzen' }), reader.reg.api_key),
+    /routes\[0\]\.idempotency: route \/v1\/payments uses the idempotency ledger/);
+  const gw = await startGatewayWithKey(gatewayConfig(up.url, sc.url, { routes: keyed }), reader.reg.api_key);
+  t.pass('decision_api verify takes it');
+  await gw.close();
 });

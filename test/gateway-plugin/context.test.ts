@@ -142,7 +142,10 @@ await t.test('trusted proxies: rightmost untrusted X-Forwarded-For hop; tenant h
   const gw2 = await startGateway(gatewayConfig(up.url, sidecar.url, {
     trusted_proxies: ['127.0.0.1', '10.0.0.0/8'],
     context: { tenant: { header: 'x-tenant-id' } },
-    routes: [{ method: 'POST', path: '/pay', scope: 'payments:send', context: { amount: '/total/value', currency: '/total/cur' } }],
+    routes: [{
+      method: 'POST', path: '/pay', scope: 'payments:send', context: { amount: '/total/value', currency: '/total/cur' },
+      idempotency: 'off', // the fake sidecar keeps no ledger (idempotency*.test.ts test it)
+    }],
   }));
   t.teardown(() => gw2.close());
   const post = (headers: Record<string, string>, body = '{"total":{"value":"3.10","cur":"jpy"},"amount":99}') =>

@@ -67,7 +67,11 @@ const doomed: Flow = await delegateAgent(reader, 'doomed', { approve: ['data:rea
 const ROUTES = [
   { method: 'GET', path: '/v1/items/*', scope: 'data:read' },
   { method: 'POST', path: '/v1/items', scope: 'data:write' },
-  { method: 'POST', path: '/v1/payments', scope: 'payments:send', context: { amount: '/amount', currency: '/currency' } },
+  // The idempotency ledger (on by default for payments:*) has its own tests (idempotency*.test.ts).
+  {
+    method: 'POST', path: '/v1/payments', scope: 'payments:send', context: { amount: '/amount', currency: '/currency' },
+    idempotency: 'off',
+  },
   { method: 'GET', path: '/public/status', public: true },
 ];
 const config = gatewayConfig(up.url, sc.url, { routes: ROUTES, verify_timeout_ms: 10_000, challenge_timeout_ms: 5_000 });

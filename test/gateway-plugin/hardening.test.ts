@@ -24,7 +24,8 @@ const ROUTES = [
   { method: 'GET', path: '/files/*', scope: 'data:read' },
   { method: 'GET', path: '/Reports/:id', scope: 'custom:reports' },
   { method: 'GET', path: '/v1/items/:id', scope: 'data:read' },
-  { method: 'POST', path: '/v1/payments', scope: 'payments:send' },
+  // The fake sidecar keeps no idempotency ledger (idempotency*.test.ts test it).
+  { method: 'POST', path: '/v1/payments', scope: 'payments:send', idempotency: 'off' },
   { method: 'GET', path: '/long/*', scope: 'data:read' },
   { method: 'GET', path: '/pub/*', public: true },
 ];

@@ -11,6 +11,7 @@
 import t from 'tap';
 import type { ServerResponse } from 'node:http';
 import { ERRORS } from '../../src/errors.js';
+import { MAX_SIDECAR_RESPONSE_BYTES } from '../../gateway-plugin/verify-client.js';
 import { allowAll, gatewayConfig, proofHeader, reply, send, startFakeSidecar, startGateway, startUpstream } from './helpers.js';
 import type { VerifyBehaviour } from './helpers.js';
 import { MODES, startMode } from './modes.js';
@@ -59,7 +60,7 @@ const rows: Row[] = [
   { name: 'wrong content type', behaviour: json(200, { decision: 'allow' }, 'text/plain'), status: 503, code: 'verify_unavailable', cause: 'verify_bad_response' },
   { name: 'JSON array', behaviour: json(200, [{ decision: 'allow' }]), status: 503, code: 'verify_unavailable', cause: 'verify_bad_response' },
   { name: 'allow for another scope', behaviour: json(200, { decision: 'allow', scope: 'data:write' }), status: 503, code: 'verify_unavailable', cause: 'verify_bad_response' },
-  { name: 'oversized body', behaviour: json(200, JSON.stringify({ decision: 'allow', pad: 'x'.repeat(70_000) })), status: 503, code: 'verify_unavailable', cause: 'verify_bad_response' },
+  { name: 'oversized body', behaviour: json(200, JSON.stringify({ decision: 'allow', pad: 'x'.repeat(MAX_SIDECAR_RESPONSE_BYTES) })), status: 503, code: 'verify_unavailable', cause: 'verify_bad_response' },
   { name: '400 invalid_signature', behaviour: verifyError(400, 'invalid_signature'), status: 403, code: 'proof_rejected', reason: 'invalid_signature' },
   { name: '400 invalid_challenge', behaviour: verifyError(400, 'invalid_challenge'), status: 403, code: 'proof_rejected', reason: 'invalid_challenge' },
   { name: '400 proof_stale', behaviour: verifyError(400, 'proof_stale'), status: 403, code: 'proof_rejected', reason: 'proof_stale' },

@@ -88,7 +88,10 @@ t.test('every refusal of the real decision path is forwarded, marked and counted
 
 t.test('an enforced route beside the shadow routes still refuses', async (t) => {
   const before = up.received.length;
-  const res = await send(gw.url, '/v1/payments', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"amount":"1.00"}' });
+  // The payments route keeps the idempotency ledger (docs/gateway.md#idempotency): a key, so the proof is what is missing.
+  const res = await send(gw.url, '/v1/payments', {
+    method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'order-1' }, body: '{"amount":"1.00"}',
+  });
   t.equal(res.status, 401);
   t.equal(res.json?.error?.code, 'proof_required');
   t.equal(up.received.length, before, 'the upstream was not called');

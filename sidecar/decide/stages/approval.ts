@@ -24,6 +24,7 @@ import { approvalChange, contextRecord, newApproval, operationFingerprint } from
 import type { ApprovalRecord } from '../../store/types.js';
 import { need, read } from '../stage.js';
 import type { Decision, Stage } from '../stage.js';
+import { isReplay } from './idempotency.js';
 
 const SETTLED_DENY = { used: 'approval_used', denied: 'approval_denied', expired: 'approval_expired' } as const;
 
@@ -32,7 +33,8 @@ export const approval: Stage = {
   name: 'approval',
   async run(ctx, call) {
     const decision = need(call.decision, 'decision');
-    if (decision.decision !== 'allow') return;
+    // A replay's operation was approved (and the approval spent) by the request it repeats.
+    if (decision.decision !== 'allow' || isReplay(call)) return;
     const cert = need(call.cert, 'cert').payload;
     const request = need(call.request, 'request');
     if (!approvalApplies(cert.constraints?.require_approval, request.required_scope, request.context)) return;

@@ -17,7 +17,15 @@ import type { AuditEventRecord, DecisionCommitResult } from '../../store/types.j
 import { VERIFY_PRICE_MICROS } from '../billing.js';
 import { redecide } from '../redecide.js';
 import { StoreFault, need } from '../stage.js';
-import type { Decision, Stage } from '../stage.js';
+import type { Decision, Stage, VerifyCall } from '../stage.js';
+import type { VerifyIdempotencyResult } from '../../../src/protocol.js';
+
+/** The idempotency member of an allow: the claim to record under, or the answer to replay. */
+function ledgerAnswer(ledger: NonNullable<VerifyCall['ledger']>): VerifyIdempotencyResult {
+  if ('claimId' in ledger) return { status: 'claimed', claim_id: ledger.claimId };
+  const r = ledger.replay;
+  return { status: 'replay', response: { status: r.status, headers: r.headers, body: r.body, body_omitted: r.bodyOmitted } };
+}
 
 /** The commit stage. */
 export const commit: Stage = {
@@ -28,6 +36,8 @@ export const commit: Stage = {
     const p = need(call.proof, 'proof').payload;
     let decision: Decision = need(call.decision, 'decision');
     const challengeId = need(call.spendableChallenge ?? undefined, 'challenge');
+    // A replay (stages/idempotency.ts) spends its challenge and is audited, but debits nothing.
+    const replay = call.ledger !== undefined && 'replay' in call.ledger ? call.ledger.replay : undefined;
     // This transaction spends the challenge: a refusal from here on is not billed again.
     call.spendableChallenge = null;
     for (let attempt = 0; attempt < 2; attempt++) {
@@ -35,14 +45,16 @@ export const commit: Stage = {
         id: call.decisionId, accountId: auth.accountId, eventType: decision.decision === 'allow' ? 'proof.verified' : 'proof.rejected',
         connectionId: auth.connectionId, agentId: p.agent_id, certId: p.cert_id, requiredScope: request.required_scope,
         details: { decision: decision.decision, decision_reason: decision.reason, decision_id: call.decisionId,
-          ...(decision.constraint ? { constraint: decision.constraint } : {}), ...decision.details },
+          ...(decision.constraint ? { constraint: decision.constraint } : {}), ...decision.details,
+          ...(replay && decision.decision === 'allow' ? { idempotent_replay: true } : {}) },
         createdAt: call.now,
       };
       let r: DecisionCommitResult;
       try {
         r = await ctx.store.proofs.commitDecision({
-          challengeId, audienceConnectionId: auth.connectionId, now: call.now, accountId: auth.accountId, priceMicros: VERIFY_PRICE_MICROS,
-          decision: decision.decision, certId: p.cert_id, audit, ...(decision.effects ? { effects: decision.effects } : {}),
+          challengeId, audienceConnectionId: auth.connectionId, now: call.now, accountId: auth.accountId,
+          priceMicros: replay ? 0 : VERIFY_PRICE_MICROS, decision: decision.decision, certId: p.cert_id, audit,
+          ...(decision.effects && !replay ? { effects: decision.effects } : {}),
         });
       } catch (err) {
         throw new StoreFault('write', err);
@@ -67,6 +79,7 @@ export const commit: Stage = {
         decision: decision.decision, decision_reason: decision.reason, agent_id: p.agent_id, cert_id: p.cert_id,
         scope: request.required_scope, ...(decision.constraint ? { constraint: decision.constraint } : {}), audit_event_id: audit.id,
         decision_id: call.decisionId, ...(decision.approvalId ? { approval_id: decision.approvalId } : {}),
+        ...(decision.decision === 'allow' && call.ledger ? { idempotency: ledgerAnswer(call.ledger) } : {}),
       };
       return;
     }

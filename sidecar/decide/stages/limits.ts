@@ -10,6 +10,7 @@
  */
 import { planLimits, formatMicros } from '../../../src/limits.js';
 import { need, read } from '../stage.js';
+import { isReplay } from './idempotency.js';
 import type { Stage } from '../stage.js';
 
 /** The limits stage. */
@@ -17,7 +18,8 @@ export const limits: Stage = {
   name: 'limits',
   async run(ctx, call) {
     const decision = need(call.decision, 'decision');
-    if (decision.decision !== 'allow') return;
+    // A replay was debited by the request it repeats.
+    if (decision.decision !== 'allow' || isReplay(call)) return;
     const cert = need(call.cert, 'cert').payload;
     const c = cert.constraints;
     if (!c?.budget && !c?.max_calls) return;

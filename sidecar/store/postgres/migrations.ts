@@ -321,4 +321,23 @@ CREATE TABLE decision_explanations (
 CREATE INDEX decision_explanations_created ON decision_explanations (created_at);
 `,
   },
+  {
+    version: 4,
+    name: 'idempotency ledger',
+    sql: `
+CREATE TABLE idempotency_records (
+  connection_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  idem_key TEXT NOT NULL,
+  request_hash TEXT NOT NULL,
+  claim_id TEXT NOT NULL UNIQUE,
+  state TEXT NOT NULL,
+  response TEXT,
+  created_at BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL,
+  PRIMARY KEY (connection_id, agent_id, idem_key)
+);
+CREATE INDEX idempotency_records_expiry ON idempotency_records (expires_at);
+`,
+  },
 ];

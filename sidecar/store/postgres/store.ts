@@ -16,6 +16,7 @@ import { SqlPlatformStore } from '../sql/platforms.js';
 import { SqlDelegationStore } from '../sql/delegations.js';
 import { SqlOutboxStore } from '../sql/outbox.js';
 import { SqlApprovalStore, SqlUsageStore } from '../sql/approvals.js';
+import { SqlIdempotencyStore } from '../sql/idempotency.js';
 import { SqlAuditStore } from '../sql/audit.js';
 import { SqlDecisionStore } from '../sql/decisions.js';
 import { keyCheck } from '../sql/meta.js';
@@ -44,6 +45,7 @@ export class PostgresStore implements Store {
   readonly usage: SqlUsageStore;
   readonly audit: SqlAuditStore;
   readonly decisions: SqlDecisionStore;
+  readonly idempotency: SqlIdempotencyStore;
   readonly changes: PgChangeFeed | undefined;
   /** The pool (store-internal; the copy command uses it). */
   readonly db: PgDb;
@@ -63,6 +65,7 @@ export class PostgresStore implements Store {
     this.usage = new SqlUsageStore(r);
     this.audit = new SqlAuditStore(r);
     this.decisions = new SqlDecisionStore(r);
+    this.idempotency = new SqlIdempotencyStore(r);
   }
 
   async ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }> {

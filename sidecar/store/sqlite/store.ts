@@ -15,6 +15,7 @@ import { SqlAccountStore } from '../sql/accounts.js';
 import { SqlPlatformStore } from '../sql/platforms.js';
 import { SqlDelegationStore } from '../sql/delegations.js';
 import { SqlApprovalStore, SqlUsageStore } from '../sql/approvals.js';
+import { SqlIdempotencyStore } from '../sql/idempotency.js';
 import { SqlAuditStore } from '../sql/audit.js';
 import { SqlDecisionStore } from '../sql/decisions.js';
 import { keyCheck } from '../sql/meta.js';
@@ -46,6 +47,7 @@ export class SqliteStore implements Store {
   readonly usage: SqlUsageStore;
   readonly audit: SqlAuditStore;
   readonly decisions: SqlDecisionStore;
+  readonly idempotency: SqlIdempotencyStore;
   private readonly db: Db;
   private readonly r: SqliteRunner;
 
@@ -74,6 +76,7 @@ export class SqliteStore implements Store {
     this.usage = new SqlUsageStore(r);
     this.audit = new SqlAuditStore(r);
     this.decisions = new SqlDecisionStore(r);
+    this.idempotency = new SqlIdempotencyStore(r);
   }
 
   async ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }> {

@@ -29,6 +29,7 @@ import { auditContract } from './contract-audit.js';
 import { auditExportContract } from './contract-audit-export.js';
 import { commitRulesContract } from './contract-commit-rules.js';
 import { decisionsContract } from './contract-decisions.js';
+import { idempotencyContract } from './contract-idempotency.js';
 
 /** Opens a new, empty, migrated store. */
 export type OpenStore = () => Promise<Store>;
@@ -48,6 +49,7 @@ export async function runStoreContract(t: Test, name: string, open: OpenStore): 
     ['audit reads, ranges, export cursors and service keys', auditExportContract],
     ['the verify commit\'s rules, one table for both implementations', commitRulesContract],
     ['decision explanations', decisionsContract],
+    ['the idempotency ledger', idempotencyContract],
   ];
   for (const [part, fn] of parts) await t.test(`${name}: ${part}`, (tt) => fn(tt, open));
 }
