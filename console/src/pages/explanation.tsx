@@ -32,10 +32,12 @@ const label = (key: string | undefined): string => kindOf(key)?.label ?? String(
 const limitWords = (key: string, v: unknown): string => kindOf(key)?.describe(v) ?? JSON.stringify(v);
 const text = (v: unknown): string => (typeof v === 'string' || typeof v === 'number' ? String(v) : JSON.stringify(v));
 
-/** The meaning of a decision reason (src/decisions.ts), or nothing for one the console does not know. */
+/** The meaning of a decision reason (src/decisions.ts) in plain words, or null for one the console does not know. */
 function meaning(reason: string): string | null {
   if (!Object.hasOwn(DECISION_REASONS, reason)) return null;
-  return DECISION_REASONS[reason as keyof typeof DECISION_REASONS].meaning;
+  // Said for API users ("`constraint` names it"); the page shows those members in their own rows.
+  return DECISION_REASONS[reason as keyof typeof DECISION_REASONS].meaning
+    .replace(/;? ?`\w+` names [^.]*\./g, '.').replace(/ \(`\w+`\)/g, '').replace(/`/g, '');
 }
 
 /** The request's value a constraint read (`method POST`, `amount 25.00, currency USD`), or the time for a window. */
@@ -84,7 +86,7 @@ function ConstraintTable(p: { rows: ExplainedConstraint[]; decisive: string | un
       <tbody>
         {p.rows.map((c) => (
           <tr key={c.name}>
-            <th scope="row">{label(c.name)}{c.name === p.decisive && <span class="badge deny">decided</span>}</th>
+            <th scope="row">{label(c.name)}{c.name === p.decisive && <> <span class="badge deny">decided</span></>}</th>
             <td>{limitWords(c.name, c.limit)}</td>
             <td>{valueWords(c)}</td>
             <td>{c.holds ? 'holds' : c.missing ? 'not checkable: the request did not say' : 'does not hold'}</td>
@@ -95,7 +97,10 @@ function ConstraintTable(p: { rows: ExplainedConstraint[]; decisive: string | un
   );
 }
 
-function CounterTable(p: { rows: ExplainedCounter[] }): JSX.Element {
+function CounterTable(p: { rows: ExplainedCounter[]; limited: boolean }): JSX.Element {
+  if (p.rows.length === 0 && p.limited) {
+    return <p>Not read: the decision was made before the budget and rate limits are checked.</p>;
+  }
   if (p.rows.length === 0) return <p>The certificate has no budget and no rate limit.</p>;
   return (
     <table>
@@ -129,6 +134,7 @@ function approvalWords(a: DecisionExplanation['approval']): string {
 /** The body of an explanation. */
 function ExplanationBody(p: { x: DecisionExplanation; agentName: (id: string) => string }): JSX.Element {
   const { x } = p;
+  const c = x.certificate?.constraints;
   return (
     <>
       <dl class="facts">
@@ -151,7 +157,7 @@ function ExplanationBody(p: { x: DecisionExplanation; agentName: (id: string) =>
       <h3>Approval</h3>
       <p>{approvalWords(x.approval)}</p>
       <h3>Budget and calls</h3>
-      <CounterTable rows={x.counters} />
+      <CounterTable rows={x.counters} limited={Boolean(c && ('budget' in c || 'max_calls' in c))} />
       {x.decision === 'deny' && (
         <>
           <h3>What would have allowed it</h3>
