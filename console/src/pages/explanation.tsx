@@ -10,8 +10,7 @@
  * sidecar is said in the console's error style, with "Try again".
  */
 import type { JSX } from 'preact';
-import { api } from '../api.js';
-import { ApiError } from '../api.js';
+import { ApiError, api } from '../api.js';
 import { DECISION_REASONS } from '../../../src/decisions.js';
 import { CONSTRAINT_KINDS } from '../constraints/kinds.js';
 import { ErrorText, useLoad } from '../ui/common.js';
@@ -32,7 +31,7 @@ const label = (key: string | undefined): string => kindOf(key)?.label ?? String(
 const limitWords = (key: string, v: unknown): string => kindOf(key)?.describe(v) ?? JSON.stringify(v);
 const text = (v: unknown): string => (typeof v === 'string' || typeof v === 'number' ? String(v) : JSON.stringify(v));
 
-/** The meaning of a decision reason (src/decisions.ts) in plain words, or null for one the console does not know. */
+/** The meaning of a decision reason (src/decisions.ts) in plain words; null for a reason the console does not know. */
 function meaning(reason: string): string | null {
   if (!Object.hasOwn(DECISION_REASONS, reason)) return null;
   // Said for API users ("`constraint` names it"); the page shows those members in their own rows.
