@@ -50,6 +50,26 @@ export interface AuditEvent {
   event_id: string; event_type: string; occurred_at: string; connection_id: string | null; agent_id: string | null;
   cert_id: string | null; required_scope: string | null; details: Record<string, unknown> | null;
 }
+/** One constraint of an explanation, evaluated alone (docs/authzen.md, Explained decisions). */
+export interface ExplainedConstraint { name: string; limit: unknown; value: unknown; holds: boolean; missing?: boolean }
+/** A budget or call counter of an explanation, as read before the call. */
+export interface ExplainedCounter {
+  kind: 'budget' | 'calls'; window_start: string; currency?: string; used: string | number; this_call: string | number;
+  limit: string | number;
+}
+/** The explanation of a decision (`GET /v1/service/decisions/personal/{decision_id}`); never a secret. */
+export interface DecisionExplanation {
+  decision_id: string; time: string; mode: string; decision: string; reason: string; stage: string; agent_id: string;
+  certificate: { cert_id: string; scopes: string[]; constraints: Record<string, unknown> | null; issued_at: string;
+    expires_at: string | null } | null;
+  scope: { asked: string; granted: string[]; delegated: boolean };
+  context: Record<string, unknown> | null;
+  constraints: ExplainedConstraint[];
+  constraint?: string;
+  approval: { rule: Record<string, unknown> | null; approval_id: string | null; state: string | null };
+  counters: ExplainedCounter[];
+  would_allow: ({ change: string } & Record<string, unknown>)[];
+}
 /** The usage read. */
 export interface Usage {
   account_id: string; balance_micros: number; balance_dollars: string; price_per_verify_micros: number;

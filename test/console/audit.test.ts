@@ -109,10 +109,15 @@ t.test('audit: load older events, event-type, agent and time filters — keyboar
     await rowCount(100);
     t.equal(await status.textContent(), '100 events shown.', 'the first page: one API page of 100');
     t.same(await shown(), expected(all.slice(0, 100)), 'the newest 100, in the API\'s order');
+    const decisions = all.slice(0, 100).filter((e) => typeof e.details?.decision_id === 'string');
+    t.equal(decisions.length, 50, 'the API: 50 decision events with a decision id among them');
+    t.same(await page.locator('table.audit tbody tr:has(button:text-is("Why?"))').evaluateAll((rows) => rows.map((r) => r.id)),
+      decisions.map((e) => `ev-${e.event_id}`), 'a "Why?" on exactly the decision events (explain.test.ts opens them)');
     const older = page.getByRole('button', { name: 'Load older events' });
     t.ok(await older.isVisible(), 'a "Load older events" button, since there are more');
     t.same(await axeViolations(page), [], 'audit, first page: no serious or critical accessibility violation');
-    await tabTo(page, 'button:text-is("Load older events")');
+    // Past the filters and a "Why?" on each of the 50 decision events shown.
+    await tabTo(page, 'button:text-is("Load older events")', { max: 150 });
     await page.keyboard.press('Enter');
     await rowCount(130);
     await status.filter({ hasText: '30 older events added.' }).waitFor();

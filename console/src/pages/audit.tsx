@@ -7,8 +7,11 @@
  * reload or a return from sign-in shows the same view. "Load older" keeps the
  * keyboard focus: the button stays focusable while it loads (aria-disabled,
  * not disabled, which would drop the focus), and when nothing older is left
- * and it goes, the focus moves to the first row it added.
+ * and it goes, the focus moves to the first row it added. Each decision
+ * event (one with `details.decision_id`) has a "Why?" button that opens its
+ * explanation (explanation.tsx) in a row below it, and closes it again.
  */
+import { Fragment } from 'preact';
 import type { JSX } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api } from '../api.js';
@@ -18,6 +21,7 @@ import type { Route } from '../router.js';
 import { ErrorText, PageTitle, StatusText, useLoad } from '../ui/common.js';
 import { fromLocalInput, plural, shortId, when } from '../ui/format.js';
 import type { Agent, AuditEvent } from '../types.js';
+import { Explanation } from './explanation.js';
 
 /** Matching events shown per step, and API pages scanned at most per step. */
 const PAGE = 25;
@@ -38,6 +42,11 @@ function serverType(f: Filters): string | undefined {
   if (f.decision === 'allow') return 'proof.verified';
   if (f.decision) return 'proof.rejected';
   return undefined;
+}
+
+/** The decision id of a decision event (verify or grant check), or null. */
+function decisionId(e: AuditEvent): string | null {
+  return typeof e.details?.decision_id === 'string' ? e.details.decision_id : null;
 }
 
 function matches(e: AuditEvent, f: Filters): boolean {
@@ -82,6 +91,12 @@ export function AuditPage(p: { route: Route }): JSX.Element {
   const [polls, setPolls] = useState(0);
   const seen = useRef(new Set<string>());
   const [focusRow, setFocusRow] = useState<string | null>(null);
+  const [open, setOpen] = useState<Set<string>>(new Set());
+  const toggle = (id: string): void => setOpen((o) => {
+    const n = new Set(o);
+    if (!n.delete(id)) n.add(id);
+    return n;
+  });
   const agents = useLoad(() => api<{ agents: Agent[] }>('GET', '/v1/service/agents'));
   const agentName = (id: string | null): string => (id ? agents.data?.agents.find((a) => a.agent_id === id)?.name ?? shortId(id) : '—');
 
@@ -171,11 +186,13 @@ export function AuditPage(p: { route: Route }): JSX.Element {
           <caption>Audit events, newest first</caption>
           <thead><tr><th scope="col">Time</th><th scope="col">Event</th><th scope="col">Decision</th>
             <th scope="col">Reason</th><th scope="col">Scope</th><th scope="col">Agent</th>
-            <th scope="col">Certificate</th></tr></thead>
+            <th scope="col">Certificate</th><th scope="col">Explanation</th></tr></thead>
           <tbody>
-            {events.map((e) => (
-              <tr key={e.event_id} id={`ev-${e.event_id}`} tabIndex={-1} class={fresh.has(e.event_id) ? 'fresh' : undefined}>
-                <td title={e.occurred_at}>{when(e.occurred_at)}</td>
+            {events.map((e) => {
+              const why = decisionId(e);
+              return (<Fragment key={e.event_id}><tr id={`ev-${e.event_id}`} tabIndex={-1}
+                class={fresh.has(e.event_id) ? 'fresh' : undefined}>
+                <td title={e.occurred_at} id={`at-${e.event_id}`}>{when(e.occurred_at)}</td>
                 <td>{e.event_type}</td>
                 <td>{typeof e.details?.decision === 'string' ? <span class={`badge ${e.details.decision}`}>{e.details.decision}</span> : '—'}</td>
                 <td>{typeof e.details?.decision_reason === 'string'
@@ -184,8 +201,15 @@ export function AuditPage(p: { route: Route }): JSX.Element {
                 <td>{e.required_scope ?? '—'}</td>
                 <td>{agentName(e.agent_id)}</td>
                 <td class="mono" title={e.cert_id ?? ''}>{shortId(e.cert_id)}</td>
+                <td>{why ? <button type="button" class="link" aria-expanded={open.has(why)}
+                  aria-controls={open.has(why) ? `why-row-${why}` : undefined} aria-describedby={`at-${e.event_id}`}
+                  onClick={() => toggle(why)}>Why?</button> : '—'}</td>
               </tr>
-            ))}
+              {why && open.has(why) && (
+                <tr class="explain" id={`why-row-${why}`}><td colSpan={8}>
+                  <Explanation decisionId={why} agentName={agentName} /></td></tr>
+              )}</Fragment>);
+            })}
           </tbody>
         </table>
       )}
