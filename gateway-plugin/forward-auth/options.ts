@@ -7,7 +7,7 @@
 
 import { DECISION_OPTION_KEYS, OPTIONS_LABEL, resolveDecisionOptions } from '../options.js';
 import type { GatewayOptions, ResolvedDecisionOptions } from '../options.js';
-import { at, checkObject, checkPathname, fail } from '../validate.js';
+import { at, checkObject, checkPathname, fail, isPlainObject, item } from '../validate.js';
 
 /**
  * Default path prefix of the decision endpoints (`/forward-auth/nginx`,
@@ -51,5 +51,15 @@ export function resolveForwardAuthOptions(raw: unknown, label: string = OPTIONS_
   const o = checkObject(raw, label, [...DECISION_OPTION_KEYS, 'prefix']);
   const prefix = o.prefix === undefined ? DEFAULT_FORWARD_AUTH_PREFIX : checkPathname(o.prefix, at(label, 'prefix'));
   if (prefix === '/' || prefix.endsWith('/')) fail(at(label, 'prefix'), 'must not end with "/" (for example /forward-auth)');
-  return { ...resolveDecisionOptions(o, label), prefix };
+  const resolved = resolveDecisionOptions(o, label);
+  // The endpoint never sees the upstream's answer, so it cannot record one: a route asking for the
+  // ledger explicitly is refused rather than silently not protected (docs/gateway.md#idempotency).
+  (o.routes as unknown[]).forEach((entry, i) => {
+    const mode = isPlainObject(entry) ? entry.idempotency : undefined;
+    if (mode === 'required' || mode === 'optional') {
+      fail(at(item(at(label, 'routes'), i), 'idempotency'), 'the forward-auth endpoint does not see the upstream\'s answer and '
+        + 'cannot use the idempotency ledger; remove the setting, or serve the route through the reverse proxy');
+    }
+  });
+  return { ...resolved, prefix };
 }

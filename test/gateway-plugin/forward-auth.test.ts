@@ -172,6 +172,13 @@ t.test('the standalone forward_auth config', async (t) => {
   for (const [raw, message] of cases) t.throws(() => resolveConfig(raw, env), { name: 'TypeError', message });
   await t.rejects(startGateway({ ...rest, mode: 'forward_auth', forward_auth: { path_prefix: '/health' }, health: { liveness_path: '/health/live' } }),
     { name: 'TypeError', message: /^config: health\.liveness_path: \/health\/live collides with forward_auth\.path_prefix$/ });
+  const keyed = [{ method: 'POST', path: '/pay', scope: 'payments:send', idempotency: 'required' }];
+  await t.rejects(startGateway({ ...rest, mode: 'forward_auth', routes: keyed }),
+    { name: 'TypeError', message: /routes\[0\]\.idempotency: the forward-auth endpoint does not see the upstream's answer/ },
+    'an explicit idempotency setting is refused: the endpoint cannot record answers');
+  const fa = await startGateway({ ...rest, mode: 'forward_auth', routes: [{ ...keyed[0], idempotency: undefined }] });
+  t.pass('the same route without the setting starts (forward-auth never uses the ledger)');
+  await fa.close();
 });
 
 t.test('docs/forward-auth.md shows the configs the tests run', async (t) => {
