@@ -73,14 +73,15 @@ export async function authzenStep(
     if (w.errors) {
       throw new Error(`authzen warm-up: ${w.errors} of ${w.count} evaluations not allowed (${w.firstError})`);
     }
-    // Verify c=1 beside it: bundles within the generation budget, 8 of them to warm the verify path.
-    const n = Math.max(8 * rounds, Math.min(verifies, Math.floor(run.plan.genSeconds * presentRate(br))));
-    const v = verifyRunner(p, s, await makeBundles(p, s, n + 8, 'verify', 300));
-    await v.run(1, 8, 30);
+    // Verify c=1 beside it (unless the plan has no verifies for it): bundles within the generation
+    // budget, 8 more to warm up.
+    const n = verifies && Math.max(8 * rounds, Math.min(verifies, Math.floor(run.plan.genSeconds * presentRate(br))));
+    const v = n ? verifyRunner(p, s, await makeBundles(p, s, n + 8, 'verify', 300)) : undefined;
+    await v?.run(1, 8, 30);
     const evals: LoadResult[] = [];
     const verifyRounds: LoadResult[] = [];
     for (let round = 0; round < rounds; round++) {
-      verifyRounds.push(await v.run(1, Math.floor(n / rounds), seconds / rounds));
+      if (v) verifyRounds.push(await v.run(1, Math.floor(n / rounds), seconds / rounds));
       evals.push(await runLoad({
         pool: p, concurrency: 1, count: MAX_REQUESTS, maxSeconds: seconds / rounds,
         request: () => ({ method: 'POST', path: '/access/v1/evaluation', headers, body: single }),
@@ -88,17 +89,18 @@ export async function authzenStep(
       }));
     }
     const evalC1 = pooled(evals);
-    const verifyC1 = pooled(verifyRounds);
+    const verifyC1 = verifyRounds.length ? pooled(verifyRounds) : undefined;
     const f = (x: number): string => x.toFixed(0);
     log(`${backend}: authzen evaluation c=1: ${f(evalC1.rps)}/s p50 ${f(evalC1.p50)} µs p99 ${f(evalC1.p99)} µs `
-      + `(${evalC1.count} req, ${evalC1.errors} err); verify c=1 interleaved: p50 ${f(verifyC1.p50)} µs `
-      + `(${verifyC1.count} req, ${verifyC1.errors} err)`);
+      + `(${evalC1.count} req, ${evalC1.errors} err)`
+      + (verifyC1 ? `; verify c=1 interleaved: p50 ${f(verifyC1.p50)} µs (${verifyC1.count} req, ${verifyC1.errors} err)`
+        : ''));
     const batches: AuthzenBatch[] = [];
     for (const size of batchSizes) {
       const body = JSON.stringify(batchBody(s, size));
       const cpu0 = cpuSeconds(sc.child.pid);
       const load = await runLoad({
-        pool: p, concurrency, count: MAX_REQUESTS, maxSeconds: seconds,
+        pool: p, concurrency, count: MAX_REQUESTS, maxSeconds: seconds * Math.max(1, Math.log10(size)),
         request: () => ({ method: 'POST', path: '/access/v1/evaluations', headers, body }),
         onResponse: (_i, status, text) => status === 200 && allAllowed(text, size),
       });
@@ -112,8 +114,8 @@ export async function authzenStep(
         + `CPU ${cpuMsPerItem.toFixed(3)} ms/item)`);
     }
     br.authzen = { evalC1, verifyC1, rounds, concurrency, batches };
-    const errors = evalC1.errors + verifyC1.errors + batches.reduce((a, b) => a + b.load.errors, 0);
-    const first = [evalC1, verifyC1, ...batches.map((b) => b.load)].find((r) => r.firstError)?.firstError;
+    const errors = evalC1.errors + (verifyC1?.errors ?? 0) + batches.reduce((a, b) => a + b.load.errors, 0);
+    const first = [evalC1, verifyC1, ...batches.map((b) => b.load)].find((r) => r?.firstError)?.firstError;
     if (errors) log(`warning: ${errors} failed requests in the authzen step (${first})`);
   } finally {
     await p.close();
