@@ -5,7 +5,9 @@
  */
 
 /** Parts that `--only=` selects. */
-export const SECTIONS = ['crypto', 'present', 'verify', 'audit', 'gateway', 'scaling', 'webhooks', 'postgres'] as const;
+export const SECTIONS = [
+  'crypto', 'present', 'verify', 'audit', 'gateway', 'authzen', 'scaling', 'webhooks', 'postgres',
+] as const;
 /** One part of the benchmark. */
 export type Section = typeof SECTIONS[number];
 /** The ML-DSA-65 backend a sidecar runs: node:crypto on Node 24, or @noble/post-quantum on Node 20. */
@@ -35,6 +37,15 @@ export interface Plan {
   audit: { rounds: number; seconds: number };
   /** The PostgreSQL step (postgres.ts): bundles per configuration, verify concurrency and time, revocations timed. */
   postgres: { bundles: number; concurrency: number; seconds: number; revocations: number };
+  /**
+   * The AuthZEN step (authzen.ts): unmeasured warm-up evaluations; evaluation at c=1 in `rounds` rounds
+   * interleaved with verify at c=1 (up to `verifies` bundles in all; 0: none), `seconds` each in all; then the
+   * evaluations endpoint with batches of 1, 10 and 100 items at `concurrency`, each for up to `seconds`
+   * (twice that for 100 items, so that a window holds more than one batch per worker).
+   */
+  authzen: {
+    warmup: number; seconds: number; rounds: number; verifies: number; concurrency: number; batchSizes: number[];
+  };
   profileSeconds: number;
   /** Budget for making bundles ahead of one step (s): bounds the counts where signing is slow (noble). */
   genSeconds: number;
@@ -87,6 +98,8 @@ export function parsePlan(argv: readonly string[]): Plan {
       webhooks: { events: 30, maxSeconds: 8 },
       audit: { rounds: 1, seconds: 0.2 },
       postgres: { bundles: 24, concurrency: 8, seconds: 0.5, revocations: 5 },
+      // No interleaved verify (its bundles cost a second on a busy machine), batches at c=2: about 1 s.
+      authzen: { warmup: 5, seconds: 0.1, rounds: 1, verifies: 0, concurrency: 2, batchSizes: [1, 10, 100] },
       profileSeconds: 1,
       genSeconds: 2,
       maxSeconds: 55,
@@ -109,6 +122,10 @@ export function parsePlan(argv: readonly string[]): Plan {
     webhooks: { events: k(2_000), maxSeconds: 60 },
     audit: { rounds: Math.max(2, Math.round(3 * scale)), seconds: t(2) },
     postgres: { bundles: k(4_000), concurrency: 64, seconds: t(4), revocations: k(200) },
+    authzen: {
+      warmup: k(300), seconds: t(2), rounds: Math.max(2, Math.round(3 * scale)), verifies: k(1_200),
+      concurrency: 4, batchSizes: [1, 10, 100],
+    },
     profileSeconds: t(3),
     genSeconds: t(25),
     maxSeconds: 12 * 60,

@@ -10,6 +10,8 @@ import { gatewayBounds, pathCpuMs } from './bounds.js';
 import type { BoundRate, GatewayBounds } from './bounds.js';
 import { AGENT_ROWS, AGENT_SECTION } from './agents-report.js';
 import type { AgentResults } from './agents-report.js';
+import { AUTHZEN_ROWS, authzenSection } from './authzen-report.js';
+import type { AuthzenResults } from './authzen-report.js';
 
 /**
  * The gateway comparison's variants. References, not targets: `stub` is the agent-authz gateway in front of
@@ -50,6 +52,8 @@ export interface BackendResults {
   }>>;
   /** The agent rows (bench/agents.ts): MCP tool calls and forward-auth through NGINX. */
   agents?: AgentResults;
+  /** The AuthZEN grant checks (bench/authzen.ts): evaluation at c=1 and batches of 1, 10 and 100. */
+  authzen?: AuthzenResults;
   profiles?: {
     verify?: ProfileSummary; present?: ProfileSummary; gateway?: ProfileSummary;
     /** Flame graphs written in this run (paths from the repository root). */
@@ -261,6 +265,10 @@ export function renderTable(res: Results): string {
   if (Object.values(res.backends).some((b) => b?.agents)) {
     section(AGENT_SECTION);
     for (const [label, f] of AGENT_ROWS) per(label, (b) => f(b.agents));
+  }
+  if (Object.values(res.backends).some((b) => b?.authzen)) {
+    section(authzenSection(Object.values(res.backends).find((b) => b?.authzen)?.authzen?.concurrency));
+    for (const [label, f] of AUTHZEN_ROWS) per(label, f);
   }
   const s = res.scaling;
   if (s) {
