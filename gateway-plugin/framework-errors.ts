@@ -31,6 +31,7 @@ import { ERRORS, errorBody } from '../src/errors.js';
 import type { ErrorCode } from '../src/errors.js';
 import { answerClientError, answerConnect, answerExpectationFailed, frameworkErrorCode } from '../runtime/client-error.js';
 import { installLingeringClose } from '../runtime/linger.js';
+import { installUnusedConnectionClose } from '../runtime/unused.js';
 import { countRequest } from './metrics.js';
 import type { GatewayMetrics } from './metrics.js';
 
@@ -119,10 +120,13 @@ export function notFoundAnswer(code: 'route_not_mapped' | 'route_not_found', met
  * registered before, wins). And closes a connection whose request body was
  * not read to its end (a 413, an early refusal) with a lingering close
  * (runtime/linger.ts), so the client still sending it reads the answer.
+ * Closing the server also closes connections that never sent a byte
+ * (runtime/unused.ts: an aborted SSE stream leaves one), instead of waiting for them.
  */
 export function installServerAnswers(server: Server, metrics?: GatewayMetrics): void {
   const count = counter(metrics);
   installLingeringClose(server);
+  installUnusedConnectionClose(server);
   if (server.listenerCount('checkExpectation') === 0) answerExpectationFailed(server, count);
   if (server.listenerCount('connect') === 0) answerConnect(server, 'route_not_mapped', 'CONNECT is not proxied.', count);
 }

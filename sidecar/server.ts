@@ -27,6 +27,7 @@ import type { PoolLimits } from './crypto/pool.js';
 import { installErrorHandlers } from './http/errors.js';
 import { answerClientError, answerConnect, answerExpectationFailed, frameworkErrorCode } from '../runtime/client-error.js';
 import { installLingeringClose } from '../runtime/linger.js';
+import { installUnusedConnectionClose } from '../runtime/unused.js';
 import { ERRORS, errorBody } from '../src/errors.js';
 import { installAuth } from './http/auth.js';
 import { registerAuthRoutes } from './routes/auth.js';
@@ -158,6 +159,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   answerConnect(app.server, 'method_not_allowed', 'CONNECT is not supported.');
   // A refusal before the body was read (413, an early 401) reaches a client still sending it (runtime/linger.ts).
   installLingeringClose(app.server);
+  installUnusedConnectionClose(app.server); // a close does not wait for connections that never sent a byte
   const metrics = createMetrics();
   const master = resolveMasterKey(config);
   if (master.generated) app.log.warn({ file: master.file },
