@@ -57,8 +57,9 @@ export function resolveForwardAuthOptions(raw: unknown, label: string = OPTIONS_
   (o.routes as unknown[]).forEach((entry, i) => {
     const mode = isPlainObject(entry) ? entry.idempotency : undefined;
     if (mode === 'required' || mode === 'optional') {
-      fail(at(item(at(label, 'routes'), i), 'idempotency'), 'the forward-auth endpoint does not see the upstream\'s answer and '
-        + 'cannot use the idempotency ledger; remove the setting, or serve the route through the reverse proxy');
+      const where = at(item(at(label, 'routes'), i), 'idempotency');
+      fail(where, 'the forward-auth endpoint does not see the upstream\'s answer and cannot use the idempotency '
+        + 'ledger; remove the setting, or serve the route through the reverse proxy');
     }
   });
   return { ...resolved, prefix };
