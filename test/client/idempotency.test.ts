@@ -92,7 +92,7 @@ t.test('a POST gets a key, and the client\'s retry after a 401 challenge sends t
   t.same(sent.map((s) => s.key), [null, null], 'a GET gets no key');
 });
 
-t.test('concurrent calls with one key: the second waits out the 409 with the same key and gets the replay', async (t) => {
+t.test('concurrent calls with one key: the later one waits out the 409 with the same key and gets the replay', async (t) => {
   sent.length = 0;
   const before = received.length;
   const agentFetch = createAgentFetch(options);
@@ -105,9 +105,11 @@ t.test('concurrent calls with one key: the second waits out the 409 with the sam
   t.equal(received.length, before + 1, 'one upstream call');
   t.equal(a.status, 201);
   t.equal(b.status, 201);
-  t.equal(b.headers.get('idempotent-replayed'), 'true', 'the second is the replay');
+  // Whichever claimed the key first (the head start is no guarantee on a loaded machine), the other is its replay.
+  const replays = [a, b].map((r) => r.headers.get('idempotent-replayed'));
+  t.same(replays.slice().sort(), [null, 'true'].sort(), 'exactly one of them is the replay');
   t.equal(await b.text(), await a.text(), 'of the same answer');
-  t.ok(sent.length >= 3, `the second call tried ${sent.length - 1} times`);
+  t.ok(sent.length >= 3, `the later call tried ${sent.length - 1} times`);
   t.ok(sent.every((s) => s.key === key), 'every try sent the caller\'s key');
 });
 
