@@ -38,8 +38,10 @@ COPY runtime ./runtime
 COPY sidecar ./sidecar
 COPY gateway-plugin ./gateway-plugin
 COPY console ./console
-# tsc to dist/, then Vite builds the account holder's console into dist/console/.
-RUN npm run build
+# tsc to dist/, then Vite builds the account holder's console into dist/console/ (the two steps of
+# scripts/build-dist.mjs, run directly: the image builds once, in a fresh directory, so it needs
+# neither the build lock nor the swap that `npm run build` adds for a checkout).
+RUN npx tsc -p tsconfig.build.json && npx vite build --config console/vite.config.ts
 # Production dependencies only (fastify stays: a peer dependency is not a dev dependency); the workspace
 # links (node_modules/@agent-authz/* → packages/*) go: the runtime stage has no packages/.
 RUN npm prune --omit=dev --no-audit --no-fund \
