@@ -98,11 +98,13 @@ function wouldAllow(x: ExplainInput, rows: ReturnType<typeof constraintRows>): R
     }
     case 'approval_required':
       return [{ change: 'grant_approval', ...(x.approvalId ? { approval_id: x.approvalId } : {}) }];
-    case 'approval_denied': case 'approval_expired': case 'approval_used':
+    case 'approval_denied': case 'approval_expired': case 'approval_used': {
       // The settled approval answers for this operation for one lifetime; only then does a new proof request another.
-      return [{ change: 'new_approval',
-        ...(x.approvalRetryAt !== undefined ? { after: new Date(x.approvalRetryAt).toISOString() } : {}),
-        detail: 'from `after` on, present a new proof for this action; a person grants the approval it requests' }];
+      const after = x.approvalRetryAt !== undefined ? new Date(x.approvalRetryAt).toISOString() : undefined;
+      return [{ change: 'new_approval', ...(after ? { after } : {}),
+        detail: `${after ? `from ${after} on, ` : ''}present a new proof for this action; `
+          + 'a person grants the approval it requests' }];
+    }
     case 'operation_mismatch': case 'operation_unbound': return [{ change: 'bound_proof',
       detail: 'present a proof bound to exactly this operation' }];
     default: return [];

@@ -66,7 +66,7 @@ async function redelegate(f: Flow, scopes: string[], constraints?: unknown): Pro
 }
 
 const RULE = { require_approval: { scopes: ['payments:send'] } };
-const NEW_APPROVAL = 'from `after` on, present a new proof for this action; a person grants the approval it requests';
+const NEW_APPROVAL = 'present a new proof for this action; a person grants the approval it requests';
 const BOUND = [{ change: 'bound_proof', detail: 'present a proof bound to exactly this operation' }];
 
 /**
@@ -78,10 +78,11 @@ async function settledApproval(t: Test, f: Flow, r: Res, reason: string, state: 
   settledAt: number): Promise<void> {
   const pay = payment('30.00');
   const x = await explainedDeny(t, f, r, reason);
+  const after = new Date(settledAt + TTL_MS).toISOString();
   t.equal(x.stage, 'approval');
   t.same(x.approval, { rule: RULE.require_approval, approval_id: id, state });
   t.same(x.would_allow,
-    [{ change: 'new_approval', after: new Date(settledAt + TTL_MS).toISOString(), detail: NEW_APPROVAL }]);
+    [{ change: 'new_approval', after, detail: `from ${after} on, ${NEW_APPROVAL}` }]);
   sc.clock.t = settledAt + TTL_MS - 1;
   const early = await verify(f.platform, await bundleFor(f), 'payments:send', pay.context);
   t.equal(early.body.decision_reason, reason, 'a new proof before `after`: the settled approval still answers');
