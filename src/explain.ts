@@ -39,6 +39,8 @@ export interface ExplainInput {
   constraint?: string | undefined;
   approvalId?: string | undefined;
   approvalState?: string | undefined;
+  /** For a settled approval: when the same operation may request a new one (it settled one lifetime before). */
+  approvalRetryAt?: number | undefined;
   counters?: readonly CounterReading[] | undefined;
   /** Currency of the budget (for the counters). */
   currency?: string | undefined;
@@ -96,9 +98,13 @@ function wouldAllow(x: ExplainInput, rows: ReturnType<typeof constraintRows>): R
     }
     case 'approval_required':
       return [{ change: 'grant_approval', ...(x.approvalId ? { approval_id: x.approvalId } : {}) }];
-    case 'approval_denied': case 'approval_expired': case 'approval_used':
-      return [{ change: 'new_approval',
-        detail: 'present a new proof for this action; a person grants the approval it requests' }];
+    case 'approval_denied': case 'approval_expired': case 'approval_used': {
+      // The settled approval answers for this operation for one lifetime; only then does a new proof request another.
+      const after = x.approvalRetryAt !== undefined ? new Date(x.approvalRetryAt).toISOString() : undefined;
+      return [{ change: 'new_approval', ...(after ? { after } : {}),
+        detail: `${after ? `from ${after} on, ` : ''}present a new proof for this action; `
+          + 'a person grants the approval it requests' }];
+    }
     case 'operation_mismatch': case 'operation_unbound': return [{ change: 'bound_proof',
       detail: 'present a proof bound to exactly this operation' }];
     default: return [];

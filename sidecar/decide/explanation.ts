@@ -21,7 +21,8 @@ export async function storeExplanation(ctx: ServiceContext, call: Readonly<Verif
     decisionId: call.decisionId, now: call.now, mode: call.mode, decision: d.decision, reason: d.reason,
     stage: call.decidedBy ?? 'delegation', agentId: call.subject ?? call.proof?.payload.agent_id ?? '',
     scope: request.required_scope, context: request.context, cert, constraint: d.constraint, approvalId: d.approvalId,
-    approvalState: call.approvalState, counters: call.counters, currency: cert?.constraints?.budget?.currency,
+    approvalState: call.approvalState, approvalRetryAt: call.approvalRetryAt, counters: call.counters,
+    currency: cert?.constraints?.budget?.currency,
   });
   try {
     await ctx.store.decisions.recordExplanation({ id: call.decisionId, accountId: auth.accountId,

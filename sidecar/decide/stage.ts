@@ -93,6 +93,8 @@ export interface VerifyCall {
   counters?: CounterReading[];
   /** approval: the state of this operation's approval (`none` when there is none). */
   approvalState?: string;
+  /** approval: for a settled approval (used, denied, expired), when the same operation may ask for a new one. */
+  approvalRetryAt?: number;
   /**
    * idempotency: the key this call claimed (its claim id), or the recorded answer it replays
    * (stages/idempotency.ts).

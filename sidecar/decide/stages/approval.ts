@@ -66,6 +66,8 @@ export const approval: Stage = {
       next = { ...decision, approvalId: a.id, effects: { ...decision.effects, useApproval: a.id } };
     } else {
       next = { decision: 'deny', reason: SETTLED_DENY[a.state], approvalId: a.id };
+      // A settled approval answers while settled_at > now - TTL (findForOperation); from then on, a new one.
+      if (a.settledAt !== null) call.approvalRetryAt = a.settledAt + ctx.config.approvalTtlSeconds * 1000;
     }
     call.decision = { ...next, details: { ...(next.decision === 'allow' ? next.details : {}),
       ...(next.approvalId !== undefined ? { approval_id: next.approvalId } : {}) } };
