@@ -56,7 +56,7 @@ export async function toolsListFilter(
   return { allowed, id: admission.mcp.id };
 }
 
-/** The message with its `result.tools` filtered, `undefined` when it is not this list's answer; throws when unreadable. */
+/** The message with its `result.tools` filtered; `undefined`: not this list's answer; throws when unreadable. */
 function filterMessage(text: string, filter: ToolsFilter): string | undefined {
   const doc = JSON.parse(text) as { id?: unknown; result?: { tools?: unknown } } | null;
   if (doc === null || typeof doc !== 'object' || doc.id !== filter.id) return undefined;

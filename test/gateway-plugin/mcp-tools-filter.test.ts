@@ -3,7 +3,8 @@
  * gateway, an MCP server of the official SDK (mcp-helpers.ts; JSON and SSE answers), driven by the
  * official SDK client through `createAgentMcpTransport`. An agent lists exactly the mapped tools its
  * delegation grants, an agent with more scopes lists more, the unmapped tool is never listed, a
- * revoked delegation lists nothing (the client cannot even prove the request), and a failed action search refuses the list (503
+ * revoked delegation lists nothing (the client cannot even prove the request), and a failed
+ * action search refuses the list (503
  * `verify_unavailable`, cause `action_search_failed`) instead of passing it whole.
  */
 
@@ -29,9 +30,12 @@ t.teardown(async () => {
 });
 
 const offered = ['execute:tool', 'data:read', 'data:write', 'payments:send'];
-const small = await specFlow(sc, 'tools-small@example.com', { scopes: offered, approve: ['execute:tool', 'data:read'] });
+const small = await specFlow(sc, 'tools-small@example.com',
+  { scopes: offered, approve: ['execute:tool', 'data:read'] });
 const big = await specFlow(sc, 'tools-big@example.com', { scopes: offered, approve: offered });
-const tools = { get_weather: 'data:read', send_payment: 'payments:send', delete_records: 'data:write', read_file: 'files:read' };
+const tools = {
+  get_weather: 'data:read', send_payment: 'payments:send', delete_records: 'data:write', read_file: 'files:read',
+};
 
 /** A loopback proxy to the sidecar whose action search answers 503 (verify and the rest pass). */
 async function searchDown(): Promise<{ url: string; searches: () => number; close(): Promise<void> }> {
@@ -44,14 +48,19 @@ async function searchDown(): Promise<{ url: string; searches: () => number; clos
       req.resume();
       return;
     }
-    const up = http.request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
+    const up = http.request(
+      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
       (r) => { res.writeHead(r.statusCode ?? 502, r.headers); r.pipe(res); });
     up.on('error', () => res.destroy());
     req.pipe(up);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}`, searches: () => searches, close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }) };
+  const close = (): Promise<void> => new Promise((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  });
+  return { url: `http://127.0.0.1:${port}`, searches: () => searches, close };
 }
 
 async function gateway(upstream: string, flow: Flow, sidecarUrl = sc.url, filter = true): Promise<string> {
@@ -103,7 +112,7 @@ t.test('a revoked delegation: the next tools/list lists nothing', async (t) => {
 });
 
 for (const [form, upstream] of [['SSE', sse], ['JSON', json]] as const) {
-  t.test(`${form}: an action search that fails refuses the list (503 verify_unavailable), never the full list`, async (t) => {
+  t.test(`${form}: a failed action search refuses the list (503 verify_unavailable)`, async (t) => {
     const down = await searchDown();
     t.teardown(() => down.close());
     const gw = await gateway(upstream.url, big, down.url);
@@ -112,13 +121,14 @@ for (const [form, upstream] of [['SSE', sse], ['JSON', json]] as const) {
     t.match(err, { code: 'verify_unavailable', status: 503, source: 'gateway' });
     // The search runs only after verify allowed the list.
     t.equal(down.searches(), 1, 'the action search was asked once, after an allow, and failed');
-    t.notOk(upstream.received.slice(before).some((r) => r.body.includes('"tools/list"')), 'the upstream never saw the list request');
+    t.notOk(upstream.received.slice(before).some((r) => r.body.includes('"tools/list"')),
+      'the upstream never saw the list request');
   });
 }
 
 t.test('tools/list cannot be public with filter_tools_list (a config error naming the path)', async (t) => {
-  await t.rejects(gateway(json.url, small, sc.url, true).then(async () => {
-    await startGatewayWithKey(gatewayConfig(json.url, sc.url, { routes: [{ method: 'POST', path: '/mcp', scope: 'execute:tool',
-      mcp: { public: ['tools/list'], tools, filter_tools_list: true } }] }), small.reg.api_key as string);
-  }), /routes\[0\]\.mcp\.public.*tools\/list cannot be public/);
+  const config = gatewayConfig(json.url, sc.url, { routes: [{ method: 'POST', path: '/mcp', scope: 'execute:tool',
+    mcp: { public: ['tools/list'], tools, filter_tools_list: true } }] });
+  await t.rejects(startGatewayWithKey(config, small.reg.api_key as string),
+    /routes\[0\]\.mcp\.public.*tools\/list cannot be public/);
 });
