@@ -13,9 +13,9 @@ import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { createAgentMcpTransport } from '../../client/mcp.js';
-import { specFlow, startSidecar } from '../helpers/sidecar.js';
+import { present, specFlow, startSidecar } from '../helpers/sidecar.js';
 import type { Flow } from '../helpers/sidecar.js';
-import { gatewayConfig, startGatewayWithKey } from './helpers.js';
+import { gatewayConfig, proofHeader, send, startGatewayWithKey } from './helpers.js';
 import { startMcpUpstream } from './mcp-helpers.js';
 
 t.setTimeout(180_000);
@@ -125,6 +125,44 @@ for (const [form, upstream] of [['SSE', sse], ['JSON', json]] as const) {
       'the upstream never saw the list request');
   });
 }
+
+/** A raw MCP upstream answering tools/list as SSE: a comment, a notification, the list in two chunks (CRLF). */
+async function rawSseUpstream(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const id = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: unknown }).id;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': keep-alive\n\nevent: message\ndata: {"jsonrpc":"2.0","method":"notifications/message",'
+        + '"params":{"level":"info","data":{"tools":[{"name":"admin_shell"}]}}}\n\n');
+      const list = 'id: e1\r\nevent: message\r\ndata: {"result":{"tools":[{"name":"get_weather"},'
+        + '{"name":"admin_shell"},{"name":"send_payment"}],"nextCursor":"c2"},"jsonrpc":"2.0",'
+        + `"id":${JSON.stringify(id)}}\r\n\r\n`;
+      res.write(list.slice(0, 40));
+      setTimeout(() => res.end(list.slice(40)), 50);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+t.test('SSE: only the list event is rewritten; other events pass byte for byte', async (t) => {
+  const raw = await rawSseUpstream();
+  t.teardown(() => raw.close());
+  const gw = await gateway(raw.url, small);
+  const body = '{"jsonrpc":"2.0","id":7,"method":"tools/list"}';
+  const res = await send(gw, '/mcp', { method: 'POST', body, headers: {
+    'content-type': 'application/json', accept: 'application/json, text/event-stream',
+    'x-service-proof': proofHeader(await present(small) as Record<string, unknown>) } });
+  t.equal(res.status, 200, res.text);
+  t.ok(res.text.startsWith(': keep-alive\n\nevent: message\ndata: {"jsonrpc":"2.0","method":"notifications/message",'
+    + '"params":{"level":"info","data":{"tools":[{"name":"admin_shell"}]}}}\n\n'),
+  'the comment and notification unchanged');
+  t.ok(res.text.endsWith('id: e1\nevent: message\ndata: {"result":{"tools":[{"name":"get_weather"}],"nextCursor":"c2"},'
+    + '"jsonrpc":"2.0","id":7}\n\n'), `the list filtered, its id and nextCursor kept: ${res.text}`);
+});
 
 t.test('tools/list cannot be public with filter_tools_list (a config error naming the path)', async (t) => {
   const config = gatewayConfig(json.url, sc.url, { routes: [{ method: 'POST', path: '/mcp', scope: 'execute:tool',
