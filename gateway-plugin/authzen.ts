@@ -17,6 +17,8 @@ import type { VerifyContext, VerifyRequest } from '../src/protocol.js';
 
 /** The AuthZEN evaluation path the gateway posts to. */
 export const AUTHZEN_EVALUATION_PATH = AUTHZEN_PATHS.evaluation;
+/** The AuthZEN action search path (the `tools/list` filter, mcp/tools-filter.ts). */
+export const AUTHZEN_SEARCH_ACTION_PATH = AUTHZEN_PATHS.searchAction;
 
 /** The agent a proof bundle (JSON text or value) speaks for, or an empty string (the sidecar refuses it). */
 function agentOf(bundle: unknown): string {

@@ -40,6 +40,8 @@ import { McpAnswerTooLarge, readLimitedBody } from './mcp/body.js';
 import { McpSessions, SESSION_PROOF_HEADER } from './mcp/session.js';
 import { forwardBody, isEventStream } from './mcp/stream.js';
 import { answerServer, rewriteSessionHeaders, stripSessionHeaders } from './mcp/proxy.js';
+import { filterToolsAnswer, toolsListFilter } from './mcp/tools-filter.js';
+import type { ToolsFilter } from './mcp/tools-filter.js';
 import type { RouteMatch } from './routes.js';
 import { A2A_METHODS } from './a2a/config.js';
 import { TaskOwners, recordTasks } from './a2a/tasks.js';
@@ -56,6 +58,8 @@ interface RequestState {
   forwardStart?: number;
   /** The idempotency claim of a keyed request being forwarded (ledger.ts records or releases it). */
   claimId?: string;
+  /** An allowed `tools/list` on a route that filters it: the tools the agent may call (mcp/tools-filter.ts). */
+  toolsFilter?: ToolsFilter;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -133,6 +137,7 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     if (facts === undefined || admission === undefined) throw new ServiceError('internal_error');
     const body = Buffer.isBuffer(request.body) ? request.body : EMPTY;
     state.decision = await pipeline.verdict(facts, admission, body);
+    state.toolsFilter = await toolsListFilter(sidecar, admission, state.decision, request.id);
   }
 
   function onUpstreamError(request: FastifyRequest, reply: FastifyReply, error: Error): void {
@@ -180,7 +185,11 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     const idleMs = sse ? streamIdle ?? opts.upstreamTimeoutMs : opts.upstreamTimeoutMs;
     const onIdle = (): void => request.log.info({ idle_ms: idleMs, sse }, 'gateway: upstream idle');
     const { claimId } = stateOf(request);
-    const body = claimId === undefined ? res.stream : recordingBody(sidecar, request, reply, res, claimId);
+    const recorded = claimId === undefined ? res.stream : recordingBody(sidecar, request, reply, res, claimId);
+    const { toolsFilter } = stateOf(request);
+    const filtered = toolsFilter !== undefined && res.statusCode === 200;
+    if (filtered) reply.removeHeader('content-length');
+    const body = filtered ? pipeStreams(recorded, filterToolsAnswer(toolsFilter, sse), () => undefined) : recorded;
     void reply.send(forwardBody(a2aAnswer(admission, decision, sse, body), reply.raw, sse, idleMs, onIdle));
   }
 
@@ -284,7 +293,10 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
             const session = state.admission?.session;
             if (session !== undefined) out['mcp-session-id'] = session.upstreamId;
             // A2A answers are read for the tasks they name (a2a/tasks.ts): ask for them uncompressed.
-            if (state.admission?.route.a2a !== undefined) out['accept-encoding'] = 'identity';
+            // So are filtered tools/list answers (mcp/tools-filter.ts).
+            if (state.admission?.route.a2a !== undefined || state.toolsFilter !== undefined) {
+              out['accept-encoding'] = 'identity';
+            }
             return out as typeof headers;
           },
           onResponse: (_req, rep, res) => onUpstreamResponse(request, rep as FastifyReply, res as never),

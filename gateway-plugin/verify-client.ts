@@ -14,7 +14,7 @@ import {
   API_KEY_HEADER, CHALLENGE_PATH, IDEMPOTENCY_RECORD_PATH, IDEMPOTENCY_RELEASE_PATH, VERIFY_PATH,
 } from '../src/protocol.js';
 import type { RecordedResponse, VerifyRequest } from '../src/protocol.js';
-import { AUTHZEN_EVALUATION_PATH, authzenBody, fromAuthzen } from './authzen.js';
+import { AUTHZEN_EVALUATION_PATH, AUTHZEN_SEARCH_ACTION_PATH, authzenBody, fromAuthzen } from './authzen.js';
 
 /**
  * Longest sidecar response body read (bytes); longer is a bad response. It holds a verify answer
@@ -182,6 +182,35 @@ export class SidecarClient {
     const r = await this.#call('POST', IDEMPOTENCY_RELEASE_PATH, this.#options.verifyTimeoutMs, requestId,
       JSON.stringify({ claim_id: claimId }));
     return typeof r !== 'string' && r.status === 200;
+  }
+
+  /**
+   * The scopes the AuthZEN action search (`POST /access/v1/search/action`, docs/authzen.md) allows
+   * `agentId` now on `resource` (every page, at most 20), or `undefined` on any failure. Never throws.
+   */
+  async searchActions(agentId: string, resource: { type: string; id: string }, requestId: string,
+  ): Promise<Set<string> | undefined> {
+    const names = new Set<string>();
+    let token = '';
+    for (let page = 0; page < 20; page++) {
+      const body = JSON.stringify({ subject: { type: 'agent', id: agentId }, resource,
+        ...(token === '' ? {} : { page: { token } }) });
+      const r = await this.#call('POST', AUTHZEN_SEARCH_ACTION_PATH, this.#options.verifyTimeoutMs, requestId, body);
+      if (typeof r === 'string' || r.status !== 200 || r.tooLarge) return undefined;
+      let answer: { results?: unknown; page?: { next_token?: unknown } };
+      try { answer = JSON.parse(r.body) as typeof answer; } catch { return undefined; }
+      if (!Array.isArray(answer?.results)) return undefined;
+      for (const item of answer.results as unknown[]) {
+        const name = (item as { name?: unknown } | null)?.name;
+        if (typeof name !== 'string') return undefined;
+        names.add(name);
+      }
+      const next = answer.page?.next_token;
+      if (next === '' || next === undefined) return names;
+      if (typeof next !== 'string') return undefined;
+      token = next;
+    }
+    return undefined;
   }
 
   /** Fetches a fresh challenge, or `undefined` on any failure. Never throws. */

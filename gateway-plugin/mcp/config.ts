@@ -25,7 +25,7 @@
  */
 
 import {
-  at, checkInt, checkJsonPointer, checkObject, checkScope, checkString, fail, isPlainObject, item,
+  at, checkBoolean, checkInt, checkJsonPointer, checkObject, checkScope, checkString, fail, isPlainObject, item,
 } from '../validate.js';
 import { MIN_SESSION_SECRET_BYTES } from './session.js';
 import { checkRouteMode } from '../shadow.js';
@@ -94,6 +94,11 @@ export interface McpRouteOptions {
    * (default 4 × the body limit, at most 64 MiB; mcp/body.ts). Beyond, plain 413.
    */
   answer_overflow_bytes?: number;
+  /**
+   * `true`: an allowed `tools/list` answer lists only the mapped tools whose scope the agent's
+   * delegation allows now (mcp/tools-filter.ts, docs/mcp.md). Default `false`.
+   */
+  filter_tools_list?: boolean;
 }
 
 /** A compiled tool. */
@@ -122,6 +127,8 @@ export interface McpRoute {
   readonly sessionTtlMs: number;
   /** Largest answer read past the body limit; `undefined`: 4 × the limit. */
   readonly answerOverflowBytes: number | undefined;
+  /** `filter_tools_list`: `tools/list` answers are filtered by the agent's scopes. */
+  readonly filterToolsList: boolean;
 }
 
 /** Default `stream_idle_timeout_ms`: 5 minutes (the SDK client re-opens an ended GET stream with `Last-Event-ID`). */
@@ -137,6 +144,8 @@ export const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
 const METHOD_PATTERN = /^[A-Za-z0-9_./$-]{1,128}$/;
 /** The JSON-RPC method of a tool call. */
 export const TOOLS_CALL = 'tools/call';
+/** The JSON-RPC method that lists the tools. */
+export const TOOLS_LIST = 'tools/list';
 
 function compileTool(name: string, value: unknown, path: string): McpTool {
   if (typeof value === 'string') {
@@ -175,6 +184,7 @@ function compileTool(name: string, value: unknown, path: string): McpTool {
 export function compileMcp(value: unknown, path: string): McpRoute {
   const mcp = checkObject(value, path, [
     'tools', 'public', 'body_limit_bytes', 'stream_idle_timeout_ms', 'session_ttl_ms', 'answer_overflow_bytes',
+    'filter_tools_list',
   ]);
   const toolsPath = at(path, 'tools');
   if (!isPlainObject(mcp.tools) || Object.keys(mcp.tools).length === 0) {
@@ -202,6 +212,10 @@ export function compileMcp(value: unknown, path: string): McpRoute {
     if (publicMethods.has(method)) fail(where, `duplicate method ${method}`);
     publicMethods.add(method);
   });
+  const filterToolsList = checkBoolean(mcp.filter_tools_list, at(path, 'filter_tools_list'), false);
+  if (filterToolsList && publicMethods.has(TOOLS_LIST)) {
+    fail(at(path, 'public'), 'tools/list cannot be public with filter_tools_list: the filter needs the agent');
+  }
   const limit = mcp.body_limit_bytes === undefined
     ? undefined
     : checkInt(mcp.body_limit_bytes, at(path, 'body_limit_bytes'), 0, 1_073_741_824, 0);
@@ -219,6 +233,7 @@ export function compileMcp(value: unknown, path: string): McpRoute {
     answerOverflowBytes: mcp.answer_overflow_bytes === undefined
       ? undefined
       : checkInt(mcp.answer_overflow_bytes, at(path, 'answer_overflow_bytes'), 0, 67_108_864, 0),
+    filterToolsList,
   };
 }
 

@@ -41,6 +41,8 @@ export interface McpFacts {
   protocol?: 'a2a';
   /** The A2A method, once recognised. */
   method?: string;
+  /** The MCP method of a request (not echoed in refusals; the `tools/list` filter reads it). */
+  mcpMethod?: string;
 }
 
 /** One classified MCP message. */
@@ -108,6 +110,7 @@ export function readMcpMessage(body: Buffer, contentType: string | undefined, fa
     invalid('The JSON-RPC method must be a non-empty string.');
   }
   const kind = doc.id === undefined ? 'notification' : 'request';
+  if (kind === 'request') facts.mcpMethod = method;
   if (method !== TOOLS_CALL) return { kind, method, tool: undefined, arguments: undefined, answers: undefined };
   if (kind !== 'request') invalid('tools/call must be a request with an id.');
   const params = doc.params;
