@@ -66,6 +66,9 @@ t.test('every documented operation answers bad requests with documented errors',
       connection_id: f.reg.connection_id, approved_scope: ['data:read'], reason: 'probe', challenge: 'A'.repeat(43),
       proof_bundle: {}, required_scope: 'data:read', callback_url: null,
       subject: { type: 'agent', id: f.agentId }, action: { name: 'data:read' }, resource: { type: 'any', id: '*' },
+      // The idempotency ledger's gateway routes: a claim id no verify made (documented 404 idempotency_claim_not_found).
+      claim_id: '00000000-0000-4000-8000-000000000000',
+      response: { status: 200, headers: [['content-type', 'application/json']], body: 'e30=', body_omitted: false },
     },
     bodyLimit: sc.config.bodyLimitBytes,
   };
