@@ -13,8 +13,7 @@
  * call never reached it.
  */
 
-import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { IncomingHttpHeaders } from 'node:http';
 import { AgentCard, Role, TaskState } from '@a2a-js/sdk';
 import {
   AgentEvent, DefaultRequestHandler, InMemoryPushNotificationStore, InMemoryTaskStore, JsonRpcTransportHandler,
@@ -22,11 +21,12 @@ import {
 } from '@a2a-js/sdk/server';
 import type { AgentExecutor, ExecutionEventBus, RequestContext } from '@a2a-js/sdk/server';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
+import { listen } from './helpers.js';
 
 /** One JSON-RPC request the A2A server received. */
 export interface A2aReceived {
   method: string;
-  headers: http.IncomingHttpHeaders;
+  headers: IncomingHttpHeaders;
   body: Record<string, unknown>;
 }
 
@@ -91,9 +91,8 @@ export async function startA2aUpstream(): Promise<A2aUpstream> {
   const v1 = new JsonRpcTransportHandler(handler);
   const v03 = new LegacyJsonRpcTransportHandler(handler);
   const received: A2aReceived[] = [];
-  const sockets = new Set<Socket>();
   const state = { cardHits: 0 };
-  const server = http.createServer((req, res) => {
+  const server = await listen((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -129,20 +128,11 @@ export async function startA2aUpstream(): Promise<A2aUpstream> {
       });
     });
   });
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: server.url,
     received,
     get cardHits() { return state.cardHits; },
     advertise(url: string, version: '1.0' | '0.3') { card = cardJson(url, version); },
-    close: () => new Promise<void>((resolve) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => resolve());
-    }),
+    close: server.close,
   };
 }

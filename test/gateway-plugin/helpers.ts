@@ -46,7 +46,8 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
   });
 }
 
-async function listen(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<TestServer> {
+/** Starts an HTTP server on 127.0.0.1 and a free port; `close()` destroys its open connections first. */
+export async function listen(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<TestServer> {
   const sockets = new Set<Socket>();
   const server = http.createServer(handler);
   server.on('connection', (s) => {
