@@ -1,0 +1,61 @@
+/**
+ * Schema migrations written once for both engines. A table that is the same on SQLite and on
+ * PostgreSQL but for the names of two column types is written here once, in PostgreSQL's words
+ * (`BIGINT` for times and counts, `BYTEA` for sealed bytes), and each engine's migration list
+ * (`sqlite/migrations.ts`, `postgres/migrations.ts`) takes it under its own version number with
+ * {@link migrationFor}, which renders SQLite's words (`INTEGER`, `BLOB`: the types that engine's
+ * own migrations use, so the copy command and the schema checks see one schema).
+ *
+ * Add a new migration here unless the dialects truly differ (a PL/pgSQL function, a trigger, a
+ * table rebuild): then each engine list gets its own. Never edit a released migration: add one.
+ */
+import type { Dialect } from './sql/core.js';
+
+/** A migration both engines run. */
+export interface SharedMigration {
+  /** Short name, recorded in each engine's `schema_migrations`. */
+  readonly name: string;
+  /** The SQL in PostgreSQL's type names. */
+  readonly sql: string;
+}
+
+/** A shared migration's name and SQL for one dialect. */
+export function migrationFor(m: SharedMigration, dialect: Dialect): { name: string; sql: string } {
+  const sql = dialect === 'pg' ? m.sql : m.sql.replace(/\bBIGINT\b/g, 'INTEGER').replace(/\bBYTEA\b/g, 'BLOB');
+  return { name: m.name, sql };
+}
+
+/** Decision explanations (SQLite version 5, PostgreSQL 3). */
+export const DECISION_EXPLANATIONS: SharedMigration = {
+  name: 'decision explanations',
+  sql: `
+CREATE TABLE decision_explanations (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL,
+  connection_id TEXT NOT NULL,
+  explanation TEXT NOT NULL,
+  created_at BIGINT NOT NULL
+);
+CREATE INDEX decision_explanations_created ON decision_explanations (created_at);
+`,
+};
+
+/** The idempotency ledger (SQLite version 6, PostgreSQL 4). */
+export const IDEMPOTENCY_LEDGER: SharedMigration = {
+  name: 'idempotency ledger',
+  sql: `
+CREATE TABLE idempotency_records (
+  connection_id TEXT NOT NULL,
+  agent_id TEXT NOT NULL,
+  idem_key TEXT NOT NULL,
+  request_hash TEXT NOT NULL,
+  claim_id TEXT NOT NULL UNIQUE,
+  state TEXT NOT NULL,
+  response TEXT,
+  created_at BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL,
+  PRIMARY KEY (connection_id, agent_id, idem_key)
+);
+CREATE INDEX idempotency_records_expiry ON idempotency_records (expires_at);
+`,
+};
