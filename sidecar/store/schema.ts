@@ -59,3 +59,43 @@ CREATE TABLE idempotency_records (
 CREATE INDEX idempotency_records_expiry ON idempotency_records (expires_at);
 `,
 };
+
+/**
+ * Organisations (SQLite version 7, PostgreSQL 5; issue 32). An organisation is an `accounts` row
+ * (a workspace with its own root identity, credits, platforms and audit chain, as a personal
+ * account is), with `account_type` `organization`, its name in `org_name` and a placeholder
+ * `email` (`org:<id>`: no address a login accepts has no `@`). People belong to it through
+ * `memberships`; a session acts in one workspace (`sessions.workspace_id`; NULL: the person's own).
+ */
+export const ORGANISATIONS: SharedMigration = {
+  name: 'organisations, memberships, invitations',
+  sql: `
+ALTER TABLE accounts ADD COLUMN org_name TEXT;
+ALTER TABLE sessions ADD COLUMN workspace_id TEXT REFERENCES accounts(id);
+CREATE INDEX sessions_workspace ON sessions (workspace_id, account_id);
+
+CREATE TABLE memberships (
+  org_id TEXT NOT NULL REFERENCES accounts(id),
+  account_id TEXT NOT NULL REFERENCES accounts(id),
+  role TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  PRIMARY KEY (org_id, account_id)
+);
+CREATE INDEX memberships_account ON memberships (account_id);
+
+CREATE TABLE invitations (
+  id TEXT PRIMARY KEY,
+  org_id TEXT NOT NULL REFERENCES accounts(id),
+  email TEXT NOT NULL,
+  role TEXT NOT NULL,
+  invited_by TEXT NOT NULL REFERENCES accounts(id),
+  state TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL,
+  decided_at BIGINT,
+  accepted_by TEXT REFERENCES accounts(id)
+);
+CREATE UNIQUE INDEX invitations_one_pending ON invitations (org_id, email) WHERE state = 'pending';
+CREATE INDEX invitations_email ON invitations (email, state);
+`,
+};

@@ -7,7 +7,7 @@
  */
 import { AUDIT_CHAIN_SQL, chainExistingRows } from './migration-audit.js';
 import type { MigrationDb } from './migration-audit.js';
-import { DECISION_EXPLANATIONS, IDEMPOTENCY_LEDGER, migrationFor } from '../schema.js';
+import { DECISION_EXPLANATIONS, IDEMPOTENCY_LEDGER, ORGANISATIONS, migrationFor } from '../schema.js';
 
 export type { MigrationDb } from './migration-audit.js';
 
@@ -270,4 +270,5 @@ CREATE TABLE usage_counters (
   { version: 4, name: 'audit hash chain, checkpoints, export cursors, service keys', sql: AUDIT_CHAIN_SQL, after: chainExistingRows },
   { version: 5, ...migrationFor(DECISION_EXPLANATIONS, 'sqlite') },
   { version: 6, ...migrationFor(IDEMPOTENCY_LEDGER, 'sqlite') },
+  { version: 7, ...migrationFor(ORGANISATIONS, 'sqlite') },
 ];
