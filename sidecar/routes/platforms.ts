@@ -55,7 +55,7 @@ export function checkCallbackUrl(ctx: ServiceContext, url: string): void {
 /** The routes of this file, each defined once (api/route.ts). */
 export const PLATFORMS_ROUTES = {
   registerPersonalPlatform: defineRoute({
-    method: 'POST', url: '/v1/service/platforms/personal', auth: 'session_csrf',
+    method: 'POST', url: '/v1/service/platforms/personal', auth: 'session_csrf', permission: 'platforms_manage',
     schema: { body: PlatformBody, tags: ['platforms'] },
     operation: op('registerPersonalPlatform', 'Register a personal platform (spec 4.6)',
       'Creates the platform, its connection and API key. The three secrets appear only in this response.',
@@ -63,28 +63,29 @@ export const PLATFORMS_ROUTES = {
         'account_type_not_supported', ...ONBOARDED]),
   }),
   listPlatforms: defineRoute({
-    method: 'GET', url: '/v1/service/platforms', auth: 'session',
+    method: 'GET', url: '/v1/service/platforms', auth: 'session', permission: 'read',
     schema: { tags: ['platforms'] },
     operation: op('listPlatforms', 'List platforms', 'The account\'s platforms, without secrets.', S.PlatformList),
   }),
   getPlatform: defineRoute({
-    method: 'GET', url: '/v1/service/platforms/:platform_id', auth: 'session',
+    method: 'GET', url: '/v1/service/platforms/:platform_id', auth: 'session', permission: 'read',
     schema: { params: IdParam('platform_id'), tags: ['platforms'] },
     operation: op('getPlatform', 'Read a platform', 'One platform, without secrets.', S.Platform, [
       'platform_not_found']),
   }),
   listConnections: defineRoute({
-    method: 'GET', url: '/v1/service/connections', auth: 'session',
+    method: 'GET', url: '/v1/service/connections', auth: 'session', permission: 'read',
     schema: { tags: ['connections'] },
     operation: op('listConnections', 'List connections', 'The account\'s connections.', S.ConnectionList),
   }),
   getConnection: defineRoute({
-    method: 'GET', url: '/v1/service/connections/:connection_id', auth: 'session',
+    method: 'GET', url: '/v1/service/connections/:connection_id', auth: 'session', permission: 'read',
     schema: { params: IdParam('connection_id'), tags: ['connections'] },
     operation: op('getConnection', 'Read a connection', 'One connection.', S.Connection, ['connection_not_found']),
   }),
   rotateApiKey: defineRoute({
     method: 'POST', url: '/v1/service/connections/:connection_id/rotate-key', auth: 'session_csrf',
+    permission: 'platforms_manage',
     schema: { body: NoBody, params: IdParam('connection_id'), tags: ['connections'] },
     operation: op('rotateApiKey', 'Rotate the API key',
       'Issues a new key (shown once); the old key stops at once or after SIDECAR_API_KEY_GRACE_SECONDS. Event '
@@ -93,6 +94,7 @@ export const PLATFORMS_ROUTES = {
   }),
   removeConnection: defineRoute({
     method: 'POST', url: '/v1/service/connections/:connection_id/remove', auth: 'session_csrf',
+    permission: 'platforms_manage',
     schema: { body: NoBody, params: IdParam('connection_id'), tags: ['connections'] },
     operation: op('removeConnection', 'Remove a connection',
       'Its keys stop working, its certificates are revoked and its pending requests denied. Event connection.removed.',
@@ -112,7 +114,7 @@ export const PLATFORMS_ROUTES = {
       'The agents of the API key\'s own connection.', S.AgentList, ['connection_not_found']),
   }),
   listAgents: defineRoute({
-    method: 'GET', url: '/v1/service/agents', auth: 'session',
+    method: 'GET', url: '/v1/service/agents', auth: 'session', permission: 'read',
     schema: { tags: ['agents'] },
     operation: op('listAgents', 'List agents', 'The account\'s agents.', S.AgentList),
   }),

@@ -101,7 +101,8 @@ export const codeFromRow = (r: CodeRow): LoginCodeRecord => ({
 /** Maps a `sessions` row. */
 export const sessionFromRow = (r: SessionRow): SessionRecord => ({
   id: r.id, tokenHash: r.token_hash, accountId: r.account_id, expiresAt: r.expires_at,
-  absoluteExpiresAt: r.absolute_expires_at, endedAt: r.ended_at, createdAt: r.created_at, workspaceId: r.workspace_id ?? null,
+  absoluteExpiresAt: r.absolute_expires_at, endedAt: r.ended_at, createdAt: r.created_at,
+  workspaceId: r.workspace_id ?? null,
 });
 /** Maps a `platforms` row. */
 export const platformFromRow = (r: PlatformRow): PlatformRecord => ({

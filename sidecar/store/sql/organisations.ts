@@ -14,7 +14,9 @@ import type {
   OrganisationStore,
 } from '../types.js';
 
-interface MembershipRow { org_id: string; org_name: string | null; account_id: string; role: string; created_at: number }
+interface MembershipRow {
+  org_id: string; org_name: string | null; account_id: string; role: string; created_at: number;
+}
 interface MemberRow extends MembershipRow { email: string; first_name: string | null; last_name: string | null }
 interface InvitationRow {
   id: string; org_id: string; org_name: string | null; email: string; role: string; invited_by: string; state: string;
@@ -30,7 +32,8 @@ const membership = (r: MembershipRow): MembershipRecord => ({
 });
 const invitation = (r: InvitationRow, now?: number): InvitationRecord => ({
   id: r.id, orgId: r.org_id, orgName: r.org_name ?? '', email: r.email, role: role(r.role), invitedBy: r.invited_by,
-  state: r.state === 'pending' && now !== undefined && r.expires_at <= now ? 'expired' : r.state as InvitationRecord['state'],
+  state: r.state === 'pending' && now !== undefined && r.expires_at <= now
+    ? 'expired' : r.state as InvitationRecord['state'],
   createdAt: r.created_at, expiresAt: r.expires_at, decidedAt: r.decided_at, acceptedBy: r.accepted_by,
 });
 
@@ -55,8 +58,8 @@ export class SqlOrganisationStore implements OrganisationStore {
         credits_micros, org_name, created_at)
         VALUES (${o.id}, ${`org:${o.id}`}, 'organization', 'complete', ${o.rootPublicKey}, ${bytes(o.rootSecretEnc)},
           ${o.creditsMicros}, ${o.name}, ${o.now})`);
-      yield* run(sql`INSERT INTO memberships (org_id, account_id, role, created_at) VALUES (${o.id}, ${o.ownerId}, 'owner',
-        ${o.now})`);
+      yield* run(sql`INSERT INTO memberships (org_id, account_id, role, created_at)
+        VALUES (${o.id}, ${o.ownerId}, 'owner', ${o.now})`);
       yield* appendAudits(audit, chain);
     })());
   }
@@ -181,7 +184,9 @@ export class SqlOrganisationStore implements OrganisationStore {
  * Locks the organisation's row, reads the membership and applies the last-owner rule to moving it
  * to `to` (null: ending it): the membership, or why not.
  */
-function* guarded(orgId: string, accountId: string, to: Role | null): Work<MembershipRecord | 'not_member' | 'last_owner'> {
+function* guarded(
+  orgId: string, accountId: string, to: Role | null,
+): Work<MembershipRecord | 'not_member' | 'last_owner'> {
   yield* get(sql`SELECT id FROM accounts WHERE id = ${orgId}${FOR_UPDATE}`);
   const row = yield* get<MembershipRow>(sql`${MEMBERSHIP} WHERE m.org_id = ${orgId} AND m.account_id = ${accountId}`);
   if (row === undefined) return 'not_member';

@@ -104,5 +104,6 @@ export interface OrganisationStore {
   acceptInvitation(id: string, accountId: string, email: string, now: number,
     audit: (m: MembershipRecord) => AuditEventRecord[]): Promise<AcceptOutcome>;
   /** Points the live session `sessionId` at a workspace (null: the person's own); false when it has ended. */
-  setSessionWorkspace(sessionId: string, workspaceId: string | null, audit: readonly AuditEventRecord[]): Promise<boolean>;
+  setSessionWorkspace(sessionId: string, workspaceId: string | null, audit: readonly AuditEventRecord[]):
+    Promise<boolean>;
 }
