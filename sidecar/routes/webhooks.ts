@@ -14,7 +14,7 @@ import { ServiceError } from '../../src/errors.js';
 import type { ServiceContext } from '../context.js';
 import type { DeliveryRecord } from '../store/types.js';
 import { NoBody, iso, ownedPlatform, parsePage, platformView } from '../http/resources.js';
-import { checkCallbackUrl } from './platforms.js';
+import { checkCallbackUrl } from './registration.js';
 
 /** Delivery list page sizes. */
 export const DELIVERY_LIMITS = { default: 25, max: 200 } as const;
