@@ -30,7 +30,9 @@
  * - the append-only rule of the audit table.
  */
 import { NOTIFY_CHANNEL } from './changes-protocol.js';
-import { DECISION_EXPLANATIONS, IDEMPOTENCY_LEDGER, ORGANISATIONS, migrationFor } from '../schema.js';
+import {
+  DECISION_EXPLANATIONS, IDEMPOTENCY_LEDGER, ORGANISATIONS, PUBLISHER_DOMAINS, migrationFor,
+} from '../schema.js';
 
 /** One migration. */
 export interface PgMigration {
@@ -311,4 +313,5 @@ END $$;
   { version: 3, ...migrationFor(DECISION_EXPLANATIONS, 'pg') },
   { version: 4, ...migrationFor(IDEMPOTENCY_LEDGER, 'pg') },
   { version: 5, ...migrationFor(ORGANISATIONS, 'pg') },
+  { version: 6, ...migrationFor(PUBLISHER_DOMAINS, 'pg') },
 ];

@@ -7,7 +7,9 @@
  */
 import { AUDIT_CHAIN_SQL, chainExistingRows } from './migration-audit.js';
 import type { MigrationDb } from './migration-audit.js';
-import { DECISION_EXPLANATIONS, IDEMPOTENCY_LEDGER, ORGANISATIONS, migrationFor } from '../schema.js';
+import {
+  DECISION_EXPLANATIONS, IDEMPOTENCY_LEDGER, ORGANISATIONS, PUBLISHER_DOMAINS, migrationFor,
+} from '../schema.js';
 
 export type { MigrationDb } from './migration-audit.js';
 
@@ -271,4 +273,5 @@ CREATE TABLE usage_counters (
   { version: 5, ...migrationFor(DECISION_EXPLANATIONS, 'sqlite') },
   { version: 6, ...migrationFor(IDEMPOTENCY_LEDGER, 'sqlite') },
   { version: 7, ...migrationFor(ORGANISATIONS, 'sqlite') },
+  { version: 8, ...migrationFor(PUBLISHER_DOMAINS, 'sqlite') },
 ];
