@@ -74,7 +74,10 @@ async function traced(t: Test, level: 'full' | 'normal'): Promise<ReturnType<typ
   const children = fs.readFileSync(`/proc/${sc.pid}/task/${sc.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
   for (const pid of children) process.kill(pid, 'SIGTERM');
   // strace writes its buffered trace when it exits: wait for that (bounded; a loaded machine drains slowly).
-  await Promise.race([sc.exited, new Promise((r) => setTimeout(r, 120_000))]);
+  // The bound's timer is cleared once strace exits: left pending, it kept the file's process alive 2 more minutes.
+  let bound: NodeJS.Timeout | undefined;
+  await Promise.race([sc.exited, new Promise((r) => { bound = setTimeout(r, 120_000); })]);
+  clearTimeout(bound);
   const result = answersBeforeSync(fs.readFileSync(out, 'utf8'));
   fs.rmSync(path.dirname(out), { recursive: true, force: true });
   t.comment(`${level}: ${result.answers} verify answers, ${result.beforeSync} written before the WAL sync covering them; `
