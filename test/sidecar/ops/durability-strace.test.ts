@@ -29,10 +29,15 @@ function straceWorks(): boolean {
   return fs.existsSync(STRACE) && spawnSync(STRACE, ['-f', '-o', '/dev/null', 'true']).status === 0;
 }
 
-/** What the trace says about the verify answers: how many, and how many were written while the WAL had unsynced writes. */
-export function answersBeforeSync(trace: string): { answers: number; beforeSync: number; walSyncs: number; walWrites: number } {
+/**
+ * What the trace says about the verify answers: how many, and how many were written while the WAL had unsynced
+ * writes. `mainPid` is the sidecar's pid (its main thread's id in the trace); by default the first line's.
+ */
+export function answersBeforeSync(trace: string, mainPid?: number):
+{ answers: number; beforeSync: number; walSyncs: number; walWrites: number } {
   const lines = trace.split('\n');
-  const main = /^(\d+) /.exec(lines[0] ?? '')?.[1];
+  // Not always the first line's: a thread of the compiled sidecar can write before the main thread does.
+  const main = mainPid !== undefined ? String(mainPid) : /^(\d+) /.exec(lines[0] ?? '')?.[1];
   let dirty = false;
   let answers = 0;
   let beforeSync = 0;
@@ -78,7 +83,7 @@ async function traced(t: Test, level: 'full' | 'normal'): Promise<ReturnType<typ
   let bound: NodeJS.Timeout | undefined;
   await Promise.race([sc.exited, new Promise((r) => { bound = setTimeout(r, 120_000); })]);
   clearTimeout(bound);
-  const result = answersBeforeSync(fs.readFileSync(out, 'utf8'));
+  const result = answersBeforeSync(fs.readFileSync(out, 'utf8'), children[0]);
   fs.rmSync(path.dirname(out), { recursive: true, force: true });
   t.comment(`${level}: ${result.answers} verify answers, ${result.beforeSync} written before the WAL sync covering them; `
     + `WAL: ${result.walWrites} writes, ${result.walSyncs} syncs`);
