@@ -32,19 +32,19 @@ import { DecisionPipeline } from './pipeline.js';
 import type { Admission, GatewayVerdict, PipelineRequest } from './pipeline.js';
 import { SidecarClient } from './verify-client.js';
 import { refusalReason, renderRefusal, toServiceError } from './refusal.js';
-import { countRequest, countShadow, guardForward } from './metrics.js';
+import { countAnswer, countShadow, guardForward } from './metrics.js';
 import { logShadow } from './shadow.js';
 import { upstreamRequestHeaders, upstreamResponseHeaders } from './headers.js';
 import { installServerAnswers } from './framework-errors.js';
 import { McpAnswerTooLarge, readLimitedBody } from './mcp/body.js';
-import { McpSessions, SESSION_PROOF_HEADER } from './mcp/session.js';
+import { SESSION_PROOF_HEADER } from './mcp/session.js';
 import { forwardBody, isEventStream } from './mcp/stream.js';
-import { answerServer, rewriteSessionHeaders, stripSessionHeaders } from './mcp/proxy.js';
+import {
+  answerOverflow, answerServer, protocolRequestHeaders, rewriteSessionHeaders, sessionsByRoute, stripSessionHeaders,
+} from './mcp/proxy.js';
 import { filterToolsAnswer, toolsListFilter } from './mcp/tools-filter.js';
 import type { ToolsFilter } from './mcp/tools-filter.js';
-import type { RouteMatch } from './routes.js';
-import { A2A_METHODS } from './a2a/config.js';
-import { TaskOwners, recordTasks } from './a2a/tasks.js';
+import { a2aAnswer, taskOwnersByRoute } from './a2a/answer.js';
 import { pipeline as pipeStreams } from 'node:stream';
 import type { Readable } from 'node:stream';
 import { randomBytes } from 'node:crypto';
@@ -81,41 +81,19 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
   const opts: ResolvedGatewayOptions = resolveGatewayOptions(rawOptions);
   const { metrics } = opts;
   const sidecar = new SidecarClient({
-    url: opts.sidecarUrl,
-    apiKey: opts.apiKey,
-    verifyTimeoutMs: opts.verifyTimeoutMs,
-    decisionApi: opts.decisionApi,
-    challengeTimeoutMs: opts.challengeTimeoutMs,
-    connections: opts.sidecarConnections,
+    url: opts.sidecarUrl, apiKey: opts.apiKey, verifyTimeoutMs: opts.verifyTimeoutMs, decisionApi: opts.decisionApi,
+    challengeTimeoutMs: opts.challengeTimeoutMs, connections: opts.sidecarConnections,
   });
   fastify.addHook('onClose', async () => sidecar.close());
   installServerAnswers(fastify.server, metrics);
-  const sessionsByRoute = new Map<number, McpSessions>();
   const sessionSecret = opts.mcpSessionSecret ?? randomBytes(32);
   if (opts.mcpSessionSecret === undefined && rawOptions.routes.some((r) => r.mcp !== undefined)) {
     fastify.log.warn('gateway: no MCP session secret configured (mcpSessionSecret / mcp_session_secret_env): '
       + 'a random one is used, '
       + 'so MCP sessions end on restart and do not work across replicas (docs/mcp.md#sessions)');
   }
-  const sessionsFor = (route: RouteMatch): McpSessions | undefined => {
-    if (route.mcp === undefined) return undefined;
-    let sessions = sessionsByRoute.get(route.index);
-    if (sessions === undefined) {
-      sessions = new McpSessions(sessionSecret, route.pattern, route.mcp.sessionTtlMs);
-      sessionsByRoute.set(route.index, sessions);
-    }
-    return sessions;
-  };
-  const tasksByRoute = new Map<number, TaskOwners>();
-  const tasksFor = (route: RouteMatch): TaskOwners | undefined => {
-    if (route.a2a === undefined) return undefined;
-    let owners = tasksByRoute.get(route.index);
-    if (owners === undefined) {
-      owners = new TaskOwners(route.a2a.taskTtlMs, route.a2a.maxTasks);
-      tasksByRoute.set(route.index, owners);
-    }
-    return owners;
-  };
+  const sessionsFor = sessionsByRoute(sessionSecret);
+  const tasksFor = taskOwnersByRoute();
   const pipeline = new DecisionPipeline(opts, sidecar, sessionsFor, tasksFor,
     { upstreamTimeoutMs: opts.upstreamTimeoutMs });
   const states = new WeakMap<FastifyRequest, RequestState>();
@@ -162,11 +140,7 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
   ): void {
     const admission = stateOf(request).admission;
     const limit = admission?.route.mcp?.bodyLimit ?? admission?.route.a2a?.bodyLimit ?? opts.bodyLimit;
-    const proof = request.headers[SESSION_PROOF_HEADER];
-    const { session, sessions } = admission ?? {};
-    const overflow = session === undefined || sessions === undefined || typeof proof !== 'string'
-      ? undefined
-      : { key: sessions.answerKey(session.token), proof, maxBytes: admission?.route.mcp?.answerOverflowBytes };
+    const overflow = answerOverflow(admission, request.headers[SESSION_PROOF_HEADER]);
     readLimitedBody(payload, request.headers['content-length'], limit, overflow, done);
   }
 
@@ -190,20 +164,7 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     const filtered = toolsFilter !== undefined && res.statusCode === 200;
     if (filtered) reply.removeHeader('content-length');
     const body = filtered ? pipeStreams(recorded, filterToolsAnswer(toolsFilter, sse), () => undefined) : recorded;
-    void reply.send(forwardBody(a2aAnswer(admission, decision, sse, body), reply.raw, sse, idleMs, onIdle));
-  }
-
-  /** The answer to an allowed A2A message, read for the task ids it names as it passes (a2a/tasks.ts). */
-  function a2aAnswer(
-    admission: Admission | undefined, decision: GatewayVerdict | undefined, sse: boolean, body: Readable,
-  ): Readable {
-    const method = admission?.mcp?.method;
-    const owners = admission === undefined ? undefined : tasksFor(admission.route);
-    if (owners === undefined || method === undefined || A2A_METHODS.get(method)?.kind !== 'send') return body;
-    const agentId = decision?.kind === 'allow' ? decision.agentId : undefined;
-    if (agentId === undefined) return body;
-    const tap = recordTasks(sse, (taskId) => owners.record(taskId, agentId));
-    return pipeStreams(body, tap, () => undefined);
+    void reply.send(forwardBody(a2aAnswer(tasksFor, admission, decision, sse, body), reply.raw, sse, idleMs, onIdle));
   }
 
   await fastify.register(async (scope) => {
@@ -227,13 +188,7 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     scope.addHook('preHandler', preHandler);
     scope.addHook('onResponse', async (request, reply) => {
       const state = states.get(request);
-      if (state?.outcome === undefined) return;
-      countRequest(metrics, state.outcome[0], state.outcome[1]);
-      if (state.forwardStart !== undefined) {
-        const statusClass = `${Math.floor(reply.statusCode / 100)}xx`;
-        metrics.upstreamDuration.observe(
-          { status_class: statusClass }, (performance.now() - state.forwardStart) / 1000);
-      }
+      if (state?.outcome !== undefined) countAnswer(metrics, state.outcome, reply.statusCode, state.forwardStart);
     });
     await scope.register(httpProxy, {
       upstream: opts.upstream,
@@ -290,14 +245,7 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
           retryDelay: () => null,
           rewriteRequestHeaders: (_req, headers) => {
             const out = upstreamRequestHeaders({ ...headers }, decision, facts);
-            const session = state.admission?.session;
-            if (session !== undefined) out['mcp-session-id'] = session.upstreamId;
-            // A2A answers are read for the tasks they name (a2a/tasks.ts): ask for them uncompressed.
-            // So are filtered tools/list answers (mcp/tools-filter.ts).
-            if (state.admission?.route.a2a !== undefined || state.toolsFilter !== undefined) {
-              out['accept-encoding'] = 'identity';
-            }
-            return out as typeof headers;
+            return protocolRequestHeaders(out, state.admission, state.toolsFilter !== undefined) as typeof headers;
           },
           onResponse: (_req, rep, res) => onUpstreamResponse(request, rep as FastifyReply, res as never),
           onError: (errReply, { error }) => onUpstreamError(request, errReply as FastifyReply, error),
