@@ -12,12 +12,11 @@
  * hybrid key (the stub never looks at it; the gateway pre-checks its shape).
  *
  *   npx tsx bench/gateway-cost.ts [--rounds=4] [--seconds=3] [--warmup=10] [--concurrency=50]
- *     [--gateway=LABEL:DIR]... [--profile=DIR] [--unix-socket] [--strace] [--threads] [--node-flags=A,B]
+ *     [--gateway=LABEL:DIR]... [--profile=DIR] [--strace] [--threads] [--node-flags=A,B]
  *
  * `--profile=DIR` instead profiles the first gateway and then a hop proxy
  * (`--cpu-prof`) for `--seconds` under load each and prints the top self-time
  * entries of that window.
- * `--unix-socket` points the gateways at the stub through a Unix domain socket;
  * `--strace` counts the proxies' system calls per request (strace -c; slows them down);
  * `--threads` splits their CPU per request by thread (main, GC helpers, libuv pool).
  */
@@ -44,7 +43,6 @@ const CONCURRENCY = Number(arg('concurrency') ?? 50);
 /** Unmeasured load on each variant before the rounds (JIT compilation settles). */
 const WARMUP = Number(arg('warmup') ?? 10);
 const PROFILE = arg('profile');
-const UNIX = process.argv.includes('--unix-socket');
 const STRACE = process.argv.includes('--strace');
 const THREADS = process.argv.includes('--threads');
 /** `--node-flags=A,B`: more Node flags for the gateways (e.g. --trace-deopt). */
@@ -165,14 +163,13 @@ async function main(): Promise<void> {
     const header = proofHeaderValue();
     const up = await startHelper('upstream', []);
     children.push(up.child);
-    const unix = path.join(tmp, 'stub.sock');
-    const stub = await startHelper('stub', UNIX ? [`--socket=${unix}`] : []);
+    const stub = await startHelper('stub', []);
     children.push(stub.child);
     const allow = await startHelper('allow', []);
     children.push(allow.child);
     const hop = await startHelper('hop', [`--upstream=${up.url}`, `--verify=${allow.url}`]);
     children.push(hop.child);
-    const sidecarUrl = UNIX ? `unix:${unix}` : stub.url;
+    const sidecarUrl = stub.url;
     if (PROFILE !== undefined) {
       const dir = GATEWAYS[0]!.dir;
       await profile('gateway (stub sidecar)', (flags) => startGateway(dir, up.url, sidecarUrl, tmp, flags),
