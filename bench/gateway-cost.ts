@@ -12,13 +12,14 @@
  * hybrid key (the stub never looks at it; the gateway pre-checks its shape).
  *
  *   npx tsx bench/gateway-cost.ts [--rounds=4] [--seconds=3] [--warmup=10] [--concurrency=50]
- *     [--gateway=LABEL:DIR]... [--profile=DIR] [--strace] [--threads] [--node-flags=A,B]
+ *     [--gateway=LABEL:DIR]... [--profile=DIR] [--strace] [--threads] [--dist] [--node-flags=A,B]
  *
  * `--profile=DIR` instead profiles the first gateway and then a hop proxy
  * (`--cpu-prof`) for `--seconds` under load each and prints the top self-time
  * entries of that window.
  * `--strace` counts the proxies' system calls per request (strace -c; slows them down);
- * `--threads` splits their CPU per request by thread (main, GC helpers, libuv pool).
+ * `--threads` splits their CPU per request by thread (main, GC helpers, libuv pool);
+ * `--dist` runs each checkout's compiled gateway (dist/, `npm run build`) without tsx.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -45,6 +46,7 @@ const WARMUP = Number(arg('warmup') ?? 10);
 const PROFILE = arg('profile');
 const STRACE = process.argv.includes('--strace');
 const THREADS = process.argv.includes('--threads');
+const DIST = process.argv.includes('--dist');
 /** `--node-flags=A,B`: more Node flags for the gateways (e.g. --trace-deopt). */
 const GATEWAY_FLAGS = arg('node-flags')?.split(',') ?? [];
 const GATEWAYS = process.argv.filter((a) => a.startsWith('--gateway=')).map((a) => {
@@ -76,8 +78,10 @@ async function startGateway(
     routes: [{ method: 'GET', path: '/items/*', scope: SCOPE }],
     listen: { host: '127.0.0.1', port }, metrics: false, log_level: 'warn',
   }));
-  const main = path.join(dir, 'gateway-plugin/standalone/main.ts');
-  const child = new Child(`gateway ${dir}`, process.execPath, [...flags, '--import', 'tsx', main, '--config', file],
+  // --dist: the compiled gateway (dist/, `npm run build`) as the production image runs it, without tsx.
+  const main = path.join(dir, DIST ? 'dist/gateway-plugin/standalone/main.js' : 'gateway-plugin/standalone/main.ts');
+  const loader = DIST ? [] : ['--import', 'tsx'];
+  const child = new Child(`gateway ${dir}`, process.execPath, [...flags, ...loader, main, '--config', file],
     childEnv({ BENCH_GATEWAY_API_KEY: API_KEY }));
   const url = `http://127.0.0.1:${port}`;
   try {
