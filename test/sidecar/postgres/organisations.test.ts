@@ -1,0 +1,131 @@
+/**
+ * Organisations, publishing and connections on PostgreSQL across three replicas (issue 32's
+ * black-box flow): every step lands on another replica. A publisher organisation verifies its
+ * domain against a real DNS server (dnsmasq) and publishes; a personal account holder and an
+ * organisation (through an approver who is not its owner) connect; the platform receives both
+ * signed `connection.created` webhooks and uses each key; it asks for delegations; the approvers
+ * grant fewer scopes; proofs verify per connection on every replica; removing one connection
+ * refuses its key on every replica within the API-key cache's 5 s (docs/storage.md) and leaves
+ * the other working; a removed member's session ends on every replica at once.
+ */
+import t from 'tap';
+import fs from 'node:fs';
+import { startPostgres } from '../../helpers/postgres.js';
+import { Client, login, onboard, startMailSink } from '../../helpers/sidecar.js';
+import { DNSMASQ, startDnsmasq } from '../../helpers/dnsmasq.js';
+import { startHookReceiver, transportProblems } from '../webhooks/fixtures/hooks.js';
+import type { Hit } from '../webhooks/fixtures/hooks.js';
+import { newMasterKey, platformOn, sameSession, startReplicas } from './replicas.js';
+import type { Replica } from './replicas.js';
+
+t.setTimeout(240_000);
+
+async function waitFor<T>(what: string, f: () => Promise<T | undefined> | T | undefined, ms = 10_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+const pg = fs.existsSync(DNSMASQ) || process.env['CI'] !== undefined ? await startPostgres(t) : undefined;
+if (pg) {
+  const mail = await startMailSink();
+  t.teardown(() => mail.close());
+  const dns = await startDnsmasq(['example.org'], {});
+  t.teardown(() => dns.close());
+  const rx = await startHookReceiver();
+  t.teardown(() => rx.close());
+  const [A, B, C] = await startReplicas(t, { dbUrl: await pg.createDatabase(), masterKey: newMasterKey(), mail }, 3,
+    { env: { SIDECAR_DNS_SERVERS: dns.address } });
+  const on = (c: Client, r: Replica): Client => sameSession(c, r);
+
+  t.test('publish, connect twice, delegate, verify and remove across three replicas', async (t) => {
+    const owner = await login(A!.sc, 'owner@travel.example.org');
+    await owner.post('/v1/auth/onboarding/profile', { first_name: 'T', last_name: 'C' });
+    await owner.post('/v1/auth/onboarding/account-type', { account_type: 'organization', organization_name: 'Travel Co' });
+    const reg = await on(owner, B!).post('/v1/service/platforms', { name: 'Trip Planner', surface_type: 'agentic_api',
+      description: 'Plans trips.', default_allowed_scopes: ['data:read', 'data:write'], callback_url: rx.url });
+    t.equal(reg.status, 200, 'registered on B');
+    const claim = await on(owner, C!).req('PUT', '/v1/service/organization/domain', { domain: 'travel.example.org' });
+    await dns.setRecords({ [claim.body.record_name]: [[claim.body.record_text]] });
+    t.equal((await on(owner, A!).post('/v1/service/organization/domain/verify')).body.state, 'verified', 'verified on A');
+    t.equal((await on(owner, B!).post(`/v1/service/platforms/${reg.body.platform_id}/publish`)).body.publish_state, 'published');
+    t.equal((await (await onboard(C!.sc, 'reader@example.com')).get('/v1/service/directory')).body.platforms.length, 1,
+      'in the directory on C');
+
+    // A personal account (on C) and an organisation through its admin (on A) connect.
+    const alice = await onboard(C!.sc, 'alice@example.com');
+    const acmeOwner = await login(A!.sc, 'owner@acme.example.org');
+    await acmeOwner.post('/v1/auth/onboarding/profile', { first_name: 'A', last_name: 'C' });
+    const acmeId = (await acmeOwner.post('/v1/auth/onboarding/account-type',
+      { account_type: 'organization', organization_name: 'Acme' })).body.organization_id as string;
+    const member = async (email: string, role: string, r: Replica): Promise<Client> => {
+      const inv = await on(acmeOwner, B!).post('/v1/service/organization/invitations', { email, role });
+      const c = await onboard(r.sc, email);
+      await c.post(`/v1/service/invitations/${inv.body.invitation_id}/accept`);
+      await c.post('/v1/auth/session/workspace', { workspace_id: acmeId });
+      return c;
+    };
+    const admin = await member('admin@acme.example.org', 'admin', A!);
+    const approver = await member('approver@acme.example.org', 'approver', C!);
+    const url = `/v1/service/directory/${reg.body.platform_id}/connect`;
+    const aConn = (await alice.post(url, { allowed_scopes: ['data:read', 'data:write'] })).body.connection_id as string;
+    const bConn = (await admin.post(url, { allowed_scopes: ['data:read'] })).body.connection_id as string;
+    const hook = (id: string): Promise<Hit> => waitFor(`connection.created ${id}`,
+      () => rx.hits.find((h) => h.body.event === 'connection.created' && h.body.connection_id === id));
+    const hooks = [await hook(aConn), await hook(bConn)];
+    for (const h of hooks) t.same(transportProblems(h, reg.body.webhook_signing_secret as string), [], 'signed');
+    t.match(hooks[1]!.body, { org_id: acmeId, org_name: 'Acme', allowed_scopes: ['data:read'] });
+
+    // The platform uses each key on every replica; the approvers grant fewer scopes.
+    const flows: { key: string; conn: string; agentId: string }[] = [];
+    for (const [h, decider, ask] of [[hooks[0]!, alice, ['data:read', 'data:write']], [hooks[1]!, approver, ['data:read']]] as const) {
+      const key = h.body.api_key as string;
+      const conn = h.body.connection_id as string;
+      const agent = await platformOn(A!, key).post(`/v1/service/connections/${conn}/agents`, { name: 'bot', agent_type: 'api_agent' });
+      const req = await platformOn(B!, key).post(`/v1/service/connections/${conn}/delegation-requests`,
+        { agent_id: agent.body.agent_id, scopes: ask });
+      t.equal(req.status, 200, 'asked on B');
+      const ap = await decider.post(`/v1/service/delegations/requests/${req.body.request_id}/approve`, { approved_scope: ['data:read'] });
+      t.equal(ap.status, 200, 'granted fewer (or as many) scopes');
+      flows.push({ key, conn, agentId: agent.body.agent_id as string });
+    }
+    const verify = async (f: (typeof flows)[number], presentOn: Replica, verifyOn: Replica): Promise<string> => {
+      const ch = await platformOn(presentOn, f.key).post('/v1/service/challenge');
+      if (ch.status !== 200) return `challenge ${ch.status} ${ch.body?.error?.code}`;
+      const pr = await platformOn(presentOn, f.key).post(`/v1/service/connections/${f.conn}/agents/${f.agentId}/present`,
+        { challenge: ch.body.challenge });
+      if (pr.status !== 200) return `present ${pr.status} ${pr.body?.error?.code}`;
+      const v = await platformOn(verifyOn, f.key).post('/v1/service/verify', { proof_bundle: pr.body.proof_bundle, required_scope: 'data:read' });
+      return v.status === 200 ? `${v.body.decision} ${v.body.decision_reason}` : `verify ${v.status} ${v.body?.error?.code}`;
+    };
+    for (const [p, v] of [[A!, B!], [B!, C!], [C!, A!]] as const) {
+      for (const f of flows) t.equal(await verify(f, p, v), 'allow authorized', `present on ${p.name}, verify on ${v.name}`);
+    }
+
+    // The platform removes Acme's connection on A: its key stops on every replica; Alice's goes on.
+    t.equal((await platformOn(A!, flows[1]!.key).post(`/v1/service/connections/${flows[1]!.conn}/disconnect`)).body.status, 'removed');
+    for (const r of [A!, B!, C!]) {
+      const started = Date.now();
+      await waitFor(`the removed key refused on ${r.name}`, async () => {
+        const res = await platformOn(r, flows[1]!.key).post('/v1/service/challenge');
+        return res.status === 401 && res.body?.error?.code === 'invalid_api_key' ? true : undefined;
+      }, 5_000);
+      t.ok(Date.now() - started <= 5_000, `refused on ${r.name} within 5 s`);
+      t.equal(await verify(flows[0]!, r, r), 'allow authorized', `the other connection works on ${r.name}`);
+    }
+
+    // A member removed on B is signed out of the organisation on every replica at once.
+    const approverId = (await approver.get('/v1/auth/session')).body.account_id as string;
+    t.equal((await on(acmeOwner, B!).post(`/v1/service/organization/members/${approverId}/remove`)).status, 200);
+    for (const r of [A!, B!, C!]) {
+      const res = await on(approver, r).get('/v1/service/delegations');
+      t.equal(`${res.status} ${res.body?.error?.code}`, '401 auth_required', `the removed approver is refused on ${r.name}`);
+    }
+  });
+} else {
+  t.pass('skipped: dnsmasq is not installed (.ci/run installs it)', { skip: true });
+}
