@@ -340,4 +340,14 @@ CREATE TABLE idempotency_records (
 CREATE INDEX idempotency_records_expiry ON idempotency_records (expires_at);
 `,
   },
+  {
+    version: 5,
+    name: 'sub-delegation chains',
+    sql: `
+ALTER TABLE certificates ADD COLUMN parent_cert_id TEXT;
+ALTER TABLE certificates ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE certificates ADD COLUMN max_delegation_depth INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX certificates_parent ON certificates (parent_cert_id, status);
+`,
+  },
 ];
