@@ -12,7 +12,7 @@
 import t from 'tap';
 import type { Test } from 'tap';
 import { startSidecar } from '../../helpers/sidecar.js';
-import type { Flow, TestSidecar } from '../../helpers/sidecar.js';
+import type { TestSidecar } from '../../helpers/sidecar.js';
 import { auditAll, expectDecision, verify } from '../decide/helpers.js';
 import { startHookReceiver, waitFor } from '../webhooks/fixtures/hooks.js';
 import type { HookReceiver } from '../webhooks/fixtures/hooks.js';
