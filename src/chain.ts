@@ -61,7 +61,9 @@ export function checkLink(child: unknown, parent: DelegationCertificate, parentV
     || canonicalize(c.issuer.public_key) !== canonicalize(pp.subject.public_key)
     || c.connection_id !== pp.connection_id) return fail('wrong_issuer', 'not issued by the parent\'s agent');
   if (delegationRightOf(pp) < 1) return fail('no_right', 'the parent grants no right to delegate');
-  if (delegationRightOf(c) > delegationRightOf(pp) - 1) return fail('no_right', 'a right to delegate beyond the parent\'s');
+  if (delegationRightOf(c) > delegationRightOf(pp) - 1) {
+    return fail('no_right', 'a right to delegate beyond the parent\'s');
+  }
   const narrow = checkNarrowing(grantOf(c), grantOf(pp));
   if (!narrow.ok) return fail('widens', `${narrow.member}: ${narrow.detail}`);
   return { ok: true, cert: check.cert };

@@ -19,7 +19,8 @@ export async function storeExplanation(ctx: ServiceContext, call: Readonly<Verif
   const chain = d.details?.chain as string[] | undefined;
   const link = d.details?.link as { depth: number; cert_id: string } | undefined;
   // A deny under a chain is explained by the link it failed at.
-  const cert = (link ? call.chain?.find((c) => c.payload.cert_id === link.cert_id) : call.cert)?.payload ?? call.cert?.payload;
+  const failed = link ? call.chain?.find((c) => c.payload.cert_id === link.cert_id) : undefined;
+  const cert = (failed ?? call.cert)?.payload;
   const explanation = explainDecision({
     decisionId: call.decisionId, now: call.now, mode: call.mode, decision: d.decision, reason: d.reason,
     stage: call.decidedBy ?? 'delegation', agentId: call.subject ?? call.proof?.payload.agent_id ?? '',

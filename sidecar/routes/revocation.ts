@@ -39,7 +39,8 @@ export interface RevocationAnswer {
 export async function revokeWithDescendants(ctx: ServiceContext, cert: CertificateRecord,
   reason: string): Promise<RevocationAnswer> {
   if (cert.status === 'revoked') return {
-    cert_id: cert.id, status: 'revoked', already_revoked: true, revoked_at: iso(cert.revokedAt), descendants_revoked: [] };
+    cert_id: cert.id, status: 'revoked', already_revoked: true, revoked_at: iso(cert.revokedAt),
+    descendants_revoked: [] };
   const conn = await ctx.store.platforms.getConnection(cert.connectionId);
   const now = ctx.clock();
   const revoked = await ctx.store.delegations.revokeTree(cert.id, reason, now, (c, why) => buildEvent(ctx, {
@@ -51,6 +52,7 @@ export async function revokeWithDescendants(ctx: ServiceContext, cert: Certifica
   for (const c of revoked) ctx.caches.markRevoked(c.id);
   ctx.nudgeWebhooks();
   const changed = revoked.length > 0;
-  return { cert_id: cert.id, status: 'revoked', already_revoked: !changed, revoked_at: iso(changed ? now : cert.revokedAt),
+  return { cert_id: cert.id, status: 'revoked', already_revoked: !changed,
+    revoked_at: iso(changed ? now : cert.revokedAt),
     descendants_revoked: revoked.slice(1).map((c) => c.id) };
 }

@@ -34,7 +34,8 @@ import { iso, requireScopes } from '../http/resources.js';
 import { delegationKeyStatement, parseTimestamp } from './delegations.js';
 import { delegationRight } from './revocation.js';
 
-const Params = Type.Object({ connection_id: Type.String({ maxLength: 100 }), agent_id: Type.String({ maxLength: 100 }) });
+const Params = Type.Object({ connection_id: Type.String({ maxLength: 100 }),
+  agent_id: Type.String({ maxLength: 100 }) });
 const Body = Type.Object({
   to_agent_id: Type.String({ maxLength: 100 }),
   scopes: Type.Array(Type.Unknown(), { maxItems: 256 }),
@@ -63,7 +64,8 @@ export const SUBDELEGATIONS_ROUTES = {
           ]),
       bodyMembers: {
         constraints: Type.Union([Type.Ref('Constraints'), Type.Null()], {
-          description: 'Constraints (docs/constraints.md), each at least as strict as the parent\'s; null or `{}`: none.' }),
+          description: 'Constraints (docs/constraints.md), each at least as strict as the parent\'s; '
+            + 'null or `{}`: none.' }),
         max_delegation_depth: Type.Integer({ minimum: 0, description: 'The right to delegate further: at most the '
           + 'parent\'s minus one; 0 or absent: none.' }),
       },
@@ -99,14 +101,16 @@ function checkRight(ctx: ServiceContext, chain: DelegationCertificate[]): number
   const p = chain[0]!.payload;
   const depth = depthOf(p) + 1;
   if (depth > ctx.config.maxDelegationDepth) {
-    throw new ServiceError('delegation_depth_exceeded', `The service allows chains ${ctx.config.maxDelegationDepth} deep.`,
+    throw new ServiceError('delegation_depth_exceeded',
+      `The service allows chains ${ctx.config.maxDelegationDepth} deep.`,
       { depth, max_depth: ctx.config.maxDelegationDepth });
   }
   if (delegationRightOf(p) >= 1) return delegationRightOf(p);
   // A sub-delegated parent whose right ran out because its own parent's did: the chain's depth is reached.
   const above = chain[1]?.payload;
   if (above !== undefined && delegationRightOf(above) === 1) {
-    throw new ServiceError('delegation_depth_exceeded', `The chain allows no certificate at depth ${depth}.`, { depth });
+    throw new ServiceError('delegation_depth_exceeded', `The chain allows no certificate at depth ${depth}.`,
+      { depth });
   }
   throw new ServiceError('delegation_not_permitted');
 }
@@ -152,7 +156,8 @@ export async function registerSubDelegationRoutes(app: FastifyInstance, ctx: Ser
     const depth = depthOf(parent) + 1;
     if (right > parentRight - 1 || depth + right > ctx.config.maxDelegationDepth) {
       throw new ServiceError('delegation_widens', `max_delegation_depth: at most ${Math.min(parentRight - 1,
-        ctx.config.maxDelegationDepth - depth)} here.`, { member: 'max_delegation_depth', detail: 'the parent\'s right' });
+        ctx.config.maxDelegationDepth - depth)} here.`,
+        { member: 'max_delegation_depth', detail: 'the parent\'s right' });
     }
     const narrow = checkNarrowing({ scopes, constraints, expiresAt }, grantOf(parent));
     if (!narrow.ok) throw new ServiceError('delegation_widens', `${narrow.member}: ${narrow.detail}.`,
@@ -189,7 +194,8 @@ export async function registerSubDelegationRoutes(app: FastifyInstance, ctx: Ser
     }, record, buildEvent(ctx, {
       type: 'delegation.approved', accountId: agent.accountId, platformId: conn.platformId, connectionId: conn.id, now,
       fields: { request_id: requestId, connection_id: conn.id, org_id: agent.accountId, agent_id: target.id,
-        approved_scope: scopes, cert_json: cert, delegation_key_statement: delegationKeyStatement(payload, certSha256) },
+        approved_scope: scopes, cert_json: cert,
+        delegation_key_statement: delegationKeyStatement(payload, certSha256) },
     }));
     if (!ok) throw new ServiceError('no_active_delegation', 'The parent certificate was revoked concurrently.');
     ctx.nudgeWebhooks();

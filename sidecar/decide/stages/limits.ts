@@ -70,7 +70,8 @@ export const limits: Stage = {
     const details: Record<string, unknown> = {};
     const leaf = chain[0]!.payload.constraints;
     for (const d of debits.filter((x) => x.at === 0)) {
-      if (d.kind === 'budget') details.budget_debit = { amount: formatMicros(d.amount), currency: leaf!.budget!.currency,
+      if (d.kind === 'budget') details.budget_debit = { amount: formatMicros(d.amount),
+        currency: leaf!.budget!.currency,
         window_start: new Date(d.windowStart).toISOString() };
       else details.calls_debit = { count: d.amount, window_start: new Date(d.windowStart).toISOString() };
     }

@@ -118,7 +118,8 @@ export class SqlDelegationStore implements DelegationStore {
     const parentId = c.parentCertId;
     return this.r.tx((function* () {
       // Locks the parent row: a revocation of it waits for this transaction, or has already revoked it.
-      const parent = yield* get<{ status: string }>(sql`SELECT status FROM certificates WHERE id = ${parentId}${FOR_SHARE}`);
+      const parent = yield* get<{ status: string }>(sql`SELECT status FROM certificates
+        WHERE id = ${parentId}${FOR_SHARE}`);
       if (parent?.status !== 'approved') return false;
       yield* insertRequest(q);
       yield* insertCertificate(c);
