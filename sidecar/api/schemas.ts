@@ -183,6 +183,8 @@ export const VerifyResult = named('VerifyResult', Type.Object({
   agent_id: Type.Optional(Str), cert_id: Type.Optional(Str), scope: Type.Optional(Str),
   constraint: Type.Optional(Type.String({ description: 'With constraint_denied: the constraint that did not hold.' })),
   audit_event_id: Type.Optional(Str),
+  link: Type.Optional(Type.Object({ depth: Type.Integer(), cert_id: Str }, { description: 'A deny under a '
+    + 'sub-delegated certificate: the link of the chain it failed at (docs/certificates.md, "Verifying a chain").' })),
   decision_id: Type.Optional(Type.String({ description: 'The id of this decision: the audit event\'s id when one '
     + 'was recorded (docs/authzen.md).' })),
   approval_id: Type.Optional(Type.String({

@@ -27,6 +27,12 @@ function ledgerAnswer(ledger: NonNullable<VerifyCall['ledger']>): VerifyIdempote
   return { status: 'replay', response: { status: r.status, headers: r.headers, body: r.body, body_omitted: r.bodyOmitted } };
 }
 
+/** The failing link a deny under a chain names (stages/chain.ts, limits.ts), as an answer member. */
+export function linkOf(d: Decision): { link?: { depth: number; cert_id: string } } {
+  const link = d.decision === 'deny' ? d.details?.link as { depth: number; cert_id: string } | undefined : undefined;
+  return link === undefined ? {} : { link };
+}
+
 /** The commit stage. */
 export const commit: Stage = {
   name: 'commit',
@@ -77,7 +83,8 @@ export const commit: Stage = {
       call.decision = decision;
       call.response = {
         decision: decision.decision, decision_reason: decision.reason, agent_id: p.agent_id, cert_id: p.cert_id,
-        scope: request.required_scope, ...(decision.constraint ? { constraint: decision.constraint } : {}), audit_event_id: audit.id,
+        scope: request.required_scope, ...(decision.constraint ? { constraint: decision.constraint } : {}),
+        ...linkOf(decision), audit_event_id: audit.id,
         decision_id: call.decisionId, ...(decision.approvalId ? { approval_id: decision.approvalId } : {}),
         ...(decision.decision === 'allow' && call.ledger ? { idempotency: ledgerAnswer(call.ledger) } : {}),
       };

@@ -42,6 +42,8 @@ t.test('an allow under a chain records the chain; a deny names the link', async 
   expectDecision(t, deny, 'deny', 'not_delegated');
   const drow = (await auditAll(f.user)).find((e) => e.event_id === deny.body.audit_event_id)!;
   t.same(drow.details.link, { depth: 2, cert_id: certs[2] }, 'the leaf is the failing link');
+  t.same(deny.body.link, { depth: 2, cert_id: certs[2] }, 'the answer names it');
+  t.notOk('link' in r.body, 'an allow names no link');
 
   // An ancestor revoked alone (as a store fault or an older replica could leave it): the chain stage still denies.
   await sc.app.ctx.store.delegations.revokeCertificate(certs[1]!, 'test: alone', sc.clock.now(), null);
@@ -50,6 +52,7 @@ t.test('an allow under a chain records the chain; a deny names the link', async 
   expectDecision(t, up, 'deny', 'delegation_revoked', undefined, 'an ancestor revoked: deny');
   const urow = (await auditAll(f.user)).find((e) => e.event_id === up.body.audit_event_id)!;
   t.same(urow.details.link, { depth: 1, cert_id: certs[1] }, 'naming the ancestor (depth and certificate)');
+  t.same(up.body.link, { depth: 1, cert_id: certs[1] }, 'in the answer too');
   const ux = await f.platform.get(`/v1/service/decisions/${up.body.decision_id}`);
   t.same(ux.body.link, { depth: 1, cert_id: certs[1] }, 'the explanation names it too');
   t.equal(ux.body.certificate.cert_id, certs[1], 'and explains that link');
