@@ -8,6 +8,7 @@
  * offline against that parent (src/chain.ts) and not under the root key.
  */
 import t from 'tap';
+import { randomUUID } from 'node:crypto';
 import { certificateHash, verifyCertificate } from '../../../src/certificate.js';
 import type { DelegationCertificate } from '../../../src/certificate.js';
 import { checkLink } from '../../../src/chain.js';
@@ -137,4 +138,31 @@ t.test('only within the connection, only with its own key', async (t) => {
   expectError(t, await subDelegate(f, f.agentId, { to_agent_id: to, scopes: ['data:*'] }), 400, 'invalid_scopes');
   expectError(t, await subDelegate(f, f.agentId, { to_agent_id: to, scopes: ['data:read'], max_delegation_depth: 'x' }),
     400, 'invalid_delegation_depth');
+});
+
+t.test('an agent of another connection of the same account: refused, nothing issued', async (t) => {
+  const f = await rootFlow(sc, email(), { maxDepth: 1 });
+  // A second platform and connection of the same account (an organization's; the API registers one
+  // personal platform, so the store writes it as the route would).
+  const s = sc.app.ctx.store;
+  const now = sc.clock.now();
+  const owner = (await s.platforms.getConnection(f.reg.connection_id))!.accountId;
+  const platformId = randomUUID();
+  const connectionId = randomUUID();
+  const sealed = sc.app.ctx.box.seal(Buffer.from('x'), 'test');
+  t.ok(await s.platforms.createPlatform(
+    { id: platformId, accountId: owner, name: 'second', description: '', surfaceType: 'agentic_api',
+      publishState: 'draft', defaultAllowedScopes: ['data:read'], callbackUrl: null, callbackDisabledAt: null,
+      signingSecretEnc: sealed, webhookSecretEnc: sealed, expiresAt: now + 86_400_000, createdAt: now },
+    { id: connectionId, platformId, accountId: owner, allowedScopes: ['data:read'], status: 'active', removedAt: null,
+      createdAt: now },
+    { id: randomUUID(), connectionId, prefix: `aak_${randomUUID().slice(0, 8)}`, digest: randomUUID(), status: 'active',
+      validUntil: now + 86_400_000, createdAt: now },
+    null, 10), 'a second connection');
+  const elsewhere = randomUUID();
+  await s.platforms.createAgent({ id: elsewhere, connectionId, accountId: owner, name: 'elsewhere',
+    agentType: 'api_agent', custodyMode: 'custodial', publicKey: '{}', secretEnc: sealed, createdAt: now });
+  const r = await subDelegate(f, f.agentId, { to_agent_id: elsewhere, scopes: ['data:read'] });
+  expectError(t, r, 403, 'delegation_cross_connection', 'another connection: refused');
+  t.equal((await s.delegations.listCertificates(owner)).length, 1, 'nothing issued');
 });
