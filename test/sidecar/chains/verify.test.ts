@@ -14,6 +14,8 @@ import type { Test } from 'tap';
 import { startSidecar } from '../../helpers/sidecar.js';
 import type { TestSidecar } from '../../helpers/sidecar.js';
 import { auditAll, expectDecision, verify } from '../decide/helpers.js';
+import { ANY, PATHS, action, agent as authzenAgent, expectDecision as authzenDecision, pdp }
+  from '../authzen/helpers.js';
 import { startHookReceiver, waitFor } from '../webhooks/fixtures/hooks.js';
 import type { HookReceiver } from '../webhooks/fixtures/hooks.js';
 import { chainOf, mustSubDelegate, newAgent, proofOf, rootFlow } from './helpers.js';
@@ -123,3 +125,16 @@ async function cascadeAt(t: Test, at: number): Promise<void> {
 }
 
 for (const at of [0, 1, 2, 3]) t.test(`revoking the link at depth ${at}`, (t) => cascadeAt(t, at));
+
+t.test('an AuthZEN grant check under a chain decides every link too', async (t) => {
+  const f = await rootFlow(sc, email(), { approve: ['data:read', 'data:write'], maxDepth: 2 });
+  const { agents, certs } = await chainOf(f, 2, 2, ['data:read']);
+  const ask = (agent: string, scope: string) => pdp(f.platform, PATHS.evaluation,
+    { subject: authzenAgent(agent), action: action(scope), resource: ANY });
+  authzenDecision(t, await ask(agents[2]!, 'data:read'), true, 'authorized', 'depth 2: granted');
+  authzenDecision(t, await ask(agents[2]!, 'data:write'), false, 'not_delegated', 'a scope only the root has');
+  await sc.app.ctx.store.delegations.revokeCertificate(certs[1]!, 'test: alone', sc.clock.now(), null);
+  sc.app.ctx.caches.markRevoked(certs[1]!);
+  authzenDecision(t, await ask(agents[2]!, 'data:read'), false, 'delegation_revoked', 'its parent revoked alone');
+  authzenDecision(t, await ask(agents[0]!, 'data:read'), true, 'authorized', 'the root still granted');
+});
