@@ -53,7 +53,8 @@ export async function newAgent(f: Flow, name: string): Promise<string> {
 }
 
 /** POST …/agents/{from}/delegations with the platform's key; the raw answer. */
-export function subDelegate(f: Flow, from: string, body: Record<string, unknown>, by: Client = f.platform): Promise<Res> {
+export function subDelegate(f: Flow, from: string, body: Record<string, unknown>,
+  by: Client = f.platform): Promise<Res> {
   return by.post(`/v1/service/connections/${f.reg.connection_id}/agents/${from}/delegations`, body);
 }
 

@@ -34,7 +34,8 @@ t.test('the right to delegate is explicit and bounded', async (t) => {
   t.notOk('max_delegation_depth' in cert.body.cert_json.payload, 'and its signed payload carries no right');
   for (const bad of [9, -1, 1.5, '2', true]) {
     const g = await rootFlow(sc, email(), { maxDepth: bad as number }).then(() => 'approved', (e: Error) => e.message);
-    t.match(g, /approve: .*invalid_delegation_depth.*body\.max_delegation_depth/, `approve with ${JSON.stringify(bad)}`);
+    t.match(g, /approve: .*invalid_delegation_depth.*body\.max_delegation_depth/,
+      `approve with ${JSON.stringify(bad)}`);
   }
 });
 
@@ -66,7 +67,8 @@ t.test('the global maximum caps every chain', async (t) => {
   const g = await rootFlow(small, 'global@example.com').then(() => null);
   t.equal(g, null);
   const f = await rootFlow(small, 'global2@example.com', { maxDepth: 2 });
-  const over = await rootFlow(small, 'global3@example.com', { maxDepth: 3 }).then(() => 'approved', (e: Error) => e.message);
+  const over = await rootFlow(small, 'global3@example.com', { maxDepth: 3 })
+    .then(() => 'approved', (e: Error) => e.message);
   t.match(over, /invalid_delegation_depth/, 'a right past SIDECAR_MAX_DELEGATION_DEPTH is not granted');
   const { agents } = await chainOf(f, 2, 2, ['data:read']);
   const past = await newAgent(f, 'past');
@@ -95,7 +97,8 @@ t.test('a sub-delegation never widens', async (t) => {
     ['max_amount', { constraints: { ...base, max_amount: undefined } }],
   ];
   for (const [member, change] of cases) {
-    const r = await subDelegate(f, f.agentId, { to_agent_id: to, scopes: ['payments:send'], constraints: base, ...change });
+    const r = await subDelegate(f, f.agentId,
+      { to_agent_id: to, scopes: ['payments:send'], constraints: base, ...change });
     expectError(t, r, 400, 'delegation_widens', `${member}: ${JSON.stringify(change).slice(0, 80)}`);
     t.equal(r.body.error.member, member, `names ${member}`);
   }

@@ -99,7 +99,8 @@ async function cascadeAt(t: Test, at: number): Promise<void> {
   t.same([...rev.body.descendants_revoked].sort(), certs.slice(at + 1).sort(), 'the answer lists the descendants');
   for (let d = 0; d <= 3; d++) {
     const r = await verify(f.platform, proofs[d], 'data:read');
-    if (d < at) expectDecision(t, r, 'allow', 'authorized', undefined, `revoked at ${at}: depth ${d} (an ancestor) allowed`);
+    if (d < at) expectDecision(t, r, 'allow', 'authorized', undefined,
+      `revoked at ${at}: depth ${d} (an ancestor) allowed`);
     else expectDecision(t, r, 'deny', 'delegation_revoked', undefined, `revoked at ${at}: depth ${d} denied`);
   }
   if (sibling) {
@@ -113,11 +114,13 @@ async function cascadeAt(t: Test, at: number): Promise<void> {
   t.equal(pr.body?.error?.code, 'no_active_delegation', 'the leaf presents no more');
   const revoked = certs.slice(at);
   const hits = await waitFor(`${revoked.length} delegation.revoked`, 10_000, () => {
-    const h = rx.hits.filter((x) => x.body.event === 'delegation.revoked' && x.body.connection_id === f.reg.connection_id);
+    const h = rx.hits.filter((x) => x.body.event === 'delegation.revoked'
+      && x.body.connection_id === f.reg.connection_id);
     return h.length >= revoked.length ? h : null;
   });
   await new Promise((r) => setTimeout(r, 300));
-  const ids = rx.hits.filter((x) => x.body.event === 'delegation.revoked' && x.body.connection_id === f.reg.connection_id)
+  const ids = rx.hits.filter((x) => x.body.event === 'delegation.revoked'
+    && x.body.connection_id === f.reg.connection_id)
     .map((h) => h.body.cert_id as string);
   t.same([...ids].sort(), [...revoked].sort(), `one delegation.revoked per certificate revoked (${hits.length})`);
   const again = await f.user.post(`/v1/service/delegations/${certs[at]}/revoke`, { reason: 'again' });

@@ -39,7 +39,8 @@ if (pgc) {
     for (let i = 0; i < 3 * N; i++) proofs.push(await proofOf(f, kids[i % 2]!));
     const on = [platformOn(A, f.reg.api_key as string), platformOn(B, f.reg.api_key as string)];
     const ctx = { amount: '1.00', currency: 'USD' };
-    const answers = await Promise.all(proofs.map((p, i) => verify(on[Math.floor(i / 2) % 2]!, p, 'payments:send', ctx)));
+    const answers = await Promise.all(proofs.map((p, i) =>
+      verify(on[Math.floor(i / 2) % 2]!, p, 'payments:send', ctx)));
     t.equal(answers.filter((r) => r.status !== 200).length, 0, 'every verify answered 200');
     t.equal(answers.filter((r) => r.body?.decision === 'allow').length, N, `exactly ${N} of ${3 * N} allowed`);
     t.same([...new Set(answers.filter((r) => r.body?.decision !== 'allow').map((r) => r.body?.decision_reason))],

@@ -13,7 +13,8 @@ import type { Seeded } from './contract-fixtures.js';
 import type { CertificateRecord, DelegationRequestRecord, Store } from '../../../sidecar/store/types.js';
 
 /** A sub-delegation of `parent` (request recorded approved), as the route builds it. */
-function child(x: Seeded, parent: CertificateRecord, at = NOW + 20): { q: DelegationRequestRecord; c: CertificateRecord } {
+function child(x: Seeded, parent: CertificateRecord,
+  at = NOW + 20): { q: DelegationRequestRecord; c: CertificateRecord } {
   const q = { ...request(x, at), state: 'approved' as const };
   const c = { ...cert(q, at), parentCertId: parent.id, depth: parent.depth + 1, maxDelegationDepth: 0 };
   return { q: { ...q, certId: c.id, decidedAt: at }, c };
@@ -42,7 +43,8 @@ export async function chainsContract(t: Test, open: OpenStore): Promise<void> {
     t.same((await s.delegations.childCertificates(root.id)).map((r) => r.id), [c.id]);
     await s.delegations.revokeCertificate(root.id, 'r', NOW + 30, null);
     const late = child(x, root, NOW + 40);
-    t.equal(await s.delegations.issueSubDelegation(late.q, late.c, ev(x.accountId, x.p.id, x.c.id, 'delegation.approved')),
+    const lateEvent = ev(x.accountId, x.p.id, x.c.id, 'delegation.approved');
+    t.equal(await s.delegations.issueSubDelegation(late.q, late.c, lateEvent),
       false, 'refused under a revoked parent');
     t.equal(await s.delegations.getCertificate(late.c.id), undefined, 'nothing written');
     t.equal(await s.delegations.getRequest(late.q.id), undefined);
