@@ -104,7 +104,10 @@ export function parseTimestamp(s: string): number | null {
 
 /** The `delegation_key_statement` of `delegation.approved`: a one-line, human-readable summary of what the certificate binds. */
 export function delegationKeyStatement(p: CertificatePayload, certSha256: string): string {
-  return `agent-authz/v1 delegation ${p.cert_id} (sha256 ${certSha256}): account ${p.issuer.account_id} delegates [${p.scopes.join(' ')}] `
+  const who = p.parent === undefined ? `account ${p.issuer.account_id} delegates`
+    : `agent ${p.issuer.agent_id} of account ${p.issuer.account_id} sub-delegates (under ${p.parent.cert_id}, `
+      + `depth ${p.parent.depth})`;
+  return `agent-authz/v1 delegation ${p.cert_id} (sha256 ${certSha256}): ${who} [${p.scopes.join(' ')}] `
     + `to agent ${p.subject.agent_id} (ed25519 ${p.subject.public_key.ed25519}) on connection ${p.connection_id} `
     + `from ${p.issued_at} until ${p.expires_at ?? 'revoked'}`;
 }
