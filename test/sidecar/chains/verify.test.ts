@@ -10,6 +10,9 @@
  * runs the exactness across replicas.
  */
 import t from 'tap';
+import path from 'node:path';
+import { DB_FILE_NAME } from '../../../sidecar/store/index.js';
+import { openDatabase } from '../../../sidecar/store/sqlite/driver.js';
 import type { Test } from 'tap';
 import { startSidecar } from '../../helpers/sidecar.js';
 import type { TestSidecar } from '../../helpers/sidecar.js';
@@ -140,4 +143,24 @@ t.test('an AuthZEN grant check under a chain decides every link too', async (t) 
   sc.app.ctx.caches.markRevoked(certs[1]!);
   authzenDecision(t, await ask(agents[2]!, 'data:read'), false, 'delegation_revoked', 'its parent revoked alone');
   authzenDecision(t, await ask(agents[0]!, 'data:read'), true, 'authorized', 'the root still granted');
+});
+
+t.test('a stored link that does not verify: refused, naming the link', async (t) => {
+  const f = await rootFlow(sc, email(), { maxDepth: 2 });
+  const { agents, certs } = await chainOf(f, 2, 2, ['data:read']);
+  const proof = await proofOf(f, agents[2]!);
+  // Another connection to the sidecar's file (WAL), as a tampered database would look. The leaf: nothing has loaded
+  // it yet (issuing a child caches its parent's chain, verified, as a verify does).
+  const db = openDatabase(path.join(sc.dataDir, DB_FILE_NAME));
+  t.teardown(() => db.close());
+  const row = db.prepare('SELECT cert_json FROM certificates WHERE id = ?').get(certs[2]) as { cert_json: string };
+  const tampered = JSON.parse(row.cert_json) as { payload: { scopes: string[] } };
+  tampered.payload.scopes = ['data:read', 'data:write'];
+  db.prepare('UPDATE certificates SET cert_json = ? WHERE id = ?').run(JSON.stringify(tampered), certs[2]);
+  const r = await verify(f.platform, proof, 'data:read');
+  t.equal(r.status, 400, r.text.slice(0, 200));
+  t.equal(r.body?.error?.code, 'invalid_signature', 'the depth-2 link no longer verifies');
+  t.same(r.body?.error?.link, { depth: 2, cert_id: certs[2] }, 'the refusal names it');
+  t.equal(r.body?.error?.fault, 'bad_signature');
+  t.notOk(r.body?.decision, 'never an allow');
 });
