@@ -30,8 +30,8 @@ import { buildEvent } from '../events.js';
 import type { ServiceContext } from '../context.js';
 import { loadVerifiedChain } from '../decide/chain.js';
 import type { AgentRecord, CertificateRecord } from '../store/types.js';
-import { iso, requireScopes } from '../http/resources.js';
-import { delegationKeyStatement, parseTimestamp } from './delegations.js';
+import { iso, ownedCertificate, requireScopes } from '../http/resources.js';
+import { certificateView, delegationKeyStatement, parseTimestamp } from './delegations.js';
 import { delegationRight } from './revocation.js';
 
 const Params = Type.Object({ connection_id: Type.String({ maxLength: 100 }),
@@ -70,6 +70,14 @@ export const SUBDELEGATIONS_ROUTES = {
           + 'parent\'s minus one; 0 or absent: none.' }),
       },
     },
+  }),
+  listChildCertificates: defineRoute({
+    method: 'GET', url: '/v1/service/delegations/:cert_id/children', auth: 'session',
+    schema: { params: Type.Object({ cert_id: Type.String({ maxLength: 100 }) }), tags: ['delegations'] },
+    operation: op('listChildCertificates', 'List a certificate\'s sub-delegations',
+      'The certificates sub-delegated directly under this one (any status), oldest first; each has its own '
+        + 'children (a tree the account holder can revoke from any node).', S.CertificateList,
+      ['certificate_not_found']),
   }),
 } as const satisfies Record<string, RouteSpec>;
 
@@ -124,8 +132,14 @@ function requestedExpiry(value: string | null | undefined, parent: CertificatePa
   return t;
 }
 
-/** Registers the sub-delegation route. */
+/** Registers the sub-delegation routes. */
 export async function registerSubDelegationRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
+  mount(app, SUBDELEGATIONS_ROUTES.listChildCertificates, async (request) => {
+    const certId = (request.params as { cert_id: string }).cert_id;
+    const cert = await ownedCertificate(ctx, request.session!.accountId, certId);
+    return { certificates: (await ctx.store.delegations.childCertificates(cert.id)).map(certificateView) };
+  });
+
   mount(app, SUBDELEGATIONS_ROUTES.subDelegate, async (request) => {
     const auth = request.apiKey!;
     const params = request.params as { connection_id: string; agent_id: string };

@@ -169,3 +169,20 @@ t.test('an agent of another connection of the same account: refused, nothing iss
   expectError(t, r, 403, 'delegation_cross_connection', 'another connection: refused');
   t.equal((await s.delegations.listCertificates(owner)).length, 1, 'nothing issued');
 });
+
+t.test('the tree: each certificate lists its sub-delegations', async (t) => {
+  const f = await rootFlow(sc, email(), { maxDepth: 2 });
+  const { agents, certs } = await chainOf(f, 2, 2, ['data:read']);
+  const sibling = await newAgent(f, 'sibling');
+  const s2 = await mustSubDelegate(f, agents[0]!, { to_agent_id: sibling, scopes: ['data:read'] });
+  const kids = await f.user.get(`/v1/service/delegations/${certs[0]}/children`);
+  t.equal(kids.status, 200, kids.text.slice(0, 200));
+  t.same(kids.body.certificates.map((c: { cert_id: string }) => c.cert_id), [certs[1], s2], 'the root\'s two children');
+  const deeper = await f.user.get(`/v1/service/delegations/${certs[1]}/children`);
+  t.same(deeper.body.certificates.map((c: { cert_id: string; depth: number }) => [c.cert_id, c.depth]), [[certs[2], 2]]);
+  const leaf = await f.user.get(`/v1/service/delegations/${certs[2]}/children`);
+  t.same(leaf.body.certificates, [], 'a leaf has none');
+  const other = await rootFlow(sc, email());
+  expectError(t, await other.user.get(`/v1/service/delegations/${certs[0]}/children`), 404, 'certificate_not_found',
+    'another account: not found');
+});
