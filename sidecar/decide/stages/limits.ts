@@ -59,11 +59,15 @@ export const limits: Stage = {
       if (mine.length === 0) continue;
       used.push(...await read(() => ctx.store.usage.usage(mine[0]!.certId, mine)));
     }
-    call.counters = debits.filter((d) => d.at === 0).map((d, i) => ({ kind: d.kind, windowStart: d.windowStart,
-      used: used[i]!, amount: d.amount, limit: d.limit }));
+    // The counters the explanation shows: the leaf's, or those of the link whose limit is reached.
+    const countersOf = (at: number) => debits.map((d, i) => ({ d, used: used[i]! })).filter((x) => x.d.at === at)
+      .map(({ d, used: u }) => ({ kind: d.kind, windowStart: d.windowStart, used: u, amount: d.amount,
+        limit: d.limit }));
+    call.counters = countersOf(0);
     const fullAt = debits.findIndex((d, i) => used[i]! + d.amount > d.limit);
     if (fullAt >= 0) {
       const full = debits[fullAt]!;
+      call.counters = countersOf(full.at);
       deny({ decision: 'deny', reason: full.kind === 'budget' ? 'budget_exceeded' : 'rate_exceeded' }, full.at);
       return;
     }

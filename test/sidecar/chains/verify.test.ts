@@ -84,6 +84,31 @@ t.test('a parent budget of N payments: of 3N concurrent verifies across two chil
   t.match(JSON.stringify(used.body), /"8\.00"/, 'the parent\'s counter holds exactly N');
 });
 
+t.test('call limits too: a parent max_calls of N over two children allowed N each', async (t) => {
+  const N = 6;
+  const calls = (count: number) => ({ max_calls: { count, period: 'total' } });
+  const f = await rootFlow(sc, email(), { approve: ['data:read'], maxDepth: 1, constraints: calls(N) });
+  const kids = [await newAgent(f, 'calls-a'), await newAgent(f, 'calls-b')];
+  const kidCerts: string[] = [];
+  for (const kid of kids) {
+    kidCerts.push(await mustSubDelegate(f, f.agentId,
+      { to_agent_id: kid, scopes: ['data:read'], constraints: calls(N) }));
+  }
+  const proofs = [];
+  for (let i = 0; i < 3 * N; i++) proofs.push(await proofOf(f, kids[i % 2]!));
+  const answers = await Promise.all(proofs.map((p) => verify(f.platform, p, 'data:read')));
+  t.equal(answers.filter((r) => r.body?.decision === 'allow').length, N, `exactly ${N} of ${3 * N} allowed`);
+  t.same([...new Set(answers.filter((r) => r.body?.decision !== 'allow').map((r) => r.body?.decision_reason))],
+    ['rate_exceeded'], 'the others: rate_exceeded');
+  const late = await verify(f.platform, await proofOf(f, kids[0]!), 'data:read');
+  expectDecision(t, late, 'deny', 'rate_exceeded', undefined, 'one more later');
+  t.same(late.body.link, { depth: 0, cert_id: f.certId }, 'naming the parent, whose limit is reached');
+  const x = await f.platform.get(`/v1/service/decisions/${late.body.decision_id}`);
+  t.equal(x.body.certificate.cert_id, f.certId, 'the explanation explains the parent');
+  t.same(x.body.counters.map((c: { used: number; limit: number }) => [c.used, c.limit]), [[N, N]],
+    'with the parent\'s counter');
+});
+
 /** A chain of depth 3 with a sibling beside the node at `at` (at ≥ 1), a proof-backed verify of each. */
 async function cascadeAt(t: Test, at: number): Promise<void> {
   const f = await rootFlow(sc, email(), { maxDepth: 3 });
