@@ -34,13 +34,11 @@ export interface RevocationAnswer {
  * Revokes `cert` and every approved descendant in one transaction (the store's `revokeTree`),
  * with one `delegation.revoked` per certificate revoked (a descendant's reason is
  * `ancestor_revoked`), and marks each revoked in this process's cache before answering (other
- * replicas learn it from the change feed). Repeating it changes nothing and answers the same.
+ * replicas learn it from the change feed). Repeating it answers `already_revoked` and sends no
+ * event; it still revokes any approved descendant left (none, when every revocation came here).
  */
 export async function revokeWithDescendants(ctx: ServiceContext, cert: CertificateRecord,
   reason: string): Promise<RevocationAnswer> {
-  if (cert.status === 'revoked') return {
-    cert_id: cert.id, status: 'revoked', already_revoked: true, revoked_at: iso(cert.revokedAt),
-    descendants_revoked: [] };
   const conn = await ctx.store.platforms.getConnection(cert.connectionId);
   const now = ctx.clock();
   const revoked = await ctx.store.delegations.revokeTree(cert.id, reason, now, (c, why) => buildEvent(ctx, {
@@ -51,8 +49,8 @@ export async function revokeWithDescendants(ctx: ServiceContext, cert: Certifica
   // Same process, before the call returns: later verifies see the revocations even on a cache hit.
   for (const c of revoked) ctx.caches.markRevoked(c.id);
   ctx.nudgeWebhooks();
-  const changed = revoked.length > 0;
+  const changed = revoked[0]?.id === cert.id;
   return { cert_id: cert.id, status: 'revoked', already_revoked: !changed,
     revoked_at: iso(changed ? now : cert.revokedAt),
-    descendants_revoked: revoked.slice(1).map((c) => c.id) };
+    descendants_revoked: revoked.filter((c) => c.id !== cert.id).map((c) => c.id) };
 }

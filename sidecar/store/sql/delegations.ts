@@ -144,16 +144,20 @@ export class SqlDelegationStore implements DelegationStore {
         revoked.push(r);
         return r;
       };
-      if ((yield* revoke(id, reason)) === null) return revoked;
+      yield* revoke(id, reason);
       // Breadth first; a chain is at most MAX_DELEGATION_DEPTH deep. The parent's row lock (held
       // since its update) makes a concurrent issueSubDelegation under it wait, or be seen here.
       let frontier = [id];
       for (let level = 0; frontier.length > 0 && level <= 16; level++) {
         const next: string[] = [];
         for (const parent of frontier) {
+          // Every child, revoked already or not: an approved certificate below a revoked one is revoked too.
           const children = yield* all<{ id: string }>(sql`SELECT id FROM certificates
-            WHERE parent_cert_id = ${parent} AND status = 'approved' ORDER BY issued_at, id`);
-          for (const child of children) if ((yield* revoke(child.id, 'ancestor_revoked')) !== null) next.push(child.id);
+            WHERE parent_cert_id = ${parent} ORDER BY issued_at, id`);
+          for (const child of children) {
+            yield* revoke(child.id, 'ancestor_revoked');
+            next.push(child.id);
+          }
         }
         frontier = next;
       }

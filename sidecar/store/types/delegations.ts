@@ -75,8 +75,8 @@ export interface DelegationStore {
   /**
    * Revokes a certificate and every `approved` descendant (its sub-delegations, theirs, …) in one
    * transaction, with one event each (`eventFor`; the named certificate gets `reason`, a
-   * descendant `ancestor_revoked`). Returns what it revoked, the named certificate first (empty
-   * when it was already revoked; its descendants were revoked with it then).
+   * descendant `ancestor_revoked`). Returns what it revoked, the named certificate first; a
+   * certificate revoked already is not revoked again (no event), but its approved descendants are.
    */
   revokeTree(id: string, reason: string, now: number,
     eventFor: (c: RevokedCertificate, reason: string) => OutboxEventInput | null): Promise<RevokedCertificate[]>;

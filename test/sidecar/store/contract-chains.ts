@@ -80,6 +80,18 @@ export async function chainsContract(t: Test, open: OpenStore): Promise<void> {
       .includes(id)).length, 5);
   });
 
+  await t.test('a certificate revoked alone: revoking it again revokes what is left below it', async (t) => {
+    const x = await seed(s);
+    const root = await approved(s, x);
+    const a = await issue(s, x, root);
+    const b = await issue(s, x, a);
+    await s.delegations.revokeCertificate(a.id, 'alone', NOW + 50, null);
+    const out = await s.delegations.revokeTree(a.id, 'again', NOW + 60, () => null);
+    t.same(out.map((r) => r.id), [b.id], 'only the descendant still approved');
+    t.equal((await s.delegations.getCertificate(a.id))?.revokeReason, 'alone', 'the first revocation stays');
+    t.equal((await s.delegations.getCertificate(root.id))?.status, 'approved');
+  });
+
   await t.test('a revocation raced with issues under the same parent leaves no approved child of it', async (t) => {
     for (let round = 0; round < 5; round++) {
       const x = await seed(s);
