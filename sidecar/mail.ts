@@ -1,5 +1,5 @@
 /**
- * Outgoing e-mail for login codes: real SMTP through nodemailer, or — when
+ * Outgoing e-mail for login codes and organisation invitations: real SMTP through nodemailer, or — when
  * `SIDECAR_SMTP_URL` is unset — a development mailer that writes each code
  * to the log (with a loud warning at startup).
  */
@@ -10,8 +10,29 @@ import type { FastifyBaseLogger } from 'fastify';
 export interface Mailer {
   /** Sends the 6-digit code to `to`. Rejects when the message could not be handed over. */
   sendLoginCode(to: string, code: string, ttlMinutes: number): Promise<void>;
+  /** Tells `to` they were invited to an organisation. Rejects when the message could not be handed over. */
+  sendInvitation(to: string, invitation: InvitationMail): Promise<void>;
   /** Releases connections. */
   close(): void;
+}
+
+/** What an invitation message says. */
+export interface InvitationMail {
+  orgName: string;
+  role: string;
+  invitedBy: string;
+  /** ISO time the invitation expires. */
+  expiresAt: string;
+  /** The invitation's id (the console accepts it after sign-in). */
+  invitationId: string;
+}
+
+/** Builds an invitation's text (shared by both mailers and the tests). */
+export function invitationText(i: InvitationMail): string {
+  return `${i.invitedBy} invited you to join the organisation "${i.orgName}" on agent-authz as ${i.role}.\n\n`
+    + 'Sign in to the console with this e-mail address to accept it under Invitations '
+    + `(invitation ${i.invitationId}). It expires at ${i.expiresAt}.\n`
+    + 'If you do not know this organisation, ignore this message.\n';
 }
 
 /** Builds the message text (shared by both mailers and the tests). */
@@ -27,6 +48,10 @@ export function createSmtpMailer(url: string, from: string): Mailer {
     async sendLoginCode(to, code, ttlMinutes) {
       await transport.sendMail({ from, to, subject: `Your sign-in code: ${code}`, text: loginCodeText(code, ttlMinutes) });
     },
+    async sendInvitation(to, i) {
+      const subject = `Invitation to ${i.orgName} on agent-authz`;
+      await transport.sendMail({ from, to, subject, text: invitationText(i) });
+    },
     close: () => transport.close(),
   };
 }
@@ -37,6 +62,10 @@ export function createLogMailer(log: FastifyBaseLogger): Mailer {
   return {
     async sendLoginCode(to, code) {
       log.warn({ devMailer: true, to, devLoginCode: code }, 'DEVELOPMENT MAILER: login code (set SIDECAR_SMTP_URL to send real e-mail)');
+    },
+    async sendInvitation(to, i) {
+      log.warn({ devMailer: true, to, invitationId: i.invitationId, orgName: i.orgName },
+        'DEVELOPMENT MAILER: invitation');
     },
     close() {},
   };

@@ -32,7 +32,7 @@ import type { FastifyDynamicSwaggerOptions, SwaggerTransform, SwaggerTransformOb
 import type { RouteOptions } from 'fastify';
 import { ERRORS } from '../src/errors.js';
 import type { ErrorCode } from '../src/errors.js';
-import type { AuthMode } from './http/auth.js';
+import type { AuthMode, RoutePermission } from './http/auth.js';
 import { commonErrors } from './api/route.js';
 import type { OperationDoc } from './api/route.js';
 import { webhooksSection } from './api/webhooks.js';
@@ -88,6 +88,7 @@ export const OPENAPI_INFO: NonNullable<FastifyDynamicSwaggerOptions['openapi']> 
     { name: 'approvals', description: 'Step-up approval of single actions (issue 23).' },
     { name: 'audit', description: 'Audit events and usage (spec 4.14).' },
     { name: 'webhooks', description: 'Callback address and deliveries (spec 6).' },
+    { name: 'organizations', description: 'Organisations, workspaces, members, invitations (docs/organisations.md).' },
   ],
   components: {
     securitySchemes: {
@@ -182,12 +183,15 @@ function withMembers(schema: unknown, members: Readonly<Record<string, unknown>>
  */
 export const openapiTransform: SwaggerTransform = ({ schema, url, route }) => {
   const method = Array.isArray(route.method) ? String(route.method[0]) : String(route.method);
-  const config = route.config as { auth?: AuthMode; operation?: OperationDoc } | undefined;
+  const config = route.config as
+    { auth?: AuthMode; operation?: OperationDoc; permission?: RoutePermission } | undefined;
   const mode = authModeOf(config);
   const doc: Record<string, unknown> = { ...(schema ?? {}) };
   // An operation without a body validates with NoBody (no body, empty or {}); it documents none.
   if ((doc.body as { title?: unknown } | undefined)?.title === 'NoBody') delete doc.body;
   doc.security = AUTH_SECURITY[mode].map((r) => ({ ...r }));
+  // What the session's role must allow (docs/organisations.md): an extension member of the operation.
+  if (config?.permission !== undefined) doc['x-permission'] = config.permission;
   const op = config?.operation;
   if (doc.body === undefined && op?.body !== undefined) doc.body = op.body;
   if (op?.bodyMembers) doc.body = withMembers(doc.body, op.bodyMembers, `${method} ${url} body`);
@@ -199,7 +203,7 @@ export const openapiTransform: SwaggerTransform = ({ schema, url, route }) => {
     description: s.description ?? '', $ref: `${String(s.$id)}#` };
   doc.response = {
     ...(doc.response as Record<string, unknown> | undefined),
-    ...errorResponses([...commonErrors(mode, hasBody), ...(op?.errors ?? [])]),
+    ...errorResponses([...commonErrors(mode, hasBody, config?.permission), ...(op?.errors ?? [])]),
     ...other,
   };
   return { schema: doc, url };

@@ -42,6 +42,8 @@ import { registerDecisionRoutes } from './routes/decisions.js';
 import { registerIdempotencyRoutes } from './routes/idempotency.js';
 import { registerAuditRoutes } from './routes/audit.js';
 import { registerWebhookRoutes } from './routes/webhooks.js';
+import { registerOrganisationRoutes } from './routes/organisations.js';
+import { registerInvitationRoutes } from './routes/invitations.js';
 import { registerApprovalRoutes } from './routes/approvals.js';
 import { registerLimitRoutes } from './routes/limits.js';
 import { startApprovalExpiry } from './approvals/expiry.js';
@@ -253,6 +255,8 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   await registerIdempotencyRoutes(app, ctx);
   await registerAuditRoutes(app, ctx);
   await registerWebhookRoutes(app, ctx);
+  await registerOrganisationRoutes(app, ctx);
+  await registerInvitationRoutes(app, ctx);
   await registerApprovalRoutes(app, ctx);
   await registerLimitRoutes(app, ctx);
   await registerConsoleRoutes(app, ctx);

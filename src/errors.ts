@@ -112,6 +112,16 @@ export const ERRORS = {
   invalid_account_type: { status: 400, message: 'account_type must be individual or organization.' },
   account_type_not_supported: { status: 403, message: 'This operation is not available for this account type.' },
 
+  // organisations: roles, members, invitations, workspaces (docs/organisations.md)
+  role_forbidden: { status: 403, message: 'Your role in this organisation does not allow this operation.' },
+  organization_not_found: { status: 404, message: 'No such organisation, or you are not a member of it.' },
+  member_not_found: { status: 404, message: 'No such member of this organisation.' },
+  last_owner: { status: 409, message: 'An organisation must keep at least one owner.' },
+  already_member: { status: 409, message: 'This person is already a member of the organisation.' },
+  invitation_not_found: { status: 404, message: 'No such invitation for your address.' },
+  invitation_pending: { status: 409, message: 'This address already has a pending invitation to the organisation.' },
+  invitation_closed: { status: 409, message: 'The invitation was accepted, revoked or has expired.' },
+
   // platforms, connections, agents
   invalid_scopes: { status: 400, message: 'One or more scopes are not in the vocabulary.' },
   platform_limit_reached: { status: 409, message: 'A personal account can register one draft platform.' },

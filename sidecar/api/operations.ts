@@ -22,6 +22,8 @@ import { PROOFS_ROUTES } from '../routes/proofs.js';
 import { SUBDELEGATIONS_ROUTES } from '../routes/subdelegations.js';
 import { VERIFY_ROUTES } from '../routes/verify.js';
 import { WEBHOOKS_ROUTES } from '../routes/webhooks.js';
+import { ORGANISATIONS_ROUTES } from '../routes/organisations.js';
+import { INVITATIONS_ROUTES } from '../routes/invitations.js';
 
 /** Every route of the JSON API, by file. */
 export const ROUTES: readonly RouteSpec[] = [
@@ -29,7 +31,7 @@ export const ROUTES: readonly RouteSpec[] = [
   PROOFS_ROUTES, VERIFY_ROUTES,
   IDEMPOTENCY_ROUTES,
   APPROVALS_ROUTES, LIMITS_ROUTES, AUDIT_ROUTES, AUDIT_EXPORT_ROUTES, WEBHOOKS_ROUTES, AUTHZEN_ROUTES,
-  DECISIONS_ROUTES,
+  DECISIONS_ROUTES, ORGANISATIONS_ROUTES, INVITATIONS_ROUTES,
 ].flatMap((group) => Object.values(group));
 
 /** The key a route is known by in tests and logs: `METHOD /path` as Fastify registers it. */

@@ -12,7 +12,7 @@ import { Type } from '@sinclair/typebox';
 import type { TSchema } from '@sinclair/typebox';
 import type { FastifyInstance, FastifySchema, RouteHandlerMethod, RouteShorthandOptions } from 'fastify';
 import type { ErrorCode } from '../../src/errors.js';
-import type { AuthMode } from '../http/auth.js';
+import type { AuthMode, RoutePermission } from '../http/auth.js';
 
 /** One documented operation. */
 export interface OperationDoc {
@@ -61,6 +61,11 @@ export interface RouteSpec {
   readonly url: string;
   /** What the `onRequest` auth hook enforces (http/auth.ts). */
   readonly auth: AuthMode;
+  /**
+   * What a session route needs of the session's role in its workspace (src/roles.ts), or
+   * `person`; required of every session route (the auth hook refuses to register one without).
+   */
+  readonly permission?: RoutePermission;
   /** What Fastify validates: body, params, querystring; and the document's tags. */
   readonly schema: FastifySchema & { readonly tags: readonly string[] };
   readonly operation: OperationDoc;
@@ -81,7 +86,10 @@ export function mount(app: FastifyInstance, spec: RouteSpec, handler: RouteHandl
     method: spec.method,
     url: spec.url,
     schema: { ...spec.schema, tags: [...spec.schema.tags] },
-    config: { auth: spec.auth, operation: spec.operation },
+    config: {
+      auth: spec.auth, operation: spec.operation,
+      ...(spec.permission !== undefined ? { permission: spec.permission } : {}),
+    },
     handler,
   });
 }
@@ -109,10 +117,11 @@ export const pageLimit = (limits: { default: number; max: number }): Readonly<Re
  * body of another content type or over the size limit.
  * `test/sidecar/ops/openapi-errors.test.ts` sends each of these refusals.
  */
-export function commonErrors(auth: AuthMode, hasBody: boolean): ErrorCode[] {
+export function commonErrors(auth: AuthMode, hasBody: boolean, permission?: RoutePermission): ErrorCode[] {
   const codes: ErrorCode[] = ['invalid_request', 'headers_too_large', 'expectation_failed', 'internal_error',
     'service_unavailable'];
   if (auth === 'session' || auth === 'session_csrf') codes.push('auth_required');
+  if (permission !== undefined && permission !== 'person') codes.push('role_forbidden');
   if (auth === 'session_csrf') codes.push('csrf_required', 'csrf_invalid');
   if (auth === 'api_key') codes.push('invalid_api_key');
   if (hasBody) codes.push('unsupported_media_type', 'body_too_large');

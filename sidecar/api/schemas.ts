@@ -19,6 +19,7 @@ import type { DecisionReason } from '../../src/decisions.js';
 import { ConstraintsSchema } from './constraints.js';
 import { WEBHOOK_SCHEMAS } from './webhooks.js';
 import { IDEMPOTENCY_LIMITS } from '../../src/protocol.js';
+import { ORGANISATION_SCHEMAS } from './organisation-schemas.js';
 
 const Str = Type.String();
 const Time = Type.String({ format: 'date-time' });
@@ -48,12 +49,14 @@ export const RefreshResult = named(
 export const LogoutResult = named('LogoutResult', Type.Object({ status: Type.Literal('logged_out') }));
 export const Session = named('Session', Type.Object({
   account_id: Str, email: Str, first_name: NullableStr, last_name: NullableStr, account_type: NullableStr,
-  onboarding_step: Str, session_expires_at: Time,
+  onboarding_step: Str, session_expires_at: Time, workspace: Type.Ref('Workspace'),
 }));
 export const ProfileResult = named(
   'ProfileResult', Type.Object({ onboarding_step: Str, first_name: Str, last_name: Str }));
 export const AccountTypeResult = named(
-  'AccountTypeResult', Type.Object({ onboarding_step: Type.Literal('complete'), account_type: Str }));
+  'AccountTypeResult', Type.Object({ onboarding_step: Type.Literal('complete'), account_type: Str,
+    organization_id: Type.Optional(Type.String({ description: 'The organisation created with `organization_name`.' })),
+  }));
 
 /** Spec 2.1: the registration answer, with the three secrets shown once. */
 export const PlatformRegistration = named('PlatformRegistration', Type.Object({
@@ -306,5 +309,5 @@ export const RESPONSE_SCHEMAS: readonly TSchema[] = [
   ActionApprovalStatus, CertificateUsage, AuditEvent, AuditPage, AuditExport, Usage,
   Delivery, DeliveryPage, DeliveryDetail, Redelivery, Liveness, Readiness, NotReady,
   RecordedResponse, IdempotencyRecorded, IdempotencyReleased,
-  ...AUTHZEN_SCHEMAS, ...WEBHOOK_SCHEMAS,
+  ...AUTHZEN_SCHEMAS, ...WEBHOOK_SCHEMAS, ...ORGANISATION_SCHEMAS,
 ];

@@ -14,6 +14,15 @@ import { API_KEY_HEADER } from '../../src/protocol.js';
 import { authenticateApiKey } from '../auth/api-key.js';
 import type { ApiKeyAuth } from '../auth/api-key.js';
 import type { ServiceContext } from '../context.js';
+import { PERMISSIONS, can } from '../../src/roles.js';
+import type { Permission, Role } from '../../src/roles.js';
+
+/**
+ * What a session route needs: a permission of the session's role in its workspace (src/roles.ts),
+ * or `person` for what a signed-in person does for themselves (their session, profile,
+ * workspaces and invitations), in any workspace and role.
+ */
+export type RoutePermission = Permission | 'person';
 
 /** The session cookie (HttpOnly; the spec names only the CSRF cookie, so this name is ours). */
 export const SESSION_COOKIE = 'service_session';
@@ -30,8 +39,21 @@ export const SESSION_ABSOLUTE_TTL_MS = 12 * 3600_000;
 /** What a route needs. */
 export type AuthMode = 'none' | 'session' | 'session_csrf' | 'api_key';
 
-/** The authenticated account of a session request. */
-export interface SessionAuth { accountId: string; sessionId: string; expiresAt: number }
+/**
+ * The authenticated session of a request. `accountId` is the workspace it acts in (the
+ * person's own account, or an organisation they belong to: what every workspace-scoped route
+ * reads and writes); `personId` is who signed in; `role` is theirs in that workspace (in their
+ * own: `owner`).
+ */
+export interface SessionAuth {
+  accountId: string;
+  personId: string;
+  /** The organisation the session acts in, or null in the person's own workspace. */
+  organisationId: string | null;
+  role: Role;
+  sessionId: string;
+  expiresAt: number;
+}
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -40,6 +62,8 @@ declare module 'fastify' {
   }
   interface FastifyContextConfig {
     auth?: AuthMode;
+    /** What a session route needs of the session's role (api/route.ts `RouteSpec.permission`). */
+    permission?: RoutePermission;
   }
 }
 
@@ -79,7 +103,15 @@ async function authenticateSession(ctx: ServiceContext, request: FastifyRequest)
   const now = ctx.clock();
   if (!s || s.endedAt !== null) throw new ServiceError('auth_required');
   if (s.expiresAt <= now || s.absoluteExpiresAt <= now) throw new ServiceError('auth_required', 'The session has expired; sign in again.');
-  return { accountId: s.accountId, sessionId: s.id, expiresAt: s.expiresAt };
+  const base = { personId: s.accountId, sessionId: s.id, expiresAt: s.expiresAt };
+  const orgId = s.workspaceId ?? null;
+  if (orgId === null) return { ...base, accountId: s.accountId, organisationId: null, role: 'owner' };
+  // A removal ends the member's sessions in the organisation; this covers a removal racing the read.
+  const m = await ctx.store.organisations.membership(orgId, s.accountId);
+  if (m === undefined) {
+    throw new ServiceError('auth_required', 'You are no longer a member of this organisation; sign in again.');
+  }
+  return { ...base, accountId: orgId, organisationId: orgId, role: m.role };
 }
 
 function checkCsrf(ctx: ServiceContext, request: FastifyRequest, session: SessionAuth): void {
@@ -98,9 +130,16 @@ export function installAuth(app: FastifyInstance, ctx: ServiceContext): void {
   app.decorateRequest('apiKey', undefined);
   // A route that forgets to say how it authenticates must not silently become public.
   app.addHook('onRoute', (route) => {
-    const mode = (route.config as { auth?: unknown } | undefined)?.auth;
+    const config = route.config as { auth?: unknown; permission?: unknown } | undefined;
+    const mode = config?.auth;
     if (mode !== 'none' && mode !== 'session' && mode !== 'session_csrf' && mode !== 'api_key') {
       throw new TypeError(`route ${String(route.method)} ${route.url}: config.auth must be none, session, session_csrf or api_key`);
+    }
+    // A session route that forgets to say what it needs of the role must not be open to every role.
+    const p = config?.permission;
+    const known = p === 'person' || (typeof p === 'string' && Object.hasOwn(PERMISSIONS, p));
+    if ((mode === 'session' || mode === 'session_csrf') && !known) {
+      throw new TypeError(`route ${String(route.method)} ${route.url}: a session route needs config.permission`);
     }
   });
   const authenticate = async (request: FastifyRequest, mode: string): Promise<void> => {
@@ -110,6 +149,11 @@ export function installAuth(app: FastifyInstance, ctx: ServiceContext): void {
     }
     const session = await authenticateSession(ctx, request);
     if (mode === 'session_csrf') checkCsrf(ctx, request, session);
+    const permission = request.routeOptions.config.permission;
+    if (permission !== undefined && permission !== 'person' && !can(session.role, permission)) {
+      throw new ServiceError('role_forbidden', `Your role in this organisation (${session.role}) does not allow this.`,
+        { role: session.role, permission });
+    }
     request.session = session;
   };
   // Callback style: routes with auth 'none' (verify authenticates inside decide()) cost no promise.

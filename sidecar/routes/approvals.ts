@@ -90,7 +90,7 @@ async function settleApproval(
 /** The routes of this file, each defined once (api/route.ts). */
 export const APPROVALS_ROUTES = {
   listApprovals: defineRoute({
-    method: 'GET', url: '/v1/service/approvals', auth: 'session',
+    method: 'GET', url: '/v1/service/approvals', auth: 'session', permission: 'read',
     schema: { querystring: ListQuery, tags: ['approvals'] },
     operation: { ...op('listApprovals', 'List step-up approvals',
       'The account\'s approvals, newest first, with cursor pagination (`limit` 1–200, default 25) and `state` '
@@ -98,7 +98,7 @@ export const APPROVALS_ROUTES = {
       S.ActionApprovalList), query: pageLimit(APPROVAL_LIMITS) },
   }),
   getApproval: defineRoute({
-    method: 'GET', url: '/v1/service/approvals/:approval_id', auth: 'session',
+    method: 'GET', url: '/v1/service/approvals/:approval_id', auth: 'session', permission: 'read',
     schema: { params: IdParam, tags: ['approvals'] },
     operation: op('getApproval', 'Read a step-up approval',
       'One approval with its action in human terms (summary, amount, method, path, tool).', S.ActionApproval, [
@@ -106,6 +106,7 @@ export const APPROVALS_ROUTES = {
   }),
   grantApproval: defineRoute({
     method: 'POST', url: '/v1/service/approvals/:approval_id/approve', auth: 'session_csrf',
+    permission: 'approvals_decide',
     schema: { params: IdParam, body: NoBody, tags: ['approvals'] },
     operation: op('grantApproval', 'Approve an action',
       'Grants a pending approval: exactly one later verify of the same operation allows, within '
@@ -114,6 +115,7 @@ export const APPROVALS_ROUTES = {
   }),
   denyApproval: defineRoute({
     method: 'POST', url: '/v1/service/approvals/:approval_id/deny', auth: 'session_csrf',
+    permission: 'approvals_decide',
     schema: { params: IdParam, body: DenyBody, tags: ['approvals'] },
     operation: op('denyApproval', 'Deny an action',
       'Optional body `{note}`. Verifies of the operation answer deny approval_denied. Event approval.denied.',

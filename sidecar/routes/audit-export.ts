@@ -95,7 +95,7 @@ async function* exportLines(ctx: ServiceContext, accountId: string, from: number
 /** The routes of this file, each defined once (api/route.ts). */
 export const AUDIT_EXPORT_ROUTES = {
   exportAuditEvents: defineRoute({
-    method: 'GET', url: '/v1/service/audit/personal/export', auth: 'session',
+    method: 'GET', url: '/v1/service/audit/personal/export', auth: 'session', permission: 'audit_read',
     schema: { querystring: ExportQuery, tags: ['audit'] },
     operation: op('exportAuditEvents', 'Export audit events as NDJSON',
       'Streams the account\'s hash-chained audit trail for `from`–`to` as `application/x-ndjson`: a header with the '

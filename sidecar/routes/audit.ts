@@ -25,6 +25,9 @@ export const AUDIT_LIMITS = { default: 25, max: 200 } as const;
 export const AUDIT_EVENT_TYPES = [
   'proof.presented', 'proof.verified', 'proof.rejected', 'approval.requested', 'approval.granted', 'approval.denied',
     'approval.expired', 'access.evaluated',
+  // administrative events of an organisation (docs/organisations.md)
+  'organization.created', 'member.invited', 'member.joined', 'member.role_changed', 'member.removed', 'member.left',
+  'invitation.revoked', 'workspace.switched',
 ] as const;
 
 const AuditQuery = Type.Object({
@@ -59,7 +62,7 @@ const dollars = (micros: number): string => (micros / 1_000_000).toFixed(6);
 /** The routes of this file, each defined once (api/route.ts). */
 export const AUDIT_ROUTES = {
   listAuditEvents: defineRoute({
-    method: 'GET', url: '/v1/service/audit/personal', auth: 'session',
+    method: 'GET', url: '/v1/service/audit/personal', auth: 'session', permission: 'audit_read',
     schema: { querystring: AuditQuery, tags: ['audit'] },
     operation: { ...op('listAuditEvents', 'Read audit events (spec 4.14)',
       'Newest first, with cursor pagination (`limit` 1–200, default 25) and filters: `event_type`, `agent_id`, '
@@ -67,7 +70,7 @@ export const AUDIT_ROUTES = {
           S.AuditPage), query: pageLimit(AUDIT_LIMITS) },
   }),
   getUsage: defineRoute({
-    method: 'GET', url: '/v1/service/usage/personal', auth: 'session',
+    method: 'GET', url: '/v1/service/usage/personal', auth: 'session', permission: 'audit_read',
     schema: { tags: ['audit'] },
     operation: op('getUsage', 'Read credits and usage', 'The balance and the verify counts.', S.Usage),
   }),

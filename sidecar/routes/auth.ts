@@ -42,9 +42,12 @@ function codeHash(ctx: ServiceContext, email: string, code: string): string {
   return crypto.createHmac('sha256', ctx.keys.loginCode).update(`${email}\n${code}`).digest('hex');
 }
 
-/** Starts a new session for `accountId` (ending `replaces`), sets the cookies and returns its expiry. */
+/**
+ * Starts a new session for the person `accountId` acting in `workspaceId` (null: their own),
+ * ending `replaces`; sets the cookies and returns its expiry.
+ */
 async function startSession(ctx: ServiceContext, reply: import('fastify').FastifyReply, accountId: string,
-  absoluteExpiresAt: number | null, replaces?: string): Promise<number> {
+  absoluteExpiresAt: number | null, replaces?: string, workspaceId: string | null = null): Promise<number> {
   const now = ctx.clock();
   const token = newSessionToken();
   const id = crypto.randomUUID();
@@ -52,7 +55,7 @@ async function startSession(ctx: ServiceContext, reply: import('fastify').Fastif
   const expiresAt = Math.min(now + SESSION_TTL_MS, absolute);
   await ctx.store.accounts.createSession(
     { id, tokenHash: sha256Hex(token), accountId, expiresAt, absoluteExpiresAt: absolute, endedAt: null,
-      createdAt: now }, replaces);
+      createdAt: now, workspaceId }, replaces);
   setSessionCookies(ctx, reply, token, newCsrfToken(ctx, id));
   return expiresAt;
 }
@@ -163,19 +166,19 @@ export const AUTH_ROUTES = {
       S.LoginResult, ['invalid_code', 'code_expired', 'code_used', 'code_locked', 'rate_limited']),
   }),
   refreshSession: defineRoute({
-    method: 'POST', url: '/v1/auth/refresh', auth: 'session_csrf',
+    method: 'POST', url: '/v1/auth/refresh', auth: 'session_csrf', permission: 'person',
     schema: { body: NoBody, tags: ['auth'] },
     operation: op('refreshSession', 'Renew the session (spec 4.3)',
       'Rotates both cookies and gives 15 more minutes (at most 12 hours after sign-in). Re-read `service_csrf` '
         + 'afterwards.', S.RefreshResult),
   }),
   logout: defineRoute({
-    method: 'POST', url: '/v1/auth/logout', auth: 'session_csrf',
+    method: 'POST', url: '/v1/auth/logout', auth: 'session_csrf', permission: 'person',
     schema: { body: NoBody, tags: ['auth'] },
     operation: op('logout', 'End the session', 'Ends the session and clears both cookies.', S.LogoutResult),
   }),
   getSession: defineRoute({
-    method: 'GET', url: '/v1/auth/session', auth: 'session',
+    method: 'GET', url: '/v1/auth/session', auth: 'session', permission: 'person',
     schema: { tags: ['auth'] },
     operation: op('getSession', 'Read the session and account', 'The signed-in account and when the session expires.',
       S.Session),
@@ -243,7 +246,8 @@ export async function registerAuthRoutes(app: FastifyInstance, ctx: ServiceConte
   mount(app, AUTH_ROUTES.refreshSession, async (request, reply) => {
     const s = request.session!;
     const old = await ctx.store.accounts.getSessionByTokenHash(sha256Hex(request.cookies.service_session ?? ''));
-    const expiresAt = await startSession(ctx, reply, s.accountId, old?.absoluteExpiresAt ?? null, s.sessionId);
+    const expiresAt = await startSession(ctx, reply, s.personId, old?.absoluteExpiresAt ?? null, s.sessionId,
+      s.organisationId);
     return { status: 'refreshed', session_expires_at: new Date(expiresAt).toISOString() };
   });
 
@@ -255,11 +259,15 @@ export async function registerAuthRoutes(app: FastifyInstance, ctx: ServiceConte
 
   mount(app, AUTH_ROUTES.getSession, async (request) => {
     const s = request.session!;
-    const a = await ctx.store.accounts.getAccount(s.accountId);
+    const a = await ctx.store.accounts.getAccount(s.personId);
     if (!a) throw new ServiceError('auth_required');
+    const org = s.organisationId === null ? undefined : await ctx.store.accounts.getAccount(s.organisationId);
     return {
       account_id: a.id, email: a.email, first_name: a.firstName, last_name: a.lastName, account_type: a.accountType,
       onboarding_step: a.onboardingStep, session_expires_at: new Date(s.expiresAt).toISOString(),
+      workspace: org === undefined
+        ? { workspace_id: a.id, kind: 'personal', name: null, role: 'owner' }
+        : { workspace_id: org.id, kind: 'organization', name: org.orgName ?? null, role: s.role },
     };
   });
 }

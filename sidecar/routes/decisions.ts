@@ -27,7 +27,7 @@ export const DECISIONS_ROUTES = {
       `A decision of the API key's connection. ${DESCRIPTION}`, DecisionExplanation, ['decision_not_found']),
   }),
   getPersonalDecision: defineRoute({
-    method: 'GET', url: '/v1/service/decisions/personal/:decision_id', auth: 'session',
+    method: 'GET', url: '/v1/service/decisions/personal/:decision_id', auth: 'session', permission: 'audit_read',
     schema: { params: IdParam, tags: ['authzen'] },
     operation: op('getPersonalDecision', 'Explain a decision (account holder)',
       `A decision made for the signed-in account. ${DESCRIPTION}`, DecisionExplanation, ['decision_not_found']),

@@ -115,7 +115,7 @@ export function delegationKeyStatement(p: CertificatePayload, certSha256: string
 /** The routes of this file, each defined once (api/route.ts). */
 export const DELEGATIONS_ROUTES = {
   createSelfRequest: defineRoute({
-    method: 'POST', url: '/v1/service/delegations/self-request', auth: 'session_csrf',
+    method: 'POST', url: '/v1/service/delegations/self-request', auth: 'session_csrf', permission: 'delegations_decide',
     schema: { body: SelfRequestBody, tags: ['delegations'] },
     operation: op('createSelfRequest', 'Request a delegation (spec 4.8)',
       'Asks for the connection\'s full scope ceiling for one of its agents (`agent_id` is needed when it has several).',
@@ -123,6 +123,7 @@ export const DELEGATIONS_ROUTES = {
   }),
   approveDelegationRequest: defineRoute({
     method: 'POST', url: '/v1/service/delegations/requests/:request_id/approve', auth: 'session_csrf',
+    permission: 'delegations_decide',
     schema: { params: IdParam('request_id'), body: ApproveBody, tags: ['delegations'] },
     operation: {
       ...op('approveDelegationRequest', 'Approve a delegation request (spec 4.9)',
@@ -139,6 +140,7 @@ export const DELEGATIONS_ROUTES = {
   }),
   denyDelegationRequest: defineRoute({
     method: 'POST', url: '/v1/service/delegations/requests/:request_id/deny', auth: 'session_csrf',
+    permission: 'delegations_decide',
     schema: { params: IdParam('request_id'), tags: ['delegations'] },
     operation: {
       ...op('denyDelegationRequest', 'Deny a delegation request',
@@ -148,6 +150,7 @@ export const DELEGATIONS_ROUTES = {
   }),
   revokeCertificate: defineRoute({
     method: 'POST', url: '/v1/service/delegations/:cert_id/revoke', auth: 'session_csrf',
+    permission: 'delegations_decide',
     schema: { params: IdParam('cert_id'), body: RevokeBody, tags: ['delegations'] },
     operation: op('revokeCertificate', 'Revoke a certificate (spec 4.10)',
       'Later verifies of proofs made earlier answer deny/delegation_revoked; present answers 404 '
@@ -156,31 +159,31 @@ export const DELEGATIONS_ROUTES = {
       S.Revocation, ['certificate_not_found']),
   }),
   listDelegationRequests: defineRoute({
-    method: 'GET', url: '/v1/service/delegations/requests', auth: 'session',
+    method: 'GET', url: '/v1/service/delegations/requests', auth: 'session', permission: 'read',
     schema: { tags: ['delegations'] },
     operation: op('listDelegationRequests', 'List delegation requests', 'The account\'s requests, newest first.',
       S.DelegationRequestList),
   }),
   getDelegationRequest: defineRoute({
-    method: 'GET', url: '/v1/service/delegations/requests/:request_id', auth: 'session',
+    method: 'GET', url: '/v1/service/delegations/requests/:request_id', auth: 'session', permission: 'read',
     schema: { params: IdParam('request_id'), tags: ['delegations'] },
     operation: op('getDelegationRequest', 'Read a delegation request', 'One request.', S.DelegationRequest, [
       'request_not_found']),
   }),
   listCertificates: defineRoute({
-    method: 'GET', url: '/v1/service/delegations', auth: 'session',
+    method: 'GET', url: '/v1/service/delegations', auth: 'session', permission: 'read',
     schema: { tags: ['delegations'] },
     operation: op('listCertificates', 'List certificates',
       'The account\'s certificates, with the signed certificate JSON.', S.CertificateList),
   }),
   getCertificate: defineRoute({
-    method: 'GET', url: '/v1/service/delegations/:cert_id', auth: 'session',
+    method: 'GET', url: '/v1/service/delegations/:cert_id', auth: 'session', permission: 'read',
     schema: { params: IdParam('cert_id'), tags: ['delegations'] },
     operation: op('getCertificate', 'Read a certificate', 'One certificate, with the signed certificate JSON.',
       S.Certificate, ['certificate_not_found']),
   }),
   getIdentity: defineRoute({
-    method: 'GET', url: '/v1/service/identity', auth: 'session',
+    method: 'GET', url: '/v1/service/identity', auth: 'session', permission: 'read',
     schema: { tags: ['delegations'] },
     operation: op('getIdentity', 'Read the root public key',
       'The account\'s root public key, to verify certificates offline.', S.Identity, ONBOARDED),

@@ -56,7 +56,7 @@ export async function certificateUsage(
 /** The routes of this file, each defined once (api/route.ts). */
 export const LIMITS_ROUTES = {
   getCertificateUsage: defineRoute({
-    method: 'GET', url: '/v1/service/delegations/:cert_id/usage', auth: 'session',
+    method: 'GET', url: '/v1/service/delegations/:cert_id/usage', auth: 'session', permission: 'audit_read',
     schema: { params: IdParam, tags: ['delegations'] },
     operation: op('getCertificateUsage', 'Read a certificate\'s budget and rate usage',
       'Spent and left of `budget` and `max_calls` in the current calendar window (UTC).', S.CertificateUsage, [

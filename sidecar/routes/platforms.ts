@@ -10,23 +10,20 @@ import crypto from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { ServiceError } from '../../src/errors.js';
-import { b64urlEncode } from '../../src/crypto/encoding.js';
 import { canonicalize } from '../../src/canonical.js';
 import { generateHybridKeyPair, publicKeyToJson } from '../../src/crypto/hybrid.js';
-import { validateCallbackUrl } from '../webhooks/ssrf.js';
 import { AAD } from '../secrets.js';
 import { buildEvent } from '../events.js';
 import { newApiKey } from '../auth/api-key.js';
+import { API_KEY_LIFETIME_MS, registerPlatform } from './registration.js';
+import type { PlatformBodyValue } from './registration.js';
 import type { ServiceContext } from '../context.js';
 import {
-  NoBody, TEXT_RULES, agentView, connectionView, iso, ownedConnection, ownedPlatform, platformView, requireScopes,
-    requireText,
+  NoBody, TEXT_RULES, agentView, connectionView, iso, ownedConnection, ownedPlatform, platformView, requireText,
 } from '../http/resources.js';
 
-/** Surface types accepted at registration (`agentic_api` is the agent-action surface). */
-export const SURFACE_TYPES = ['agentic_api', 'conversational_ai', 'meetings', 'physical_ai'] as const;
-/** Lifetime of an API key; the registration's `expires_at` is when its key expires. */
-export const API_KEY_LIFETIME_MS = 365 * 86_400_000;
+/** An organisation may register this many platforms. */
+export const ORGANISATION_PLATFORM_LIMIT = 100;
 /** A personal account may register one draft platform. */
 export const PERSONAL_PLATFORM_LIMIT = 1;
 /** The only custody mode: the service generates and holds the agent's keys. */
@@ -45,46 +42,49 @@ const AgentBody = Type.Object({
 }, { additionalProperties: false });
 const IdParam = (name: string) => Type.Object({ [name]: Type.String({ maxLength: 100 }) });
 
-/** Checks a callback URL against the registration rules, or throws `invalid_callback_url`. */
-export function checkCallbackUrl(ctx: ServiceContext, url: string): void {
-  const v = validateCallbackUrl(url, ctx.config.webhookAllowInsecure);
-  if (!v.ok) throw new ServiceError(
-    'invalid_callback_url', `callback_url is not allowed: ${v.reason}.`, { field: 'body.callback_url' });
-}
-
 /** The routes of this file, each defined once (api/route.ts). */
 export const PLATFORMS_ROUTES = {
   registerPersonalPlatform: defineRoute({
-    method: 'POST', url: '/v1/service/platforms/personal', auth: 'session_csrf',
+    method: 'POST', url: '/v1/service/platforms/personal', auth: 'session_csrf', permission: 'platforms_manage',
     schema: { body: PlatformBody, tags: ['platforms'] },
     operation: op('registerPersonalPlatform', 'Register a personal platform (spec 4.6)',
       'Creates the platform, its connection and API key. The three secrets appear only in this response.',
       S.PlatformRegistration, ['invalid_scopes', 'invalid_callback_url', 'platform_limit_reached',
         'account_type_not_supported', ...ONBOARDED]),
   }),
+  registerPlatform: defineRoute({
+    method: 'POST', url: '/v1/service/platforms', auth: 'session_csrf', permission: 'platforms_manage',
+    schema: { body: PlatformBody, tags: ['platforms'] },
+    operation: op('registerPlatform', 'Register an organisation\'s platform',
+      'As the personal registration, in an organisation workspace, up to 100 platforms '
+        + '(docs/organisations.md). The three secrets appear only in this response.',
+      S.PlatformRegistration, ['invalid_scopes', 'invalid_callback_url', 'platform_limit_reached',
+        'account_type_not_supported']),
+  }),
   listPlatforms: defineRoute({
-    method: 'GET', url: '/v1/service/platforms', auth: 'session',
+    method: 'GET', url: '/v1/service/platforms', auth: 'session', permission: 'read',
     schema: { tags: ['platforms'] },
     operation: op('listPlatforms', 'List platforms', 'The account\'s platforms, without secrets.', S.PlatformList),
   }),
   getPlatform: defineRoute({
-    method: 'GET', url: '/v1/service/platforms/:platform_id', auth: 'session',
+    method: 'GET', url: '/v1/service/platforms/:platform_id', auth: 'session', permission: 'read',
     schema: { params: IdParam('platform_id'), tags: ['platforms'] },
     operation: op('getPlatform', 'Read a platform', 'One platform, without secrets.', S.Platform, [
       'platform_not_found']),
   }),
   listConnections: defineRoute({
-    method: 'GET', url: '/v1/service/connections', auth: 'session',
+    method: 'GET', url: '/v1/service/connections', auth: 'session', permission: 'read',
     schema: { tags: ['connections'] },
     operation: op('listConnections', 'List connections', 'The account\'s connections.', S.ConnectionList),
   }),
   getConnection: defineRoute({
-    method: 'GET', url: '/v1/service/connections/:connection_id', auth: 'session',
+    method: 'GET', url: '/v1/service/connections/:connection_id', auth: 'session', permission: 'read',
     schema: { params: IdParam('connection_id'), tags: ['connections'] },
     operation: op('getConnection', 'Read a connection', 'One connection.', S.Connection, ['connection_not_found']),
   }),
   rotateApiKey: defineRoute({
     method: 'POST', url: '/v1/service/connections/:connection_id/rotate-key', auth: 'session_csrf',
+    permission: 'platforms_manage',
     schema: { body: NoBody, params: IdParam('connection_id'), tags: ['connections'] },
     operation: op('rotateApiKey', 'Rotate the API key',
       'Issues a new key (shown once); the old key stops at once or after SIDECAR_API_KEY_GRACE_SECONDS. Event '
@@ -93,6 +93,7 @@ export const PLATFORMS_ROUTES = {
   }),
   removeConnection: defineRoute({
     method: 'POST', url: '/v1/service/connections/:connection_id/remove', auth: 'session_csrf',
+    permission: 'platforms_manage',
     schema: { body: NoBody, params: IdParam('connection_id'), tags: ['connections'] },
     operation: op('removeConnection', 'Remove a connection',
       'Its keys stop working, its certificates are revoked and its pending requests denied. Event connection.removed.',
@@ -112,7 +113,7 @@ export const PLATFORMS_ROUTES = {
       'The agents of the API key\'s own connection.', S.AgentList, ['connection_not_found']),
   }),
   listAgents: defineRoute({
-    method: 'GET', url: '/v1/service/agents', auth: 'session',
+    method: 'GET', url: '/v1/service/agents', auth: 'session', permission: 'read',
     schema: { tags: ['agents'] },
     operation: op('listAgents', 'List agents', 'The account\'s agents.', S.AgentList),
   }),
@@ -121,62 +122,21 @@ export const PLATFORMS_ROUTES = {
 /** Registers platform, connection and agent routes. */
 export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {
   mount(app, PLATFORMS_ROUTES.registerPersonalPlatform, async (request) => {
-    const b = request.body as {
-      name: string; surface_type: string; default_allowed_scopes: unknown[]; description?: string; callback_url?: string | null };
     const accountId = request.session!.accountId;
     const account = await ctx.store.accounts.getAccount(accountId);
     if (!account || account.onboardingStep !== 'complete') throw new ServiceError('onboarding_incomplete');
     if (account.accountType !== 'individual') throw new ServiceError(
       'account_type_not_supported', 'Personal platforms are for individual accounts.');
-    if (!(SURFACE_TYPES as readonly string[]).includes(b.surface_type)) {
-      throw new ServiceError('invalid_request', `surface_type must be one of ${SURFACE_TYPES.join(', ')}.`, {
-        field: 'body.surface_type' });
-    }
-    const name = requireText(b.name, 'body.name', TEXT_RULES.name);
-    const description = requireText(b.description ?? '', 'body.description', TEXT_RULES.description);
-    const scopes = requireScopes(b.default_allowed_scopes, 'body.default_allowed_scopes');
-    const callbackUrl = b.callback_url ?? null;
-    if (callbackUrl !== null) checkCallbackUrl(ctx, callbackUrl);
-    if ((await ctx.store.platforms.countPlatforms(accountId)) >= PERSONAL_PLATFORM_LIMIT) throw new ServiceError(
-      'platform_limit_reached');
+    return registerPlatform(ctx, accountId, request.body as PlatformBodyValue, { limit: PERSONAL_PLATFORM_LIMIT, orgName: null });
+  });
 
-    const now = ctx.clock();
-    const platformId = crypto.randomUUID();
-    const connectionId = crypto.randomUUID();
-    const key = newApiKey(ctx);
-    const signingSecret = `ss_${b64urlEncode(crypto.randomBytes(32))}`;
-    const webhookSecret = `whsec_${b64urlEncode(crypto.randomBytes(32))}`;
-    const expiresAt = now + API_KEY_LIFETIME_MS;
-    const event = buildEvent(ctx, {
-      type: 'connection.created', accountId, platformId, connectionId, now,
-      fields: {
-        connection_id: connectionId, platform_id: platformId, org_id: accountId, org_name: name,
-        allowed_scopes: scopes, callback_url: callbackUrl, api_key: key.key, webhook_signing_secret: webhookSecret,
-      },
-    });
-    const created = await ctx.store.platforms.createPlatform(
-      {
-        id: platformId, accountId, name, description, surfaceType: b.surface_type, publishState: 'draft',
-        defaultAllowedScopes: scopes, callbackUrl, callbackDisabledAt: null,
-        signingSecretEnc: ctx.box.seal(Buffer.from(signingSecret), AAD.signingSecret(platformId)),
-        webhookSecretEnc: ctx.box.seal(Buffer.from(webhookSecret), AAD.webhookSecret(platformId)),
-        expiresAt, createdAt: now,
-      },
-      { id: connectionId, platformId, accountId, allowedScopes: scopes, status: 'active', removedAt: null,
-        createdAt: now },
-      { id: crypto.randomUUID(), connectionId, prefix: key.prefix, digest: key.digest, status: 'active',
-        validUntil: expiresAt, createdAt: now },
-      event,
-      PERSONAL_PLATFORM_LIMIT,
-    );
-    // Re-checked inside the transaction: concurrent registrations cannot both pass.
-    if (!created) throw new ServiceError('platform_limit_reached');
-    ctx.nudgeWebhooks();
-    return {
-      api_key: key.key, api_key_prefix: key.prefix, connection_id: connectionId, description,
-      expires_at: iso(expiresAt), name, platform_id: platformId, publish_state: 'draft', signing_secret: signingSecret,
-      surface_type: b.surface_type, webhook_signing_secret: webhookSecret,
-    };
+  mount(app, PLATFORMS_ROUTES.registerPlatform, async (request) => {
+    const accountId = request.session!.accountId;
+    const org = await ctx.store.accounts.getAccount(accountId);
+    if (org?.accountType !== 'organization' || request.session!.organisationId === null) throw new ServiceError(
+      'account_type_not_supported', 'Switch to an organisation to register its platforms; a personal account has one.');
+    return registerPlatform(ctx, accountId, request.body as PlatformBodyValue,
+      { limit: ORGANISATION_PLATFORM_LIMIT, orgName: org.orgName ?? null });
   });
 
   mount(app, PLATFORMS_ROUTES.listPlatforms, async (request) => {

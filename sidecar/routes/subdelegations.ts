@@ -72,7 +72,7 @@ export const SUBDELEGATIONS_ROUTES = {
     },
   }),
   listChildCertificates: defineRoute({
-    method: 'GET', url: '/v1/service/delegations/:cert_id/children', auth: 'session',
+    method: 'GET', url: '/v1/service/delegations/:cert_id/children', auth: 'session', permission: 'read',
     schema: { params: Type.Object({ cert_id: Type.String({ maxLength: 100 }) }), tags: ['delegations'] },
     operation: op('listChildCertificates', 'List a certificate\'s sub-delegations',
       'The certificates sub-delegated directly under this one (any status), oldest first; each has its own '

@@ -14,7 +14,7 @@ import { ServiceError } from '../../src/errors.js';
 import type { ServiceContext } from '../context.js';
 import type { DeliveryRecord } from '../store/types.js';
 import { NoBody, iso, ownedPlatform, parsePage, platformView } from '../http/resources.js';
-import { checkCallbackUrl } from './platforms.js';
+import { checkCallbackUrl } from './registration.js';
 
 /** Delivery list page sizes. */
 export const DELIVERY_LIMITS = { default: 25, max: 200 } as const;
@@ -43,13 +43,14 @@ function deliveryView(d: DeliveryRecord): Static<typeof Delivery> {
 export const WEBHOOKS_ROUTES = {
   setCallbackUrl: defineRoute({
     method: 'PUT', url: '/v1/service/platforms/:platform_id/callback', auth: 'session_csrf',
+    permission: 'platforms_manage',
     schema: { params: IdParam('platform_id'), body: CallbackBody, tags: ['webhooks'] },
     operation: op('setCallbackUrl', 'Set the webhook callback address',
       'Sets or clears (null) where webhooks go; re-enables a disabled callback.', S.Platform, [
         'platform_not_found', 'invalid_callback_url']),
   }),
   listWebhookDeliveries: defineRoute({
-    method: 'GET', url: '/v1/service/webhooks/deliveries', auth: 'session',
+    method: 'GET', url: '/v1/service/webhooks/deliveries', auth: 'session', permission: 'audit_read',
     schema: { querystring: ListQuery, tags: ['webhooks'] },
     operation: {
       ...op('listWebhookDeliveries', 'List webhook deliveries',
@@ -59,13 +60,14 @@ export const WEBHOOKS_ROUTES = {
     },
   }),
   getWebhookDelivery: defineRoute({
-    method: 'GET', url: '/v1/service/webhooks/deliveries/:delivery_id', auth: 'session',
+    method: 'GET', url: '/v1/service/webhooks/deliveries/:delivery_id', auth: 'session', permission: 'audit_read',
     schema: { params: IdParam('delivery_id'), tags: ['webhooks'] },
     operation: op('getWebhookDelivery', 'Read a webhook delivery', 'One delivery with every attempt.', S.DeliveryDetail,
       ['delivery_not_found']),
   }),
   redeliverWebhook: defineRoute({
     method: 'POST', url: '/v1/service/webhooks/deliveries/:delivery_id/redeliver', auth: 'session_csrf',
+    permission: 'platforms_manage',
     schema: { body: NoBody, params: IdParam('delivery_id'), tags: ['webhooks'] },
     operation: op('redeliverWebhook', 'Redeliver a webhook',
       'Queues the same delivery (same id and body) again.', S.Redelivery, [

@@ -36,6 +36,7 @@ export const COPY_TABLES: readonly { name: string; key: string[]; numeric?: bool
   { name: 'audit_export_cursors', key: ['sink', 'account_id'] }, { name: 'service_keys', key: ['id'] },
   { name: 'decision_explanations', key: ['id'] },
   { name: 'idempotency_records', key: ['connection_id', 'agent_id', 'idem_key'] },
+  { name: 'memberships', key: ['org_id', 'account_id'] }, { name: 'invitations', key: ['id'] },
 ];
 
 /** Rows per INSERT statement. */

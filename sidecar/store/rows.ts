@@ -14,14 +14,14 @@ import type {
 export interface AccountRow {
   id: string; email: string; first_name: string | null; last_name: string | null; account_type: string | null;
   onboarding_step: string; root_public_key: string | null; root_secret_enc: Buffer | null; credits_micros: number;
-  verify_calls: number; verify_allows: number; verify_denies: number; created_at: number;
+  verify_calls: number; verify_allows: number; verify_denies: number; created_at: number; org_name?: string | null;
 }
 /** A `login_codes` row. */
 export interface CodeRow { id: string; email: string; code_hash: string; attempts: number; expires_at: number; used_at: number | null; created_at: number }
 /** A `sessions` row. */
 export interface SessionRow {
   id: string; token_hash: string; account_id: string; expires_at: number; absolute_expires_at: number; ended_at: number | null;
-  created_at: number;
+  created_at: number; workspace_id?: string | null;
 }
 /** A `platforms` row. */
 export interface PlatformRow {
@@ -93,6 +93,7 @@ export const accountFromRow = (r: AccountRow): AccountRecord => ({
   onboardingStep: r.onboarding_step, rootPublicKey: r.root_public_key,
   rootSecretEnc: r.root_secret_enc ? u8(r.root_secret_enc) : null, creditsMicros: r.credits_micros,
   verifyCalls: r.verify_calls, verifyAllows: r.verify_allows, verifyDenies: r.verify_denies, createdAt: r.created_at,
+  orgName: r.org_name ?? null,
 });
 /** Maps a `login_codes` row. */
 export const codeFromRow = (r: CodeRow): LoginCodeRecord => ({
@@ -102,6 +103,7 @@ export const codeFromRow = (r: CodeRow): LoginCodeRecord => ({
 export const sessionFromRow = (r: SessionRow): SessionRecord => ({
   id: r.id, tokenHash: r.token_hash, accountId: r.account_id, expiresAt: r.expires_at,
   absoluteExpiresAt: r.absolute_expires_at, endedAt: r.ended_at, createdAt: r.created_at,
+  workspaceId: r.workspace_id ?? null,
 });
 /** Maps a `platforms` row. */
 export const platformFromRow = (r: PlatformRow): PlatformRecord => ({

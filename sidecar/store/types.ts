@@ -15,6 +15,7 @@ import type { AuditStore } from './types/audit.js';
 import type { DelegationStore } from './types/delegations.js';
 import type { DecisionStore } from './types/decisions.js';
 import type { IdempotencyStore } from './types/idempotency.js';
+import type { OrganisationStore } from './types/organisations.js';
 import type { ChangeFeed, PoolStats } from './types/engine.js';
 import type { OutboxStore } from './types/outbox.js';
 import type { PlatformStore } from './types/platforms.js';
@@ -29,6 +30,7 @@ export type * from './types/audit.js';
 export type * from './types/engine.js';
 export type * from './types/decisions.js';
 export type * from './types/idempotency.js';
+export type * from './types/organisations.js';
 
 /** The whole store. */
 export interface Store {
@@ -46,6 +48,8 @@ export interface Store {
   readonly decisions: DecisionStore;
   /** The idempotency ledger (docs/gateway.md#idempotency). */
   readonly idempotency: IdempotencyStore;
+  /** Organisations, memberships, invitations (docs/organisations.md). */
+  readonly organisations: OrganisationStore;
   /**
    * Changes committed by other processes sharing the database, for cache invalidation;
    * absent when one process owns the database (then the routes update the caches themselves).

@@ -30,6 +30,9 @@
  * - the append-only rule of the audit table.
  */
 import { NOTIFY_CHANNEL } from './changes-protocol.js';
+import {
+  DECISION_EXPLANATIONS, IDEMPOTENCY_LEDGER, ORGANISATIONS, SUB_DELEGATION_CHAINS, migrationFor,
+} from '../schema.js';
 
 /** One migration. */
 export interface PgMigration {
@@ -307,47 +310,8 @@ BEGIN
 END $$;
 `,
   },
-  {
-    version: 3,
-    name: 'decision explanations',
-    sql: `
-CREATE TABLE decision_explanations (
-  id TEXT PRIMARY KEY,
-  account_id TEXT NOT NULL,
-  connection_id TEXT NOT NULL,
-  explanation TEXT NOT NULL,
-  created_at BIGINT NOT NULL
-);
-CREATE INDEX decision_explanations_created ON decision_explanations (created_at);
-`,
-  },
-  {
-    version: 4,
-    name: 'idempotency ledger',
-    sql: `
-CREATE TABLE idempotency_records (
-  connection_id TEXT NOT NULL,
-  agent_id TEXT NOT NULL,
-  idem_key TEXT NOT NULL,
-  request_hash TEXT NOT NULL,
-  claim_id TEXT NOT NULL UNIQUE,
-  state TEXT NOT NULL,
-  response TEXT,
-  created_at BIGINT NOT NULL,
-  expires_at BIGINT NOT NULL,
-  PRIMARY KEY (connection_id, agent_id, idem_key)
-);
-CREATE INDEX idempotency_records_expiry ON idempotency_records (expires_at);
-`,
-  },
-  {
-    version: 5,
-    name: 'sub-delegation chains',
-    sql: `
-ALTER TABLE certificates ADD COLUMN parent_cert_id TEXT;
-ALTER TABLE certificates ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE certificates ADD COLUMN max_delegation_depth INTEGER NOT NULL DEFAULT 0;
-CREATE INDEX certificates_parent ON certificates (parent_cert_id, status);
-`,
-  },
+  { version: 3, ...migrationFor(DECISION_EXPLANATIONS, 'pg') },
+  { version: 4, ...migrationFor(IDEMPOTENCY_LEDGER, 'pg') },
+  { version: 5, ...migrationFor(ORGANISATIONS, 'pg') },
+  { version: 6, ...migrationFor(SUB_DELEGATION_CHAINS, 'pg') },
 ];

@@ -17,6 +17,7 @@ import { SqlDelegationStore } from '../sql/delegations.js';
 import { SqlOutboxStore } from '../sql/outbox.js';
 import { SqlApprovalStore, SqlUsageStore } from '../sql/approvals.js';
 import { SqlIdempotencyStore } from '../sql/idempotency.js';
+import { SqlOrganisationStore } from '../sql/organisations.js';
 import { SqlAuditStore } from '../sql/audit.js';
 import { SqlDecisionStore } from '../sql/decisions.js';
 import { keyCheck } from '../sql/meta.js';
@@ -46,6 +47,7 @@ export class PostgresStore implements Store {
   readonly audit: SqlAuditStore;
   readonly decisions: SqlDecisionStore;
   readonly idempotency: SqlIdempotencyStore;
+  readonly organisations: SqlOrganisationStore;
   readonly changes: PgChangeFeed | undefined;
   /** The pool (store-internal; the copy command uses it). */
   readonly db: PgDb;
@@ -66,6 +68,7 @@ export class PostgresStore implements Store {
     this.audit = new SqlAuditStore(r);
     this.decisions = new SqlDecisionStore(r);
     this.idempotency = new SqlIdempotencyStore(r);
+    this.organisations = new SqlOrganisationStore(r, chain);
   }
 
   async ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }> {

@@ -114,9 +114,9 @@ export class SqlAccountStore implements AccountStore {
       if (replaces) yield* run(sql`UPDATE sessions SET ended_at = ${s.createdAt} WHERE id = ${replaces}
         AND ended_at IS NULL`);
       yield* run(sql`INSERT INTO sessions (id, token_hash, account_id, expires_at, absolute_expires_at, ended_at,
-        created_at)
+        created_at, workspace_id)
         VALUES (${s.id}, ${s.tokenHash}, ${s.accountId}, ${s.expiresAt}, ${s.absoluteExpiresAt}, ${s.endedAt},
-          ${s.createdAt})`);
+          ${s.createdAt}, ${s.workspaceId ?? null})`);
     })());
   }
 

@@ -7,6 +7,9 @@
  */
 import { AUDIT_CHAIN_SQL, chainExistingRows } from './migration-audit.js';
 import type { MigrationDb } from './migration-audit.js';
+import {
+  DECISION_EXPLANATIONS, IDEMPOTENCY_LEDGER, ORGANISATIONS, SUB_DELEGATION_CHAINS, migrationFor,
+} from '../schema.js';
 
 export type { MigrationDb } from './migration-audit.js';
 
@@ -267,47 +270,8 @@ CREATE TABLE usage_counters (
 `,
   },
   { version: 4, name: 'audit hash chain, checkpoints, export cursors, service keys', sql: AUDIT_CHAIN_SQL, after: chainExistingRows },
-  {
-    version: 5,
-    name: 'decision explanations',
-    sql: `
-CREATE TABLE decision_explanations (
-  id TEXT PRIMARY KEY,
-  account_id TEXT NOT NULL,
-  connection_id TEXT NOT NULL,
-  explanation TEXT NOT NULL,
-  created_at INTEGER NOT NULL
-);
-CREATE INDEX decision_explanations_created ON decision_explanations (created_at);
-`,
-  },
-  {
-    version: 6,
-    name: 'idempotency ledger',
-    sql: `
-CREATE TABLE idempotency_records (
-  connection_id TEXT NOT NULL,
-  agent_id TEXT NOT NULL,
-  idem_key TEXT NOT NULL,
-  request_hash TEXT NOT NULL,
-  claim_id TEXT NOT NULL UNIQUE,
-  state TEXT NOT NULL,
-  response TEXT,
-  created_at INTEGER NOT NULL,
-  expires_at INTEGER NOT NULL,
-  PRIMARY KEY (connection_id, agent_id, idem_key)
-);
-CREATE INDEX idempotency_records_expiry ON idempotency_records (expires_at);
-`,
-  },
-  {
-    version: 7,
-    name: 'sub-delegation chains',
-    sql: `
-ALTER TABLE certificates ADD COLUMN parent_cert_id TEXT;
-ALTER TABLE certificates ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE certificates ADD COLUMN max_delegation_depth INTEGER NOT NULL DEFAULT 0;
-CREATE INDEX certificates_parent ON certificates (parent_cert_id, status);
-`,
-  },
+  { version: 5, ...migrationFor(DECISION_EXPLANATIONS, 'sqlite') },
+  { version: 6, ...migrationFor(IDEMPOTENCY_LEDGER, 'sqlite') },
+  { version: 7, ...migrationFor(ORGANISATIONS, 'sqlite') },
+  { version: 8, ...migrationFor(SUB_DELEGATION_CHAINS, 'sqlite') },
 ];

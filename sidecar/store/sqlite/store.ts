@@ -16,6 +16,7 @@ import { SqlPlatformStore } from '../sql/platforms.js';
 import { SqlDelegationStore } from '../sql/delegations.js';
 import { SqlApprovalStore, SqlUsageStore } from '../sql/approvals.js';
 import { SqlIdempotencyStore } from '../sql/idempotency.js';
+import { SqlOrganisationStore } from '../sql/organisations.js';
 import { SqlAuditStore } from '../sql/audit.js';
 import { SqlDecisionStore } from '../sql/decisions.js';
 import { keyCheck } from '../sql/meta.js';
@@ -48,6 +49,7 @@ export class SqliteStore implements Store {
   readonly audit: SqlAuditStore;
   readonly decisions: SqlDecisionStore;
   readonly idempotency: SqlIdempotencyStore;
+  readonly organisations: SqlOrganisationStore;
   private readonly db: Db;
   private readonly r: SqliteRunner;
 
@@ -77,6 +79,7 @@ export class SqliteStore implements Store {
     this.audit = new SqlAuditStore(r);
     this.decisions = new SqlDecisionStore(r);
     this.idempotency = new SqlIdempotencyStore(r);
+    this.organisations = new SqlOrganisationStore(r, chain);
   }
 
   async ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }> {

@@ -19,6 +19,8 @@ export interface AccountRecord {
   verifyAllows: number;
   verifyDenies: number;
   createdAt: number;
+  /** An organisation's name (`accountType` `organization`); null for a person. */
+  orgName?: string | null;
 }
 
 /** A stored (hashed) e-mail login code. */
@@ -41,6 +43,8 @@ export interface SessionRecord {
   absoluteExpiresAt: number;
   endedAt: number | null;
   createdAt: number;
+  /** The organisation the session acts in; null or absent: the person's own workspace. */
+  workspaceId?: string | null;
 }
 
 /** Result of {@link AccountStore.hitRateLimit}. */

@@ -12,7 +12,9 @@ export interface AuditEventRecord {
   eventType:
     | 'proof.presented' | 'proof.verified' | 'proof.rejected'
     | 'approval.requested' | 'approval.granted' | 'approval.denied' | 'approval.expired'
-    | 'access.evaluated';
+    | 'access.evaluated'
+    | 'organization.created' | 'member.invited' | 'member.joined' | 'member.role_changed' | 'member.removed'
+    | 'member.left' | 'invitation.revoked' | 'workspace.switched';
   connectionId: string | null;
   agentId: string | null;
   certId: string | null;

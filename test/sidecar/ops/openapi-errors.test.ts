@@ -59,6 +59,8 @@ t.test('every documented operation answers bad requests with documented errors',
       platform_id: f.reg.platform_id, connection_id: f.reg.connection_id, agent_id: f.agentId, request_id: pending.body.request_id,
       cert_id: f.certId, approval_id: v.body.approval_id, delivery_id: deliveries.body.deliveries[0].delivery_id,
       decision_id: v.body.decision_id,
+      // Organisations: ids no one has (the owner acts in a personal workspace: 403 account_type_not_supported first).
+      account_id: '00000000-0000-4000-8000-000000000002', invitation_id: '00000000-0000-4000-8000-000000000003',
     },
     samples: {
       email: 'probe-owner@example.com', code: '000000', first_name: 'Ada', last_name: 'Lovelace', account_type: 'individual',
@@ -68,6 +70,8 @@ t.test('every documented operation answers bad requests with documented errors',
       subject: { type: 'agent', id: f.agentId }, action: { name: 'data:read' }, resource: { type: 'any', id: '*' },
       // The idempotency ledger's gateway routes: a claim id no verify made (documented 404 idempotency_claim_not_found).
       claim_id: '00000000-0000-4000-8000-000000000000',
+      // Organisations: a workspace the owner does not belong to (404), a role, an address to invite.
+      workspace_id: '00000000-0000-4000-8000-000000000001', role: 'member',
       response: { status: 200, headers: [['content-type', 'application/json']], body: 'e30=', body_omitted: false },
       // Sub-delegation: to the agent itself (documented 400 invalid_request).
       to_agent_id: f.agentId, scopes: ['data:read'],

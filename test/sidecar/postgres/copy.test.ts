@@ -68,6 +68,13 @@ if (pg) {
   await t.test('a SQLite store with a history', async (t) => {
     t.equal((await f.user.post(`/v1/service/delegations/${revoked.certId}/revoke`, { reason: 'before the move' })).status, 200);
     for (let i = 0; i < 3; i++) expectDecision(t, await verify(f.platform, await bundleFor(f), 'data:read'), 'allow', 'authorized', undefined, 'an allow on SQLite');
+    // An organisation with a pending invitation (memberships, invitations, a session's workspace).
+    const org = await f.user.post('/v1/service/organizations', { name: 'Movers Ltd' });
+    t.equal(org.status, 200, 'an organisation');
+    t.equal((await f.user.post('/v1/auth/session/workspace', { workspace_id: org.body.organization_id })).status, 200);
+    t.equal((await f.user.post('/v1/service/organization/invitations', { email: 'helper@example.com', role: 'auditor' })).status, 200);
+    const me = (await f.user.get('/v1/auth/session')).body.account_id as string;
+    t.equal((await f.user.post('/v1/auth/session/workspace', { workspace_id: me })).status, 200, 'back in the personal workspace');
     kept = await bundleFor(f);
     before = await usage(f.user);
     auditBefore = await auditAll(f.user);

@@ -10,7 +10,7 @@ import t from 'tap';
 import { Client, expectError, onboard } from '../../helpers/sidecar.js';
 import { startFaultySidecar } from '../../helpers/store-faults.js';
 import type { FaultySidecar } from '../../helpers/store-faults.js';
-import { API_KEY_LIFETIME_MS } from '../../../sidecar/routes/platforms.js';
+import { API_KEY_LIFETIME_MS } from '../../../sidecar/routes/registration.js';
 import { API_KEY_CACHE_TTL_MS, ApiKeyCache } from '../../../sidecar/auth/api-key.js';
 
 let sc: FaultySidecar;

@@ -67,7 +67,7 @@ export async function accountsContract(t: Test, open: OpenStore): Promise<void> 
     const a = await s.accounts.findOrCreateAccount(email, randomUUID(), NOW);
     t.same(a, {
       id: a.id, email, firstName: null, lastName: null, accountType: null, onboardingStep: 'profile', rootPublicKey: null,
-      rootSecretEnc: null, creditsMicros: 0, verifyCalls: 0, verifyAllows: 0, verifyDenies: 0, createdAt: NOW,
+      rootSecretEnc: null, creditsMicros: 0, verifyCalls: 0, verifyAllows: 0, verifyDenies: 0, createdAt: NOW, orgName: null,
     });
     t.same(await s.accounts.getAccount(a.id), a);
     t.equal(await s.accounts.getAccount(randomUUID()), undefined);
@@ -106,7 +106,7 @@ export async function accountsContract(t: Test, open: OpenStore): Promise<void> 
 
   await t.test('sessions: create, replace in one transaction, end', async (t) => {
     const a = await s.accounts.findOrCreateAccount(`sess-${randomUUID()}@example.com`, randomUUID(), NOW);
-    const s1: SessionRecord = { id: randomUUID(), tokenHash: `t-${randomUUID()}`, accountId: a.id, expiresAt: NOW + 10, absoluteExpiresAt: NOW + 100, endedAt: null, createdAt: NOW };
+    const s1: SessionRecord = { id: randomUUID(), tokenHash: `t-${randomUUID()}`, accountId: a.id, expiresAt: NOW + 10, absoluteExpiresAt: NOW + 100, endedAt: null, createdAt: NOW, workspaceId: null };
     await s.accounts.createSession(s1);
     t.same(await s.accounts.getSessionByTokenHash(s1.tokenHash), s1);
     const s2 = { ...s1, id: randomUUID(), tokenHash: `t-${randomUUID()}`, createdAt: NOW + 5 };

@@ -31,6 +31,7 @@ import { auditExportContract } from './contract-audit-export.js';
 import { commitRulesContract } from './contract-commit-rules.js';
 import { decisionsContract } from './contract-decisions.js';
 import { idempotencyContract } from './contract-idempotency.js';
+import { organisationsContract } from './contract-organisations.js';
 
 /** Opens a new, empty, migrated store. */
 export type OpenStore = () => Promise<Store>;
@@ -52,6 +53,7 @@ export async function runStoreContract(t: Test, name: string, open: OpenStore): 
     ['the verify commit\'s rules, one table for both implementations', commitRulesContract],
     ['decision explanations', decisionsContract],
     ['the idempotency ledger', idempotencyContract],
+    ['organisations, memberships, invitations', organisationsContract],
   ];
   for (const [part, fn] of parts) await t.test(`${name}: ${part}`, (tt) => fn(tt, open));
 }
