@@ -151,6 +151,16 @@ async function cascadeAt(t: Test, at: number): Promise<void> {
     && x.body.connection_id === f.reg.connection_id)
     .map((h) => h.body.cert_id as string);
   t.same([...ids].sort(), [...revoked].sort(), `one delegation.revoked per certificate revoked (${hits.length})`);
+  if (at === 0) {
+    const approvedHits = rx.hits.filter((x) => x.body.event === 'delegation.approved'
+      && x.body.connection_id === f.reg.connection_id);
+    const parents = approvedHits.map((h) => (h.body.cert_json as { payload: { parent?: { cert_id: string } } })
+      .payload.parent?.cert_id).filter((p) => p !== undefined);
+    t.same(parents.sort(), [certs[0], certs[1], certs[2]].sort(),
+      'each sub-delegation sent delegation.approved, its cert_json naming the parent');
+    t.ok(approvedHits.some((h) => /sub-delegates \(under /.test(String(h.body.delegation_key_statement))),
+      'the key statement says an agent sub-delegates');
+  }
   const again = await f.user.post(`/v1/service/delegations/${certs[at]}/revoke`, { reason: 'again' });
   t.equal(again.body.already_revoked, true, 'repeating it changes nothing');
 }
