@@ -1,5 +1,5 @@
 /**
- * Stage 9, commit: one store transaction consumes the challenge, debits the
+ * Stage 14, commit: one store transaction consumes the challenge, debits the
  * call (`billing.ts`'s price), counts it and appends the audit row; no
  * decision leaves before it. The transaction re-reads the certificate's
  * status for an allow: revoked since the delegation stage, it becomes deny
