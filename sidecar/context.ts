@@ -13,6 +13,7 @@ import type { SidecarMetrics } from './metrics.js';
 import type { DecisionCaches } from './decide/caches.js';
 import type { ProofCrypto } from './crypto/pool.js';
 import type { AuditServices } from './audit/services.js';
+import type { Resolver } from 'node:dns/promises';
 
 /** A clock returning Unix milliseconds; injectable for tests. */
 export type Clock = () => number;
@@ -36,6 +37,8 @@ export interface ServiceContext {
   readonly keys: { csrf: KeyObject; loginCode: KeyObject; apiKey: KeyObject };
   /** The audit chain's signer and checkpoints, the decision log and the push exports. */
   readonly audit: AuditServices;
+  /** The resolver of publisher-domain checks (`SIDECAR_DNS_SERVERS`). */
+  readonly dns: Resolver;
   /** Wakes the webhook worker after an event was enqueued. */
   readonly nudgeWebhooks: () => void;
 }

@@ -44,6 +44,9 @@ import { registerAuditRoutes } from './routes/audit.js';
 import { registerWebhookRoutes } from './routes/webhooks.js';
 import { registerOrganisationRoutes } from './routes/organisations.js';
 import { registerInvitationRoutes } from './routes/invitations.js';
+import { registerPublishingRoutes } from './routes/publishing.js';
+import { domainResolver } from './publishing/dns.js';
+import { startDomainRecheck } from './publishing/recheck.js';
 import { registerApprovalRoutes } from './routes/approvals.js';
 import { registerLimitRoutes } from './routes/limits.js';
 import { startApprovalExpiry } from './approvals/expiry.js';
@@ -206,6 +209,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
       loginCode: crypto.createSecretKey(box.subkey('login-code')),
       apiKey: crypto.createSecretKey(box.subkey('api-key')),
     },
+    dns: domainResolver({ servers: config.dnsServers, timeoutMs: 2_000, tries: 2 }),
     nudgeWebhooks: () => worker?.nudge(),
   };
   metrics.bindSources({
@@ -257,12 +261,14 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   await registerWebhookRoutes(app, ctx);
   await registerOrganisationRoutes(app, ctx);
   await registerInvitationRoutes(app, ctx);
+  await registerPublishingRoutes(app, ctx);
   await registerApprovalRoutes(app, ctx);
   await registerLimitRoutes(app, ctx);
   await registerConsoleRoutes(app, ctx);
 
   let retention: NodeJS.Timeout | undefined;
   let stopApprovalExpiry: (() => void) | undefined;
+  let stopDomainRecheck: (() => void) | undefined;
   if (opts.startWorkers !== false) {
     worker = new WebhookWorker({
       store: store.outbox, box, clock, allowInsecure: config.webhookAllowInsecure, logger: app.log,
@@ -277,6 +283,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
       retention = setInterval(() => { void runRetention(ctx).catch((err: unknown) => app.log.error({ err }, 'retention job failed')); }, 3600_000);
       retention.unref();
       stopApprovalExpiry = startApprovalExpiry(ctx);
+      stopDomainRecheck = startDomainRecheck(ctx);
     });
   }
   // Start the crypto workers with the server, so the first present or verify does not wait for them.
@@ -288,6 +295,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     await metricsServer?.close();
     if (retention) clearInterval(retention);
     stopApprovalExpiry?.();
+    stopDomainRecheck?.();
     await worker?.stop();
     await audit.stop();
     await ctx.crypto.close();

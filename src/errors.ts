@@ -121,6 +121,14 @@ export const ERRORS = {
   invitation_not_found: { status: 404, message: 'No such invitation for your address.' },
   invitation_pending: { status: 409, message: 'This address already has a pending invitation to the organisation.' },
   invitation_closed: { status: 409, message: 'The invitation was accepted, revoked or has expired.' },
+  domain_not_claimed: { status: 404, message: 'The organisation has not claimed a publisher domain.' },
+  domain_not_verified: { status: 409, message: 'The TXT record that proves the domain was not found.' },
+  domain_taken: { status: 409, message: 'Another organisation has verified this domain.' },
+  invalid_domain: { status: 400, message: 'Not a domain an organisation can claim.' },
+  publish_state_invalid: { status: 409, message: 'The platform cannot make this move from its publish state.' },
+  publisher_domain_unverified: { status: 409, message: 'Publishing needs a verified publisher domain.' },
+  callback_url_required: { status: 409, message: 'Publishing needs a callback URL.' },
+  description_required: { status: 409, message: 'Publishing needs a description.' },
 
   // platforms, connections, agents
   invalid_scopes: { status: 400, message: 'One or more scopes are not in the vocabulary.' },

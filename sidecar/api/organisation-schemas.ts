@@ -47,7 +47,30 @@ export const Invitation = named('Invitation', Type.Object({
 }));
 export const InvitationList = named('InvitationList', Type.Object({ invitations: Type.Array(Type.Ref('Invitation')) }));
 
+
+/** An organisation's publisher domain and how to prove it. */
+export const PublisherDomain = named('PublisherDomain', Type.Object({
+  domain: Str,
+  record_name: Type.String({ description: 'Where the TXT record goes: `_agent-authz.<domain>`.' }),
+  record_text: Type.String({ description: 'What it must say: `agent-authz-domain-verification=<token>`.' }),
+  state: Type.Union([Type.Literal('unverified'), Type.Literal('verified'), Type.Literal('lapsed')]),
+  claimed_at: Time,
+  verified_at: Type.Union([Time, Type.Null()]),
+  lapsed_at: Type.Union([Time, Type.Null()]),
+  checked_at: Type.Union([Time, Type.Null()]),
+  last_outcome: Type.Union([Str, Type.Null()],
+    { description: '`verified`, `mismatch`, `absent`, `unreachable` or `taken`.' }),
+}));
+/** A published platform in the directory. */
+export const DirectoryEntry = named('DirectoryEntry', Type.Object({
+  platform_id: Str, name: Str, description: Str, surface_type: Str,
+  scopes: Type.Array(Str, { description: 'The scopes it may ask a connecting account holder for.' }),
+  publisher: Type.Object({ organization_id: Str, name: Str, verified_domain: Str }),
+}));
+export const Directory = named('Directory', Type.Object({ platforms: Type.Array(Type.Ref('DirectoryEntry')) }));
+
 /** Every schema of this file. */
 export const ORGANISATION_SCHEMAS: readonly TSchema[] = [
   Workspace, WorkspaceList, Organization, Member, MemberList, MemberRemoval, Invitation, InvitationList,
+  PublisherDomain, DirectoryEntry, Directory,
 ];

@@ -16,6 +16,7 @@ import { ConfigError, flag, int } from './env.js';
 import { DATABASE_DEFAULTS, databaseConfig } from './database.js';
 import { publicUrl } from './public-url.js';
 import type { DatabaseConfig } from './database.js';
+import { isDnsServer } from '../publishing/dns.js';
 
 export { ConfigError } from './env.js';
 export { databaseConfig } from './database.js';
@@ -51,6 +52,10 @@ export interface SidecarConfig {
   logLevel: string;
   bodyLimitBytes: number;
   trustProxy: string[];
+  /** DNS servers for publisher-domain checks (`SIDECAR_DNS_SERVERS`, `ip` or `ip:port`); empty: the system's. */
+  dnsServers: string[];
+  /** Hours between re-checks of a verified publisher domain (`SIDECAR_DOMAIN_RECHECK_HOURS`, 1–720). */
+  domainRecheckHours: number;
   /** The base URL clients reach the sidecar at (`SIDECAR_PUBLIC_URL`); null = the request's own. */
   publicUrl: string | null;
   auditRetentionDays: number;
@@ -135,6 +140,7 @@ export const ENV_VARS = [
   'SIDECAR_SHUTDOWN_TIMEOUT_MS',
   'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_METRICS_LISTEN', 'SIDECAR_CONSOLE', 'SIDECAR_APPROVAL_TTL_SECONDS',
   'SIDECAR_REQUIRE_BOUND_OPERATION', 'SIDECAR_MAX_DELEGATION_DEPTH', 'SIDECAR_SQLITE_SYNCHRONOUS', 'SIDECAR_PUBLIC_URL',
+  'SIDECAR_DNS_SERVERS', 'SIDECAR_DOMAIN_RECHECK_HOURS',
   'SIDECAR_DATABASE_URL', 'SIDECAR_DATABASE_POOL_MAX', 'SIDECAR_DATABASE_STATEMENT_TIMEOUT_MS', 'SIDECAR_DATABASE_CONNECT_TIMEOUT_MS',
   ...AUDIT_ENV_VARS,
 ] as const;
@@ -245,6 +251,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
 
   const trustProxy = (env.SIDECAR_TRUST_PROXY ?? '').split(',').map((s) => s.trim()).filter(Boolean);
   for (const t of trustProxy) checkTrustProxyEntry(t);
+  const dnsServers = (env.SIDECAR_DNS_SERVERS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  for (const d of dnsServers) {
+    if (!isDnsServer(d)) {
+      throw new ConfigError(`SIDECAR_DNS_SERVERS: ${JSON.stringify(d)} is not an IP address or ip:port (not a name)`);
+    }
+  }
 
   const port = int(env, 'SIDECAR_PORT', DEFAULTS.port, 0, 65535);
 
@@ -267,6 +279,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     logLevel,
     bodyLimitBytes: int(env, 'SIDECAR_BODY_LIMIT_BYTES', DEFAULTS.bodyLimitBytes, 1024, 16 * 1024 * 1024),
     trustProxy,
+    dnsServers,
+    domainRecheckHours: int(env, 'SIDECAR_DOMAIN_RECHECK_HOURS', 24, 1, 720),
     publicUrl: publicUrl(env.SIDECAR_PUBLIC_URL),
     auditRetentionDays: int(env, 'SIDECAR_AUDIT_RETENTION_DAYS', DEFAULTS.auditRetentionDays, 0, 36500),
     challengeRetentionHours: int(env, 'SIDECAR_CHALLENGE_RETENTION_HOURS', DEFAULTS.challengeRetentionHours, 1, 8760),

@@ -37,6 +37,7 @@ export const COPY_TABLES: readonly { name: string; key: string[]; numeric?: bool
   { name: 'decision_explanations', key: ['id'] },
   { name: 'idempotency_records', key: ['connection_id', 'agent_id', 'idem_key'] },
   { name: 'memberships', key: ['org_id', 'account_id'] }, { name: 'invitations', key: ['id'] },
+  { name: 'publisher_domains', key: ['org_id'] },
 ];
 
 /** Rows per INSERT statement. */

@@ -101,7 +101,31 @@ CREATE INDEX invitations_email ON invitations (email, state);
 };
 
 /**
- * Sub-delegation chains (SQLite version 8, PostgreSQL 6; issue 33, docs/certificates.md): a
+ * Publisher domains (SQLite version 8, PostgreSQL 6; issue 32): the domain an organisation
+ * claims, the token its DNS TXT record must carry, and when it was verified, lapsed and last
+ * checked. A domain is verified by one organisation at a time (the partial unique index).
+ */
+export const PUBLISHER_DOMAINS: SharedMigration = {
+  name: 'publisher domains',
+  sql: `
+CREATE TABLE publisher_domains (
+  org_id TEXT PRIMARY KEY REFERENCES accounts(id),
+  domain TEXT NOT NULL,
+  token TEXT NOT NULL,
+  claimed_at BIGINT NOT NULL,
+  verified_at BIGINT,
+  lapsed_at BIGINT,
+  checked_at BIGINT,
+  last_outcome TEXT
+);
+CREATE UNIQUE INDEX publisher_domains_verified ON publisher_domains (domain)
+  WHERE verified_at IS NOT NULL AND lapsed_at IS NULL;
+CREATE INDEX publisher_domains_checked ON publisher_domains (checked_at);
+`,
+};
+
+/**
+ * Sub-delegation chains (SQLite version 9, PostgreSQL 7; issue 33, docs/certificates.md): a
  * certificate's parent (NULL: the account holder signed it), its depth in the chain (0 there)
  * and the right to delegate it grants (0: none); the index serves the cascade revocation.
  */

@@ -16,6 +16,7 @@ import type { DelegationStore } from './types/delegations.js';
 import type { DecisionStore } from './types/decisions.js';
 import type { IdempotencyStore } from './types/idempotency.js';
 import type { OrganisationStore } from './types/organisations.js';
+import type { PublishingStore } from './types/publishing.js';
 import type { ChangeFeed, PoolStats } from './types/engine.js';
 import type { OutboxStore } from './types/outbox.js';
 import type { PlatformStore } from './types/platforms.js';
@@ -31,6 +32,7 @@ export type * from './types/engine.js';
 export type * from './types/decisions.js';
 export type * from './types/idempotency.js';
 export type * from './types/organisations.js';
+export type * from './types/publishing.js';
 
 /** The whole store. */
 export interface Store {
@@ -50,6 +52,8 @@ export interface Store {
   readonly idempotency: IdempotencyStore;
   /** Organisations, memberships, invitations (docs/organisations.md). */
   readonly organisations: OrganisationStore;
+  /** Publisher domains, publish states, the directory (docs/organisations.md). */
+  readonly publishing: PublishingStore;
   /**
    * Changes committed by other processes sharing the database, for cache invalidation;
    * absent when one process owns the database (then the routes update the caches themselves).

@@ -19,8 +19,10 @@ export const DNSMASQ = '/usr/sbin/dnsmasq';
 export interface DnsServer {
   /** `127.0.0.1:<port>`, as a resolver's server list takes it. */
   address: string;
-  /** Replaces the TXT records (dnsmasq re-reads its files only at start, so this restarts it on the same port). */
+  /** Replaces the TXT records (dnsmasq re-reads its files only at start, so this (re)starts it on the same port). */
   setRecords(records: TxtRecords): Promise<void>;
+  /** Stops answering (the port is closed) until the next {@link setRecords}. */
+  stop(): Promise<void>;
   /** Stops it. */
   close(): Promise<void>;
 }
@@ -84,6 +86,7 @@ export async function startDnsmasq(zones: readonly string[], records: TxtRecords
       fs.writeFileSync(file, config(zones, next));
       await start();
     },
+    stop,
     async close() {
       await stop();
       fs.rmSync(dir, { recursive: true, force: true });

@@ -76,6 +76,14 @@ export interface TestSidecar {
   close(): Promise<void>;
 }
 
+/**
+ * Crypto worker threads of a test sidecar unless a test sets `cryptoWorkers`: one, so every signature and check
+ * still takes the worker path the sidecar takes in production (`defaultCryptoWorkers()` is 2 on two cores), for
+ * half the start-up cost (each worker loads the crypto code through tsx: about 0.65 CPU s). Tests whose point is
+ * the pool's parallelism, or the count, set it (crypto-pool, decide/concurrency, routes/present-race).
+ */
+export const TEST_CRYPTO_WORKERS = 1;
+
 /** Starts a sidecar on 127.0.0.1:0 with a fresh data dir and a real SMTP receiver. */
 export async function startSidecar(overrides: Partial<SidecarConfig> = {}, opts: BuildOptions & { clock?: never } = {}): Promise<TestSidecar> {
   const mail = await startMailSink();
@@ -83,7 +91,7 @@ export async function startSidecar(overrides: Partial<SidecarConfig> = {}, opts:
   const clock = new TestClock();
   const config = configWith({
     dataDir, port: 0, smtpUrl: mail.url, insecureCookies: true, webhookAllowInsecure: true, logLevel: 'silent',
-    sendCodePerMinute: 1000, ...overrides,
+    sendCodePerMinute: 1000, cryptoWorkers: TEST_CRYPTO_WORKERS, ...overrides,
   });
   const app = await buildServer(config, { ...opts, clock: clock.now });
   await app.listen({ host: '127.0.0.1', port: 0 });

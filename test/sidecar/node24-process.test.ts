@@ -20,6 +20,7 @@ import { ensureNode24SqliteBinding, NODE24, NODE24_SQLITE_PRELOAD } from '../sha
 import { remoteSidecar, specFlow, startMailSink } from '../helpers/sidecar.js';
 import type { MailSink } from '../helpers/sidecar.js';
 import { freePort } from '../helpers/net.js';
+import { compiledSidecarMain } from '../helpers/compiled-sidecar.js';
 import { bundleFor, clone, expectDecision, expectError, flipB64, verify } from './decide/helpers.js';
 import type { Bundle } from './decide/helpers.js';
 import { cryptoTasks } from './ops/helpers.js';
@@ -32,11 +33,14 @@ ensureNode24SqliteBinding((s) => t.comment(s), { quiet: true });
 
 interface Proc { url: string; output(): string; stop(): Promise<number | null> }
 
-/** Starts `sidecar/main.ts` on Node 24 with `extra` env; resolves once /readyz answers 200 (at most 30 s). */
+/**
+ * Starts the sidecar compiled from the current sources (test/helpers/compiled-sidecar.ts: dist/ in `npm test`, as
+ * the Docker image runs it) on Node 24 with `extra` env; resolves once /readyz answers 200 (at most 30 s).
+ */
 async function startNode24Sidecar(dir: string, mail: MailSink, extra: Record<string, string> = {}): Promise<Proc> {
   const port = await freePort();
   // better-sqlite3 from its Node 24 build: a test-only preload, not a sidecar setting.
-  const child = spawn(NODE24, ['--import', NODE24_SQLITE_PRELOAD, '--import', 'tsx', 'sidecar/main.ts'], {
+  const child = spawn(NODE24, ['--import', NODE24_SQLITE_PRELOAD, await compiledSidecarMain()], {
     cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       PATH: process.env.PATH ?? '', SIDECAR_HOST: '127.0.0.1', SIDECAR_PORT: String(port), SIDECAR_DATA_DIR: dir,

@@ -31,7 +31,8 @@
  */
 import { NOTIFY_CHANNEL } from './changes-protocol.js';
 import {
-  DECISION_EXPLANATIONS, IDEMPOTENCY_LEDGER, ORGANISATIONS, SUB_DELEGATION_CHAINS, migrationFor,
+  DECISION_EXPLANATIONS, IDEMPOTENCY_LEDGER, ORGANISATIONS, PUBLISHER_DOMAINS, SUB_DELEGATION_CHAINS,
+  migrationFor,
 } from '../schema.js';
 
 /** One migration. */
@@ -313,5 +314,6 @@ END $$;
   { version: 3, ...migrationFor(DECISION_EXPLANATIONS, 'pg') },
   { version: 4, ...migrationFor(IDEMPOTENCY_LEDGER, 'pg') },
   { version: 5, ...migrationFor(ORGANISATIONS, 'pg') },
-  { version: 6, ...migrationFor(SUB_DELEGATION_CHAINS, 'pg') },
+  { version: 6, ...migrationFor(PUBLISHER_DOMAINS, 'pg') },
+  { version: 7, ...migrationFor(SUB_DELEGATION_CHAINS, 'pg') },
 ];

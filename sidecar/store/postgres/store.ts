@@ -18,6 +18,7 @@ import { SqlOutboxStore } from '../sql/outbox.js';
 import { SqlApprovalStore, SqlUsageStore } from '../sql/approvals.js';
 import { SqlIdempotencyStore } from '../sql/idempotency.js';
 import { SqlOrganisationStore } from '../sql/organisations.js';
+import { SqlPublishingStore } from '../sql/publishing.js';
 import { SqlAuditStore } from '../sql/audit.js';
 import { SqlDecisionStore } from '../sql/decisions.js';
 import { keyCheck } from '../sql/meta.js';
@@ -48,6 +49,7 @@ export class PostgresStore implements Store {
   readonly decisions: SqlDecisionStore;
   readonly idempotency: SqlIdempotencyStore;
   readonly organisations: SqlOrganisationStore;
+  readonly publishing: SqlPublishingStore;
   readonly changes: PgChangeFeed | undefined;
   /** The pool (store-internal; the copy command uses it). */
   readonly db: PgDb;
@@ -69,6 +71,7 @@ export class PostgresStore implements Store {
     this.decisions = new SqlDecisionStore(r);
     this.idempotency = new SqlIdempotencyStore(r);
     this.organisations = new SqlOrganisationStore(r, chain);
+    this.publishing = new SqlPublishingStore(r);
   }
 
   async ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }> {

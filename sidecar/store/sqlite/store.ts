@@ -17,6 +17,7 @@ import { SqlDelegationStore } from '../sql/delegations.js';
 import { SqlApprovalStore, SqlUsageStore } from '../sql/approvals.js';
 import { SqlIdempotencyStore } from '../sql/idempotency.js';
 import { SqlOrganisationStore } from '../sql/organisations.js';
+import { SqlPublishingStore } from '../sql/publishing.js';
 import { SqlAuditStore } from '../sql/audit.js';
 import { SqlDecisionStore } from '../sql/decisions.js';
 import { keyCheck } from '../sql/meta.js';
@@ -50,6 +51,7 @@ export class SqliteStore implements Store {
   readonly decisions: SqlDecisionStore;
   readonly idempotency: SqlIdempotencyStore;
   readonly organisations: SqlOrganisationStore;
+  readonly publishing: SqlPublishingStore;
   private readonly db: Db;
   private readonly r: SqliteRunner;
 
@@ -80,6 +82,7 @@ export class SqliteStore implements Store {
     this.decisions = new SqlDecisionStore(r);
     this.idempotency = new SqlIdempotencyStore(r);
     this.organisations = new SqlOrganisationStore(r, chain);
+    this.publishing = new SqlPublishingStore(r);
   }
 
   async ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }> {

@@ -15,6 +15,13 @@ import type Database from 'better-sqlite3';
 import { rowHash } from '../../../src/audit-chain.js';
 import { copyOf, makeTrail, signerOf, tamper, verifyCli } from './helpers.js';
 import type { Trail } from './helpers.js';
+import { compiledSidecarMain } from '../../helpers/compiled-sidecar.js';
+
+/**
+ * The sidecar compiled from the current sources (test/helpers/compiled-sidecar.ts:
+ * it starts for less CPU than tsx).
+ */
+const SIDECAR_MAIN = await compiledSidecarMain();
 
 interface Row { seq: number; id: string; account_id: string; event_type: string; connection_id: string | null; agent_id: string | null; cert_id: string | null; required_scope: string | null; details: string; created_at: number; chain_position: number; prev_hash: string; hash: string }
 
@@ -165,7 +172,7 @@ t.test('usage and unreadable input', async (t) => {
 
 t.test('the command as a process: exit codes', async (t) => {
   const run = (args: string[]): Promise<{ code: number | null; stdout: string }> => new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'sidecar/main.ts', 'audit', 'verify', ...args], {
+    const child = spawn(process.execPath, [SIDECAR_MAIN, 'audit', 'verify', ...args], {
       cwd: path.resolve(import.meta.dirname, '../../..'), env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

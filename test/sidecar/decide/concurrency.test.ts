@@ -12,7 +12,8 @@ import type { Res, TestSidecar } from '../../helpers/sidecar.js';
 import { auditAll, bundleFor, expectDecision, pool, usage, verify } from './helpers.js';
 
 let sc: TestSidecar;
-t.before(async () => { sc = await startSidecar(); });
+// The production default on two cores (2 workers): verifies race across worker threads too.
+t.before(async () => { sc = await startSidecar({ cryptoWorkers: 2 }); });
 t.teardown(async () => { await sc.close(); });
 
 t.test('200 concurrent verifies of one bundle: exactly one allow', async (t) => {
@@ -52,7 +53,7 @@ t.test('distinct bundles verified concurrently: no lost counter updates', async 
 
 t.test('3N concurrent verifies with a balance of N calls: exactly N are not 402', async (t) => {
   const N = 8;
-  const small = await startSidecar({ alphaCreditsMicros: N * 2000 });
+  const small = await startSidecar({ alphaCreditsMicros: N * 2000, cryptoWorkers: 2 });
   t.teardown(() => small.close());
   const f = await specFlow(small, 'broke@example.com', { approve: ['data:read'] });
   const bundles = [];

@@ -29,10 +29,15 @@ function straceWorks(): boolean {
   return fs.existsSync(STRACE) && spawnSync(STRACE, ['-f', '-o', '/dev/null', 'true']).status === 0;
 }
 
-/** What the trace says about the verify answers: how many, and how many were written while the WAL had unsynced writes. */
-export function answersBeforeSync(trace: string): { answers: number; beforeSync: number; walSyncs: number; walWrites: number } {
+/**
+ * What the trace says about the verify answers: how many, and how many were written while the WAL had unsynced
+ * writes. `mainPid` is the sidecar's pid (its main thread's id in the trace); by default the first line's.
+ */
+export function answersBeforeSync(trace: string, mainPid?: number):
+{ answers: number; beforeSync: number; walSyncs: number; walWrites: number } {
   const lines = trace.split('\n');
-  const main = /^(\d+) /.exec(lines[0] ?? '')?.[1];
+  // Not always the first line's: a thread of the compiled sidecar can write before the main thread does.
+  const main = mainPid !== undefined ? String(mainPid) : /^(\d+) /.exec(lines[0] ?? '')?.[1];
   let dirty = false;
   let answers = 0;
   let beforeSync = 0;
@@ -74,8 +79,11 @@ async function traced(t: Test, level: 'full' | 'normal'): Promise<ReturnType<typ
   const children = fs.readFileSync(`/proc/${sc.pid}/task/${sc.pid}/children`, 'utf8').trim().split(/\s+/).map(Number);
   for (const pid of children) process.kill(pid, 'SIGTERM');
   // strace writes its buffered trace when it exits: wait for that (bounded; a loaded machine drains slowly).
-  await Promise.race([sc.exited, new Promise((r) => setTimeout(r, 120_000))]);
-  const result = answersBeforeSync(fs.readFileSync(out, 'utf8'));
+  // The bound's timer is cleared once strace exits: left pending, it kept the file's process alive 2 more minutes.
+  let bound: NodeJS.Timeout | undefined;
+  await Promise.race([sc.exited, new Promise((r) => { bound = setTimeout(r, 120_000); })]);
+  clearTimeout(bound);
+  const result = answersBeforeSync(fs.readFileSync(out, 'utf8'), children[0]);
   fs.rmSync(path.dirname(out), { recursive: true, force: true });
   t.comment(`${level}: ${result.answers} verify answers, ${result.beforeSync} written before the WAL sync covering them; `
     + `WAL: ${result.walWrites} writes, ${result.walSyncs} syncs`);

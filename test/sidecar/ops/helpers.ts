@@ -2,7 +2,7 @@
  * Helpers of the operations tests: a strict parser of the Prometheus text
  * exposition format (0.0.4), `promtool check metrics` when it is installed,
  * the metrics list of docs/operations.md, and a real sidecar child process
- * (`node --import tsx sidecar/main.ts`) on a free port.
+ * (compiled from the current sources: test/helpers/compiled-sidecar.ts) on a free port.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -12,6 +12,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../helpers/net.js';
+import { compiledSidecarMain } from '../../helpers/compiled-sidecar.js';
 
 /** The repository root. */
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -279,13 +280,13 @@ export function newMasterKey(): string {
 }
 
 /**
- * Spawns `node --import tsx sidecar/main.ts` with a fresh (or the given) data
- * directory on a free port, and waits (at most 20 s) until `/readyz` answers 200.
+ * Spawns the sidecar compiled from the current sources (test/helpers/compiled-sidecar.ts) with a fresh
+ * (or the given) data directory on a free port, and waits (at most 20 s) until `/readyz` answers 200.
  */
 export async function spawnSidecar(o: { dataDir?: string; env?: Record<string, string> } = {}): Promise<ChildSidecar> {
   const port = await freePort();
   const dataDir = o.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'authz-ops-'));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'sidecar/main.ts'], {
+  const child = spawn(process.execPath, [await compiledSidecarMain()], {
     cwd: REPO,
     env: cleanEnv({ SIDECAR_PORT: String(port), SIDECAR_HOST: '127.0.0.1', SIDECAR_DATA_DIR: dataDir, SIDECAR_LOG_LEVEL: 'info', ...o.env }),
     stdio: ['ignore', 'pipe', 'pipe'],

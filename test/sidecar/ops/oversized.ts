@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { freePort } from '../../helpers/net.js';
+import { compiledSidecarMain } from '../../helpers/compiled-sidecar.js';
 import { REPO, cleanEnv } from './helpers.js';
 import { ERRORS, isErrorCode } from '../../../src/errors.js';
 
@@ -127,14 +128,14 @@ export interface SidecarProcess {
 }
 
 /**
- * Spawns `node --import tsx sidecar/main.ts` (behind `wrapper`, e.g. strace, if given) on a free
- * port with a fresh data directory and `env`, and waits until `/readyz` answers 200: at most `readyMs` (a loaded machine under tap may
- * need more than 20 s to start it).
+ * Spawns the sidecar compiled from the current sources (test/helpers/compiled-sidecar.ts; behind `wrapper`,
+ * e.g. strace, if given) on a free port with a fresh data directory and `env`, and waits until `/readyz`
+ * answers 200: at most `readyMs` (a loaded machine under tap may need more than 20 s to start it).
  */
 export async function spawnSidecarProcess(env: Record<string, string> = {}, readyMs = 90_000, wrapper: string[] = []): Promise<SidecarProcess> {
   const port = await freePort();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'authz-linger-'));
-  const argv = [...wrapper, process.execPath, '--import', 'tsx', 'sidecar/main.ts'];
+  const argv = [...wrapper, process.execPath, await compiledSidecarMain()];
   const child = spawn(argv[0]!, argv.slice(1), {
     cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'],
     env: cleanEnv({ SIDECAR_PORT: String(port), SIDECAR_HOST: '127.0.0.1', SIDECAR_DATA_DIR: dataDir, SIDECAR_LOG_LEVEL: 'warn', ...env }),

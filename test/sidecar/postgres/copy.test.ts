@@ -24,11 +24,18 @@ import { startHookReceiver } from '../webhooks/fixtures/hooks.js';
 import { auditAll, bundleFor, expectDecision, expectError, usage, verify } from '../decide/helpers.js';
 import type { AuditEvent, Bundle, Usage } from '../decide/helpers.js';
 import { platformOn, sameSession, startReplica } from './replicas.js';
+import { compiledSidecarMain } from '../../helpers/compiled-sidecar.js';
+
+/**
+ * The sidecar compiled from the current sources (test/helpers/compiled-sidecar.ts:
+ * it starts for less CPU than tsx).
+ */
+const SIDECAR_MAIN = await compiledSidecarMain();
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 
 function copyCommand(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'sidecar/main.ts', 'copy-to-postgres'], {
+  const child = spawn(process.execPath, [SIDECAR_MAIN, 'copy-to-postgres'], {
     cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '', ...env },
   });
   let stdout = '';

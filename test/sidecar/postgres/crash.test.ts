@@ -15,7 +15,7 @@ import { specFlow, startMailSink } from '../../helpers/sidecar.js';
 import type { Flow } from '../../helpers/sidecar.js';
 import { VERIFY_PRICE_MICROS } from '../../../sidecar/decide/billing.js';
 import { verify } from '../decide/helpers.js';
-import { compileSidecar, newMasterKey, platformOn, startReplica } from './replicas.js';
+import { newMasterKey, platformOn, startReplica } from './replicas.js';
 import type { Replica, ReplicaGroup } from './replicas.js';
 
 const KILLS = 20;
@@ -29,8 +29,8 @@ if (pg) {
   const db = dbUrl.split('/').pop()!;
   const g: ReplicaGroup = { dbUrl, masterKey: newMasterKey(), mail };
   let generation = 0;
-  const compiled = compileSidecar(t);
-  const start = (slot: number): Promise<Replica> => startReplica(t, g, `${String.fromCharCode(65 + slot)}${generation++}`, { compiled, env: { SIDECAR_CRYPTO_WORKERS: '0' } });
+  const start = (slot: number): Promise<Replica> =>
+    startReplica(t, g, `${String.fromCharCode(65 + slot)}${generation++}`, { env: { SIDECAR_CRYPTO_WORKERS: '0' } });
   const slots: (Replica | null)[] = await Promise.all([0, 1, 2].map(start));
   const f: Flow = await specFlow(slots[0]!.sc, 'crash@example.com');
   const initial = Number((await pg.admin<{ c: string }>('SELECT credits_micros AS c FROM accounts WHERE email = $1', ['crash@example.com'], db))[0]!.c);

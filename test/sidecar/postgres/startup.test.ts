@@ -19,6 +19,13 @@ import { PG_SCHEMA_VERSION } from '../../../sidecar/store/postgres/migrate.js';
 import { MIGRATIONS } from '../../../sidecar/store/sqlite/migrations.js';
 import { Db } from '../../../sidecar/store/sqlite/db.js';
 import { newMasterKey } from './replicas.js';
+import { compiledSidecarMain } from '../../helpers/compiled-sidecar.js';
+
+/**
+ * The sidecar compiled from the current sources (test/helpers/compiled-sidecar.ts:
+ * it starts for less CPU than tsx).
+ */
+const SIDECAR_MAIN = await compiledSidecarMain();
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 
@@ -26,7 +33,7 @@ const ROOT = path.resolve(import.meta.dirname, '../../..');
 async function run(env: Record<string, string>): Promise<{ code: number | null; ready: boolean; out: string }> {
   const port = await freePort();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'authz-start-'));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'sidecar/main.ts'], {
+  const child = spawn(process.execPath, [SIDECAR_MAIN], {
     cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'],
     env: { PATH: process.env.PATH ?? '', SIDECAR_HOST: '127.0.0.1', SIDECAR_PORT: String(port), SIDECAR_DATA_DIR: dir, SIDECAR_LOG_LEVEL: 'warn', ...env },
   });

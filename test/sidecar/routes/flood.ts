@@ -1,6 +1,6 @@
 /**
  * Helpers of the login-flood tests: a sidecar as a real process
- * (`node --import tsx sidecar/main.ts`) on a data directory or database that
+ * (compiled from the current sources: test/helpers/compiled-sidecar.ts) on a data directory or database that
  * outlives it, so it can be restarted on the same data, with the development
  * mailer, whose log lines (`devLoginCode`) say which address got a code; and
  * a send-code flood over keep-alive, pipelined connections (undici), each
@@ -12,6 +12,7 @@ import path from 'node:path';
 import type { Test } from 'tap';
 import { Pool } from 'undici';
 import { freePort } from '../../helpers/net.js';
+import { compiledSidecarMain } from '../../helpers/compiled-sidecar.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../../..');
 
@@ -31,12 +32,13 @@ export interface SidecarProcess {
 }
 
 /**
- * Starts `sidecar/main.ts` with `env` (over loopback defaults) and resolves once `/readyz`
+ * Starts the sidecar compiled from the current sources (test/helpers/compiled-sidecar.ts) with `env`
+ * (over loopback defaults) and resolves once `/readyz`
  * answers 200 (at most 60 s); killed in `t`'s teardown if still running.
  */
 export async function startSidecarProcess(t: Test, env: Record<string, string>): Promise<SidecarProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'sidecar/main.ts'], {
+  const child = spawn(process.execPath, [await compiledSidecarMain()], {
     cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'],
     env: { PATH: process.env.PATH ?? '', SIDECAR_HOST: '127.0.0.1', SIDECAR_PORT: String(port), SIDECAR_INSECURE_COOKIES: '1', SIDECAR_LOG_LEVEL: 'warn', ...env },
   });

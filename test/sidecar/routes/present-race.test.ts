@@ -46,7 +46,8 @@ async function race(t: Test, f: Flow, clients: Client[], urls: string[]): Promis
 }
 
 t.test('SQLite: one sidecar with its crypto workers', async (t) => {
-  const sc = await startSidecar();
+  // Two workers (the production default on two cores): the presents race across worker threads too.
+  const sc = await startSidecar({ cryptoWorkers: 2 });
   t.teardown(() => sc.close());
   const f = await specFlow(sc, 'race@example.com');
   await race(t, f, [f.platform], [sc.url]);

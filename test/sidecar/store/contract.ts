@@ -32,6 +32,7 @@ import { commitRulesContract } from './contract-commit-rules.js';
 import { decisionsContract } from './contract-decisions.js';
 import { idempotencyContract } from './contract-idempotency.js';
 import { organisationsContract } from './contract-organisations.js';
+import { publishingContract } from './contract-publishing.js';
 
 /** Opens a new, empty, migrated store. */
 export type OpenStore = () => Promise<Store>;
@@ -54,6 +55,7 @@ export async function runStoreContract(t: Test, name: string, open: OpenStore): 
     ['decision explanations', decisionsContract],
     ['the idempotency ledger', idempotencyContract],
     ['organisations, memberships, invitations', organisationsContract],
+    ['publisher domains, publish states, the directory', publishingContract],
   ];
   for (const [part, fn] of parts) await t.test(`${name}: ${part}`, (tt) => fn(tt, open));
 }

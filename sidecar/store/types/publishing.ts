@@ -1,0 +1,62 @@
+/**
+ * The store interface (types.ts) of publishing (issue 32; docs/organisations.md, "Publishing"):
+ * an organisation's publisher domain and its checks, platforms' publish states, and the
+ * directory of published platforms.
+ */
+import type { DomainCheckOutcome } from '../../publishing/dns.js';
+import type { PublishState } from '../../../src/publishing.js';
+
+/** An organisation's claimed publisher domain. */
+export interface PublisherDomainRecord {
+  orgId: string;
+  /** Canonical (lowercase, no trailing dot). */
+  domain: string;
+  /** What the TXT record must carry (src/publisher-domain.ts). */
+  token: string;
+  claimedAt: number;
+  /** When the current verification began; null until verified. */
+  verifiedAt: number | null;
+  /** When a re-check found the record gone; null while verified or never verified. */
+  lapsedAt: number | null;
+  checkedAt: number | null;
+  lastOutcome: DomainCheckOutcome | null;
+}
+
+/** What recording a check did. */
+export type DomainCheckResult = 'verified' | 'lapsed' | 'unchanged' | 'taken' | 'stale';
+
+/** A published platform as the directory lists it. */
+export interface DirectoryEntry {
+  platformId: string;
+  name: string;
+  description: string;
+  surfaceType: string;
+  defaultAllowedScopes: string[];
+  orgId: string;
+  orgName: string;
+  domain: string;
+}
+
+/** Publisher domains, publish states and the directory. */
+export interface PublishingStore {
+  /**
+   * Claims `domain` for `orgId` with a new `token`, replacing an earlier claim; until it is
+   * verified the organisation's published platforms are unpublished (in the same transaction).
+   */
+  claimDomain(orgId: string, domain: string, token: string, now: number): Promise<PublisherDomainRecord>;
+  /** The organisation's claim, or undefined. */
+  domainOf(orgId: string): Promise<PublisherDomainRecord | undefined>;
+  /**
+   * Records a check of the claim with `token` (`stale` when the claim changed since): `verified`
+   * verifies it (`taken` when another organisation holds the domain verified); `absent` or
+   * `mismatch` lapses a verified claim and unpublishes the organisation's platforms at once
+   * (`lapsed`); `unreachable` changes nothing but the time of the check.
+   */
+  recordCheck(orgId: string, token: string, outcome: DomainCheckOutcome, now: number): Promise<DomainCheckResult>;
+  /** Verified claims last checked at or before `checkedBefore`, oldest first. */
+  domainsDue(checkedBefore: number, limit: number): Promise<PublisherDomainRecord[]>;
+  /** Moves the platform from `from` to `to` if it is in `from` and belongs to `accountId`. */
+  setPublishState(platformId: string, accountId: string, from: PublishState, to: PublishState): Promise<boolean>;
+  /** Published platforms with their publisher and verified domain, by name. */
+  directory(limit: number): Promise<DirectoryEntry[]>;
+}

@@ -1,0 +1,54 @@
+/**
+ * Store contract, publishing part (issue 32): a claim and its checks (verified, taken by another
+ * organisation, unreachable changing nothing, absent or mismatch lapsing and unpublishing in the
+ * same write, a stale token ignored), the re-check's due list, publish-state moves, and the
+ * directory listing only published platforms with a live verification.
+ */
+import type { Test } from 'tap';
+import type { OpenStore } from './contract.js';
+import { NOW, seed, storeFor } from './contract-fixtures.js';
+
+/** Runs the publishing part. */
+export async function publishingContract(t: Test, open: OpenStore): Promise<void> {
+  const s = await storeFor(t, open);
+
+  await t.test('claim, verify, take, lapse, directory', async (t) => {
+    const [a, b] = [await seed(s), await seed(s)];
+    const claim = await s.publishing.claimDomain(a.accountId, 'pub.example.org', 'tok-a', NOW);
+    t.same(claim, { orgId: a.accountId, domain: 'pub.example.org', token: 'tok-a', claimedAt: NOW, verifiedAt: null,
+      lapsedAt: null, checkedAt: null, lastOutcome: null });
+    t.equal(await s.publishing.recordCheck(a.accountId, 'tok-a', 'absent', NOW + 1), 'unchanged', 'not verified yet: nothing lapses');
+    t.equal(await s.publishing.recordCheck(a.accountId, 'tok-a', 'verified', NOW + 2), 'verified');
+    t.equal(await s.publishing.recordCheck(a.accountId, 'tok-a', 'verified', NOW + 3), 'unchanged');
+    t.match(await s.publishing.domainOf(a.accountId), { verifiedAt: NOW + 2, checkedAt: NOW + 3, lastOutcome: 'verified' });
+    t.equal(await s.publishing.recordCheck(a.accountId, 'old-token', 'absent', NOW + 4), 'stale');
+
+    await s.publishing.claimDomain(b.accountId, 'pub.example.org', 'tok-b', NOW);
+    t.equal(await s.publishing.recordCheck(b.accountId, 'tok-b', 'verified', NOW + 5), 'taken');
+    t.equal((await s.publishing.domainOf(b.accountId))?.verifiedAt, null);
+
+    t.equal(await s.publishing.setPublishState(a.p.id, b.accountId, 'draft', 'published'), false, 'only its owner moves it');
+    t.equal(await s.publishing.setPublishState(a.p.id, a.accountId, 'published', 'unpublished'), false, 'only from its state');
+    t.equal(await s.publishing.setPublishState(a.p.id, a.accountId, 'draft', 'published'), true);
+    t.same((await s.publishing.directory(10)).map((e) => [e.platformId, e.domain, e.orgId]), [[a.p.id, 'pub.example.org', a.accountId]]);
+    t.same((await s.publishing.domainsDue(NOW + 3, 10)).map((d) => d.orgId), [a.accountId], 'due when checked at or before');
+    t.same(await s.publishing.domainsDue(NOW + 2, 10), []);
+
+    t.equal(await s.publishing.recordCheck(a.accountId, 'tok-a', 'unreachable', NOW + 6), 'unchanged');
+    t.equal((await s.platforms.getPlatform(a.p.id))?.publishState, 'published', 'an outage unpublishes nothing');
+    t.equal(await s.publishing.recordCheck(a.accountId, 'tok-a', 'mismatch', NOW + 7), 'lapsed');
+    t.equal((await s.platforms.getPlatform(a.p.id))?.publishState, 'unpublished', 'the lapse unpublished it');
+    t.match(await s.publishing.domainOf(a.accountId), { lapsedAt: NOW + 7, lastOutcome: 'mismatch' });
+    t.same(await s.publishing.directory(10), []);
+    t.equal(await s.publishing.recordCheck(b.accountId, 'tok-b', 'verified', NOW + 8), 'verified', 'free again');
+
+    // Re-verifying restores the claim; a new claim unpublishes at once.
+    t.equal(await s.publishing.recordCheck(a.accountId, 'tok-a', 'verified', NOW + 9), 'taken', 'b holds it now');
+    await s.publishing.claimDomain(a.accountId, 'other.example.org', 'tok-a2', NOW + 10);
+    t.equal(await s.publishing.recordCheck(a.accountId, 'tok-a2', 'verified', NOW + 11), 'verified');
+    t.equal(await s.publishing.setPublishState(a.p.id, a.accountId, 'unpublished', 'published'), true);
+    await s.publishing.claimDomain(a.accountId, 'third.example.org', 'tok-a3', NOW + 12);
+    t.equal((await s.platforms.getPlatform(a.p.id))?.publishState, 'unpublished', 'a new claim unpublishes');
+    t.match(await s.publishing.domainOf(a.accountId), { domain: 'third.example.org', verifiedAt: null, lapsedAt: null });
+  });
+}
