@@ -24,13 +24,14 @@ import type { Sidecar } from './sidecar.js';
 import { OUT, log, need, presentRate } from './common.js';
 import type { Run } from './common.js';
 
-type HelperMode = 'upstream' | 'plain' | 'jose' | 'stub' | 'allow' | 'hop';
+/** A helper server of bench/servers.ts. */
+export type HelperMode = 'upstream' | 'plain' | 'jose' | 'stub' | 'allow' | 'hop';
 /** A started server process and its base URL. */
 type Proc = { child: Child; url: string };
 
 /** Starts bench/servers.ts in `mode` ('all': every helper in one process; the URLs by name). */
-async function startHelpers(mode: HelperMode | 'all', args: string[], env: Record<string, string> = {}): Promise<{ child: Child; urls: Record<string, string> }> {
-  const child = new Child(mode, process.execPath, [...tsArgs('bench/servers.ts'), mode, ...args], childEnv(env));
+async function startHelpers(mode: HelperMode | 'all', args: string[], env: Record<string, string> = {}, nodeFlags: string[] = []): Promise<{ child: Child; urls: Record<string, string> }> {
+  const child = new Child(mode, process.execPath, [...tsArgs('bench/servers.ts', nodeFlags), mode, ...args], childEnv(env));
   const names = mode === 'all' ? ['upstream', 'plain', 'jose', 'stub', 'allow', 'hop'] : [mode];
   const urls: Record<string, string> = {};
   try {
@@ -45,9 +46,9 @@ async function startHelpers(mode: HelperMode | 'all', args: string[], env: Recor
   return { child, urls };
 }
 
-/** Starts one helper server. */
-async function startHelper(mode: HelperMode, args: string[], env: Record<string, string> = {}): Promise<Proc> {
-  const h = await startHelpers(mode, args, env);
+/** Starts one helper server (bench/servers.ts `mode`; `nodeFlags` for its Node, e.g. --cpu-prof). */
+export async function startHelper(mode: HelperMode, args: string[], env: Record<string, string> = {}, nodeFlags: string[] = []): Promise<Proc> {
+  const h = await startHelpers(mode, args, env, nodeFlags);
   return { child: h.child, url: h.urls[mode]! };
 }
 

@@ -146,6 +146,19 @@ export function countRequest(metrics: GatewayMetrics, outcome: string, reason: s
 }
 
 /**
+ * Counts one answered request of the proxy (`outcome`: its outcome and reason labels) and, when it was
+ * forwarded at `forwardStart` (`performance.now()`), the upstream's time by the answer's status class.
+ */
+export function countAnswer(
+  metrics: GatewayMetrics, outcome: readonly [string, string], status: number, forwardStart: number | undefined,
+): void {
+  countRequest(metrics, outcome[0], outcome[1]);
+  if (forwardStart === undefined) return;
+  metrics.upstreamDuration.observe(
+    { status_class: `${Math.floor(status / 100)}xx` }, (performance.now() - forwardStart) / 1000);
+}
+
+/**
  * Counts one shadow-mode request that would have been refused in `shadow_would_refuse_total`
  * (`route`: the route's pattern); the caller counts it in `requests_total` with outcome `shadow`.
  */

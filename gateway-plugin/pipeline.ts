@@ -19,16 +19,16 @@
  *    method) returns. A route whose context needs the body (amount/currency
  *    pointers, MCP) is refused with 403 `body_not_forwarded` without it, and
  *    `body_sha256` is sent only when the body is known.
- *    POSTs to an MCP route read the JSON-RPC message first (mcp/message.ts):
+ *    POSTs to an MCP route read the JSON-RPC message first (mcp/verdict.ts):
  *    a tool call needs its tool's scope (403 `tool_not_mapped` for a tool
  *    not in the table) and sends the tool as `context.tool`, public methods
  *    pass without a proof, anything else needs the route's scope.
- *    POSTs to an A2A route read the A2A request (a2a/message.ts): its
+ *    POSTs to an A2A route read the A2A request (a2a/verdict.ts): its
  *    method's (or declared skill's) scope, 403 `a2a_method_not_mapped` for
  *    an unknown method, 400 `a2a_push_url_refused` for a push URL the SSRF
  *    rules refuse, and, once verify allowed, 404 `a2a_task_not_found` for a
  *    task the verified agent did not create (a2a/tasks.ts).
- * 3. MCP sessions (reverse proxy only, mcp/session.ts): a request on an MCP
+ * 3. MCP sessions (reverse proxy only, mcp/session.ts, mcp/verdict.ts): a request on an MCP
  *    route carrying `Mcp-Session-Id` must carry a session token of this
  *    gateway (404 `mcp_session_not_found`, before any proof is read), and its
  *    proof must be the token's agent's (403 `mcp_session_forbidden`); an
@@ -40,32 +40,32 @@
  *    verify with the request hash; the allow says whether to forward (claimed) or replay.
  */
 
-import type { IncomingHttpHeaders } from 'node:http';
 import { ServiceError } from '../src/errors.js';
 import { sha256Hex } from '../src/crypto/encoding.js';
 import type { VerifyContext, VerifyIdempotency } from '../src/protocol.js';
 import { KEYED_METHODS, idempotencyBlock, readIdempotencyKey, requestHash } from './idempotency.js';
-import type { LedgerAnswer } from './idempotency.js';
 import { deriveAmountCurrency, deriveClientIp, deriveTenant } from './context.js';
 import type { TenantRule, TrustedProxies } from './context.js';
 import type { GatewayMetrics } from './metrics.js';
-import { isPublicMethod, TOOLS_CALL } from './mcp/config.js';
-import { readMcpMessage, toolContext } from './mcp/message.js';
-import { a2aScope, readA2aMessage } from './a2a/message.js';
 import type { TaskOwners } from './a2a/tasks.js';
+import { a2aVerdict } from './a2a/verdict.js';
 import type { McpFacts } from './mcp/message.js';
+import { mcpVerdict } from './mcp/verdict.js';
 import { mapVerifyCall, verifyCallLabel } from './outcome.js';
 import { normalizeRequestTarget } from '../src/path.js';
-import type { RequestTarget } from '../src/path.js';
 import { decodeProofJson, readProofHeader } from './proof.js';
 import { refuseOverrideHeaders } from './override.js';
 import type { OverrideHeaderPolicy } from './override.js';
 import type { RouteMatch, RouteTable } from './routes.js';
-import { SESSION_PROOF_HEADER, sessionHeaderOf } from './mcp/session.js';
+import { sessionHeaderOf } from './mcp/session.js';
 import type { McpSessions, SessionBinding } from './mcp/session.js';
 import type { SidecarClient } from './verify-client.js';
 import { refusalReason } from './refusal.js';
 import { shadowHeaderValue } from './shadow.js';
+import { queryContext } from './verdict.js';
+import type { Admission, GatewayVerdict, Peer, PipelineRequest, VerdictSteps } from './verdict.js';
+
+export type { Admission, GatewayVerdict, PipelineRequest, ShadowDecision } from './verdict.js';
 
 /** The message of an `ambiguous_path` refusal, by the spelling that is routed differently. */
 const AMBIGUOUS_MESSAGES = {
@@ -74,80 +74,6 @@ const AMBIGUOUS_MESSAGES = {
   fold: 'The request path is routed differently when read as lenient servers read it '
     + '(Unicode folding, trailing dots or spaces).',
 } as const;
-
-/**
- * `query_sha256` of the context, only for a non-empty query (`target.query` is undefined
- * otherwise): the query is forwarded byte for byte and is printable ASCII (src/path.ts).
- */
-function queryContext(query: string | undefined): Pick<VerifyContext, 'query_sha256'> {
-  return query === undefined ? {} : { query_sha256: sha256Hex(query) };
-}
-
-/** The facts of the request to decide (for forward-auth: the original request, as the proxy describes it). */
-export interface PipelineRequest {
-  /** The gateway's request id (sent to verify and the challenge call). */
-  readonly id: string;
-  /** The original method, uppercase. */
-  readonly method: string;
-  /** The original request target (path and query). */
-  readonly rawUrl: string;
-  /** The original headers, flat `[name, value, …]` as `IncomingMessage.rawHeaders` (proof header count). */
-  readonly rawHeaders: readonly string[];
-  /** The original headers, parsed (lowercase names). */
-  readonly headers: IncomingHttpHeaders;
-  /** The original Host (tenant host rules). */
-  readonly host: string | undefined;
-  /** The socket peer of the gateway (a proxy for forward-auth). */
-  readonly peerAddress: string | undefined;
-}
-
-/** The result of {@link DecisionPipeline.admit}; `mcp` is filled while an MCP message is read. */
-export interface Admission {
-  readonly target: RequestTarget;
-  readonly route: RouteMatch;
-  /** JSON text of a proof that passed the strict pre-check (plain protected routes). */
-  readonly bundleJson: string | undefined;
-  /** Set for POSTs to an MCP route (the refusal then is a JSON-RPC error). */
-  readonly mcp: McpFacts | undefined;
-  /** The MCP session the request names (sessions bound to their agent: the reverse proxy only). */
-  readonly session: SessionBinding | undefined;
-  /** The session binding of the route (reverse proxy only). */
-  readonly sessions: McpSessions | undefined;
-  /** Why the session of a POST was refused (thrown by stage 2, in the JSON-RPC shape). */
-  readonly sessionError: ServiceError | undefined;
-  /** On a shadow-mode route, the refusal of its proof header (missing, malformed): forwarded anyway. */
-  readonly shadow?: ServiceError;
-  /** The request's `Idempotency-Key` when its route keys it (idempotency.ts). */
-  readonly idempotencyKey?: string;
-}
-
-/** Facts about the client common to every decision. */
-interface Peer {
-  readonly clientIp: string | undefined;
-  readonly trustedPeer: boolean;
-}
-
-/** What the pipeline decided: the request may pass (`shadow`: a shadow-mode route would have refused it; shadow.ts). */
-export type GatewayVerdict = Peer & (
-  | { readonly kind: 'public' }
-  | {
-    readonly kind: 'allow'; readonly scope: string;
-    readonly agentId: string | undefined; readonly certId: string | undefined;
-    /** With a keyed request: forward and record (claimed), or replay the recorded answer. */
-    readonly idempotency?: LedgerAnswer;
-  }
-  | ShadowDecision
-);
-
-/** A refusal of a shadow-mode route, forwarded anyway: the refusal, its reason label, and the route's pattern. */
-export interface ShadowDecision {
-  readonly kind: 'shadow';
-  readonly refusal: ServiceError;
-  readonly reason: string;
-  readonly route: string;
-  /** The value of the header that tells the upstream (shadow.ts). */
-  readonly shadowRefusal: string;
-}
 
 /** What the pipeline needs from the resolved options. */
 export interface PipelineOptions {
@@ -165,6 +91,8 @@ export class DecisionPipeline {
   readonly #sessions: ((route: RouteMatch) => McpSessions | undefined) | undefined;
   readonly #tasks: ((route: RouteMatch) => TaskOwners | undefined) | undefined;
   readonly #ledger: { readonly upstreamTimeoutMs: number } | undefined;
+  /** The steps the MCP and A2A verdicts use (mcp/verdict.ts, a2a/verdict.ts). */
+  readonly #steps: VerdictSteps;
 
   /**
    * `sessions`: the session binding of each MCP route; `tasks`: the task owners of each A2A route
@@ -181,6 +109,13 @@ export class DecisionPipeline {
     this.#sessions = sessions;
     this.#tasks = tasks;
     this.#ledger = ledger;
+    this.#steps = {
+      readProof: (r, scope, withChallenge) => this.#readProof(r, scope, withChallenge),
+      verify: (...args) => this.#verify(...args),
+      peerContext: (r, peer) => this.#peerContext(r, peer),
+      shadowVerdict: (r, admission, refusal) => this.#shadowVerdict(r, admission, refusal),
+      tasks: (route) => this.#tasks?.(route),
+    };
   }
 
   /** The session a request on an MCP route names; 404 `mcp_session_not_found` for a token this gateway cannot open. */
@@ -274,8 +209,10 @@ export class DecisionPipeline {
   async #verdict(req: PipelineRequest, admission: Admission, body: Buffer | undefined): Promise<GatewayVerdict> {
     const { route, target } = admission;
     const peer: Peer = deriveClientIp(req.peerAddress, req.headers['x-forwarded-for'], this.#opts.trustedProxies);
-    if (admission.mcp?.protocol === 'a2a') return this.#a2aVerdict(req, admission, body, peer);
-    if (admission.mcp !== undefined) return this.#bound(admission, await this.#mcpVerdict(req, admission, body, peer));
+    if (admission.mcp?.protocol === 'a2a') return a2aVerdict(this.#steps, req, admission, body, peer);
+    if (admission.mcp !== undefined) {
+      return this.#bound(admission, await mcpVerdict(this.#steps, req, admission, body, peer));
+    }
     if (route.scope === undefined) return { kind: 'public', ...peer };
     if (admission.bundleJson === undefined) throw new ServiceError('internal_error');
     const needsBody = route.amountPointer !== undefined || route.currencyPointer !== undefined;
@@ -305,115 +242,6 @@ export class DecisionPipeline {
       throw new ServiceError('mcp_session_forbidden');
     }
     return decision;
-  }
-
-  async #mcpVerdict(
-    req: PipelineRequest, admission: Admission, body: Buffer | undefined, peer: Peer,
-  ): Promise<GatewayVerdict> {
-    const { route, target } = admission;
-    const mcp = route.mcp;
-    if (mcp === undefined || route.scope === undefined || admission.mcp === undefined) {
-      throw new ServiceError('internal_error');
-    }
-    if (body === undefined) throw new ServiceError('body_not_forwarded');
-    const message = readMcpMessage(body, req.headers['content-type'], admission.mcp);
-    if (admission.sessionError !== undefined) throw admission.sessionError;
-    const base = this.#peerContext(req, peer);
-    // Members left undefined are dropped when the verify body is serialized.
-    let scope = route.scope;
-    let toolShadow = false;
-    const query = queryContext(target.query);
-    let context: VerifyContext = { method: req.method, path: target.path, ...base, ...query };
-    if (message.method === TOOLS_CALL) {
-      const tool = message.tool === undefined ? undefined : mcp.tools.get(message.tool);
-      if (tool === undefined || message.arguments === undefined) throw new ServiceError('tool_not_mapped');
-      scope = tool.scope;
-      toolShadow = tool.mode === 'shadow' && route.mode !== 'shadow';
-      const args = toolContext(tool, message.arguments);
-      context = {
-        method: req.method,
-        path: tool.resourcePointer === undefined ? target.path : args.path,
-        client_ip: base.client_ip,
-        tenant: tool.tenantPointer === undefined ? base.tenant : args.tenant,
-        amount: args.amount,
-        currency: args.currency,
-        // The tool itself: operation-bound proofs of tool calls bind it, approvals show it (docs/proofs.md).
-        tool: message.tool,
-        ...query,
-      };
-    } else if (message.method !== undefined && isPublicMethod(mcp, message.method)) {
-      // On a session, a public method is its agent's too (no other agent may cancel its calls):
-      // the session proof, or a proof below.
-      if (admission.session === undefined) return { kind: 'public', ...peer };
-      if (req.headers[SESSION_PROOF_HEADER] !== undefined) return this.#sessionProved(req, admission, body, peer);
-    } else if (message.kind === 'response' && req.headers[SESSION_PROOF_HEADER] !== undefined) {
-      return this.#sessionProved(req, admission, body, peer);
-    }
-    const decide = async (): Promise<GatewayVerdict> => {
-      const bundleJson = await this.#readProof(req, scope, route.mode !== 'shadow' && !toolShadow);
-      return this.#verify(bundleJson, scope, { ...context, body_sha256: sha256Hex(body) }, req.id, peer);
-    };
-    if (!toolShadow) return decide();
-    // A tool in shadow mode: its call is forwarded whatever verify says (its arguments were read above).
-    try {
-      return await decide();
-    } catch (err) {
-      if (!(err instanceof ServiceError)) throw err;
-      return this.#shadowVerdict(req, admission, err);
-    }
-  }
-
-  /** An A2A request: its method's (or skill's) scope, verified; a task only for the agent that created it. */
-  async #a2aVerdict(
-    req: PipelineRequest, admission: Admission, body: Buffer | undefined, peer: Peer,
-  ): Promise<GatewayVerdict> {
-    const { route, target } = admission;
-    if (route.a2a === undefined || admission.mcp === undefined) throw new ServiceError('internal_error');
-    if (body === undefined) throw new ServiceError('body_not_forwarded');
-    const message = readA2aMessage(body, req.headers['content-type'], admission.mcp);
-    const scope = a2aScope(route.a2a, message);
-    // A method in shadow mode on an enforcing route (`a2a.shadow`): forwarded whatever the decision.
-    const methodShadow = route.mode !== 'shadow' && route.a2a.shadowMethods.has(message.method);
-    const decide = async (): Promise<GatewayVerdict> => {
-      const bundleJson = await this.#readProof(req, scope, route.mode !== 'shadow' && !methodShadow);
-      const context: VerifyContext = {
-        method: req.method, path: target.path, ...this.#peerContext(req, peer), ...queryContext(target.query),
-        body_sha256: sha256Hex(body),
-      };
-      const decision = await this.#verify(bundleJson, scope, context, req.id, peer);
-      if (decision.kind === 'allow') {
-        const owners = this.#tasks?.(route);
-        for (const taskId of message.taskIds) {
-          const owner = owners?.owner(taskId);
-          if (owner === undefined || owner !== decision.agentId) throw new ServiceError('a2a_task_not_found');
-        }
-      }
-      return decision;
-    };
-    if (!methodShadow) return decide();
-    try {
-      return await decide();
-    } catch (err) {
-      if (!(err instanceof ServiceError)) throw err;
-      return this.#shadowVerdict(req, admission, err);
-    }
-  }
-
-  /**
-   * An answer or public method proved by the session key handed to the session's agent:
-   * allowed as that agent, without verify.
-   */
-  #sessionProved(req: PipelineRequest, admission: Admission, body: Buffer, peer: Peer): GatewayVerdict {
-    const { session, sessions, route } = admission;
-    const proof = req.headers[SESSION_PROOF_HEADER];
-    if (session === undefined || sessions === undefined || route.scope === undefined) {
-      throw new ServiceError('mcp_session_forbidden',
-        'A session proof needs the Mcp-Session-Id of a session this gateway bound.');
-    }
-    if (typeof proof !== 'string' || !sessions.checkAnswer(session.token, proof, body)) {
-      throw new ServiceError('mcp_session_forbidden', 'The session proof does not match this session and message.');
-    }
-    return { kind: 'allow', scope: route.scope, agentId: session.agentId, certId: undefined, ...peer };
   }
 
   /** `client_ip` and `tenant` of the context. */

@@ -10,7 +10,7 @@
  *    route's MCP limit or `bodyLimit`; mcp/body.ts).
  * 3. preHandler: {@link DecisionPipeline.verdict} (context, verify, outcome;
  *    MCP messages).
- * 4. handler: forward exactly the normalized path + original query + raw body
+ * 4. handler (forward.ts): forward exactly the normalized path + original query + raw body
  *    with rewritten headers, behind the fail-open tripwire; the response gets
  *    the gateway's `X-Request-Id`, and its body is forwarded chunk by chunk
  *    with an idle limit (SSE headers flushed at once; mcp/stream.ts). MCP
@@ -19,48 +19,31 @@
  *    read as it passes for the tasks it names, recorded as the agent's
  *    (a2a/tasks.ts). A shadow-mode route's would-be refusal is
  *    forwarded too, logged, counted and marked for the upstream (shadow.ts).
- * Refusals are rendered by refusal.ts (JSON-RPC errors on MCP routes).
+ * Refusals are rendered by refusal.ts (JSON-RPC errors on MCP routes). Each
+ * request's state is a decorator of the proxy's context (forward.ts).
  */
 
 import fp from 'fastify-plugin';
 import httpProxy from '@fastify/http-proxy';
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ServiceError, errorBody } from '../src/errors.js';
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify';
+import type { Readable } from 'node:stream';
+import { randomBytes } from 'node:crypto';
+import { ServiceError } from '../src/errors.js';
 import { resolveGatewayOptions } from './options.js';
 import type { GatewayOptions, ResolvedGatewayOptions } from './options.js';
 import { DecisionPipeline } from './pipeline.js';
-import type { Admission, GatewayVerdict, PipelineRequest } from './pipeline.js';
+import type { PipelineRequest } from './pipeline.js';
 import { SidecarClient } from './verify-client.js';
 import { refusalReason, renderRefusal, toServiceError } from './refusal.js';
-import { countRequest, countShadow, guardForward } from './metrics.js';
-import { logShadow } from './shadow.js';
-import { upstreamRequestHeaders, upstreamResponseHeaders } from './headers.js';
+import { countAnswer } from './metrics.js';
+import { upstreamResponseHeaders } from './headers.js';
 import { installServerAnswers } from './framework-errors.js';
 import { McpAnswerTooLarge, readLimitedBody } from './mcp/body.js';
-import { McpSessions, SESSION_PROOF_HEADER } from './mcp/session.js';
-import { forwardBody, isEventStream } from './mcp/stream.js';
-import { answerServer, rewriteSessionHeaders, stripSessionHeaders } from './mcp/proxy.js';
-import { filterToolsAnswer, toolsListFilter } from './mcp/tools-filter.js';
-import type { ToolsFilter } from './mcp/tools-filter.js';
-import type { RouteMatch } from './routes.js';
-import { A2A_METHODS } from './a2a/config.js';
-import { TaskOwners, recordTasks } from './a2a/tasks.js';
-import { pipeline as pipeStreams } from 'node:stream';
-import type { Readable } from 'node:stream';
-import { randomBytes } from 'node:crypto';
-import { notDelivered, recordingBody, releaseClaim, replayAnswer } from './ledger.js';
-
-interface RequestState {
-  facts?: PipelineRequest;
-  admission?: Admission;
-  decision?: GatewayVerdict;
-  outcome?: [outcome: string, reason: string];
-  forwardStart?: number;
-  /** The idempotency claim of a keyed request being forwarded (ledger.ts records or releases it). */
-  claimId?: string;
-  /** An allowed `tools/list` on a route that filters it: the tools the agent may call (mcp/tools-filter.ts). */
-  toolsFilter?: ToolsFilter;
-}
+import { SESSION_PROOF_HEADER } from './mcp/session.js';
+import { answerOverflow, answerServer, sessionsByRoute } from './mcp/proxy.js';
+import { toolsListFilter } from './mcp/tools-filter.js';
+import { taskOwnersByRoute } from './a2a/answer.js';
+import { STATE, forwarding, stateOf } from './forward.js';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -81,50 +64,21 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
   const opts: ResolvedGatewayOptions = resolveGatewayOptions(rawOptions);
   const { metrics } = opts;
   const sidecar = new SidecarClient({
-    url: opts.sidecarUrl,
-    apiKey: opts.apiKey,
-    verifyTimeoutMs: opts.verifyTimeoutMs,
-    decisionApi: opts.decisionApi,
-    challengeTimeoutMs: opts.challengeTimeoutMs,
-    connections: opts.sidecarConnections,
+    url: opts.sidecarUrl, apiKey: opts.apiKey, verifyTimeoutMs: opts.verifyTimeoutMs, decisionApi: opts.decisionApi,
+    challengeTimeoutMs: opts.challengeTimeoutMs, connections: opts.sidecarConnections,
   });
   fastify.addHook('onClose', async () => sidecar.close());
   installServerAnswers(fastify.server, metrics);
-  const sessionsByRoute = new Map<number, McpSessions>();
   const sessionSecret = opts.mcpSessionSecret ?? randomBytes(32);
   if (opts.mcpSessionSecret === undefined && rawOptions.routes.some((r) => r.mcp !== undefined)) {
     fastify.log.warn('gateway: no MCP session secret configured (mcpSessionSecret / mcp_session_secret_env): '
       + 'a random one is used, '
       + 'so MCP sessions end on restart and do not work across replicas (docs/mcp.md#sessions)');
   }
-  const sessionsFor = (route: RouteMatch): McpSessions | undefined => {
-    if (route.mcp === undefined) return undefined;
-    let sessions = sessionsByRoute.get(route.index);
-    if (sessions === undefined) {
-      sessions = new McpSessions(sessionSecret, route.pattern, route.mcp.sessionTtlMs);
-      sessionsByRoute.set(route.index, sessions);
-    }
-    return sessions;
-  };
-  const tasksByRoute = new Map<number, TaskOwners>();
-  const tasksFor = (route: RouteMatch): TaskOwners | undefined => {
-    if (route.a2a === undefined) return undefined;
-    let owners = tasksByRoute.get(route.index);
-    if (owners === undefined) {
-      owners = new TaskOwners(route.a2a.taskTtlMs, route.a2a.maxTasks);
-      tasksByRoute.set(route.index, owners);
-    }
-    return owners;
-  };
+  const sessionsFor = sessionsByRoute(sessionSecret);
+  const tasksFor = taskOwnersByRoute();
   const pipeline = new DecisionPipeline(opts, sidecar, sessionsFor, tasksFor,
     { upstreamTimeoutMs: opts.upstreamTimeoutMs });
-  const states = new WeakMap<FastifyRequest, RequestState>();
-  const stateOf = (request: FastifyRequest): RequestState => {
-    let state = states.get(request);
-    if (state === undefined) states.set(request, (state = {}));
-    return state;
-  };
-
   async function onRequest(request: FastifyRequest): Promise<void> {
     const state = stateOf(request);
     state.facts = requestFacts(request);
@@ -140,19 +94,6 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     state.toolsFilter = await toolsListFilter(sidecar, admission, state.decision, request.id);
   }
 
-  function onUpstreamError(request: FastifyRequest, reply: FastifyReply, error: Error): void {
-    const timeout = (error as FastifyError).statusCode === 504;
-    const cause = timeout ? 'upstream_timeout' : 'upstream_error';
-    const state = stateOf(request);
-    state.outcome = ['502', 'upstream_unavailable'];
-    // Not delivered (the connection failed): the key is free for the agent's retry. After anything
-    // else (a timeout, a reset) the upstream may have acted; the claim holds the key until its lease ends.
-    if (state.claimId !== undefined && notDelivered(error)) releaseClaim(sidecar, request, state.claimId);
-    request.log.warn({ cause }, 'gateway: upstream failed');
-    reply.code(502).header('cache-control', 'no-store').header('x-request-id', request.id)
-      .send(errorBody('upstream_unavailable', undefined, { cause }));
-  }
-
   /**
    * Reads a body with its route's limit; an MCP answer over it may still be read to answer the server
    * (mcp/body.ts).
@@ -162,51 +103,14 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
   ): void {
     const admission = stateOf(request).admission;
     const limit = admission?.route.mcp?.bodyLimit ?? admission?.route.a2a?.bodyLimit ?? opts.bodyLimit;
-    const proof = request.headers[SESSION_PROOF_HEADER];
-    const { session, sessions } = admission ?? {};
-    const overflow = session === undefined || sessions === undefined || typeof proof !== 'string'
-      ? undefined
-      : { key: sessions.answerKey(session.token), proof, maxBytes: admission?.route.mcp?.answerOverflowBytes };
+    const overflow = answerOverflow(admission, request.headers[SESSION_PROOF_HEADER]);
     readLimitedBody(payload, request.headers['content-length'], limit, overflow, done);
   }
 
-  /** The upstream answered: session ids, then the body, chunk by chunk with its idle limit. */
-  function onUpstreamResponse(
-    request: FastifyRequest, reply: FastifyReply, res: { statusCode: number; stream: Readable },
-  ): void {
-    const { admission, decision } = stateOf(request);
-    if (admission?.sessions !== undefined) {
-      rewriteSessionHeaders(request.method, admission, decision, reply, res.statusCode);
-    }
-    else stripSessionHeaders(reply);
-    const sse = isEventStream(reply.getHeader('content-type'));
-    const route = admission?.route;
-    const streamIdle = route?.mcp?.streamIdleMs ?? route?.a2a?.streamIdleMs;
-    const idleMs = sse ? streamIdle ?? opts.upstreamTimeoutMs : opts.upstreamTimeoutMs;
-    const onIdle = (): void => request.log.info({ idle_ms: idleMs, sse }, 'gateway: upstream idle');
-    const { claimId } = stateOf(request);
-    const recorded = claimId === undefined ? res.stream : recordingBody(sidecar, request, reply, res, claimId);
-    const { toolsFilter } = stateOf(request);
-    const filtered = toolsFilter !== undefined && res.statusCode === 200;
-    if (filtered) reply.removeHeader('content-length');
-    const body = filtered ? pipeStreams(recorded, filterToolsAnswer(toolsFilter, sse), () => undefined) : recorded;
-    void reply.send(forwardBody(a2aAnswer(admission, decision, sse, body), reply.raw, sse, idleMs, onIdle));
-  }
-
-  /** The answer to an allowed A2A message, read for the task ids it names as it passes (a2a/tasks.ts). */
-  function a2aAnswer(
-    admission: Admission | undefined, decision: GatewayVerdict | undefined, sse: boolean, body: Readable,
-  ): Readable {
-    const method = admission?.mcp?.method;
-    const owners = admission === undefined ? undefined : tasksFor(admission.route);
-    if (owners === undefined || method === undefined || A2A_METHODS.get(method)?.kind !== 'send') return body;
-    const agentId = decision?.kind === 'allow' ? decision.agentId : undefined;
-    if (agentId === undefined) return body;
-    const tap = recordTasks(sse, (taskId) => owners.record(taskId, agentId));
-    return pipeStreams(body, tap, () => undefined);
-  }
+  const handler = forwarding(opts, sidecar, tasksFor);
 
   await fastify.register(async (scope) => {
+    scope.decorateRequest(STATE, null);
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', (request, payload, done) =>
       parseBody(request, payload as unknown as Readable, done));
@@ -225,15 +129,10 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
     });
     scope.addHook('onRequest', onRequest);
     scope.addHook('preHandler', preHandler);
-    scope.addHook('onResponse', async (request, reply) => {
-      const state = states.get(request);
-      if (state?.outcome === undefined) return;
-      countRequest(metrics, state.outcome[0], state.outcome[1]);
-      if (state.forwardStart !== undefined) {
-        const statusClass = `${Math.floor(reply.statusCode / 100)}xx`;
-        metrics.upstreamDuration.observe(
-          { status_class: statusClass }, (performance.now() - state.forwardStart) / 1000);
-      }
+    scope.addHook('onResponse', (request, reply, done) => {
+      const state = stateOf(request);
+      if (state.outcome !== undefined) countAnswer(metrics, state.outcome, reply.statusCode, state.forwardStart);
+      done();
     });
     await scope.register(httpProxy, {
       upstream: opts.upstream,
@@ -250,59 +149,7 @@ async function gatewayPlugin(fastify: FastifyInstance, rawOptions: GatewayOption
         connections: 128, pipelining: 1, keepAliveTimeout: 30_000,
         headersTimeout: opts.upstreamTimeoutMs, bodyTimeout: 0,
       },
-      handler: (request, reply, _dest, options) => {
-        const state = stateOf(request);
-        const { decision } = state;
-        const target = state.admission?.target;
-        // Tripwire: only an explicit allow (or a public route) may be forwarded.
-        if (!guardForward(metrics, decision?.kind) || decision === undefined || target === undefined) {
-          throw new ServiceError('internal_error');
-        }
-        const body = Buffer.isBuffer(request.body) ? request.body : undefined;
-        const contentType = request.headers['content-type'];
-        if (decision.kind === 'allow' && decision.idempotency?.status === 'replay') {
-          state.outcome = ['replayed', 'authorized'];
-          return replayAnswer(reply, decision.idempotency.response, request.id);
-        }
-        if (decision.kind === 'allow' && decision.idempotency?.status === 'claimed') {
-          state.claimId = decision.idempotency.claimId;
-        }
-        if (decision.kind === 'shadow') {
-          countShadow(metrics, decision.route, decision.reason);
-          logShadow(request.log, decision);
-          state.outcome = ['shadow', decision.reason];
-        } else state.outcome = decision.kind === 'allow' ? ['allowed', 'authorized'] : ['public', 'public'];
-        state.forwardStart = performance.now();
-        const facts = {
-          requestId: request.id,
-          clientIp: decision.clientIp,
-          trustedPeer: decision.trustedPeer,
-          host: request.headers.host,
-          protocol: request.protocol,
-          tenantHeader: opts.context.tenant?.kind === 'header' ? opts.context.tenant.header : undefined,
-          hasBody: body !== undefined,
-          hadContentType: contentType !== undefined,
-        };
-        return reply.from(target.path, {
-          ...options,
-          ...(body === undefined ? {} : { body, contentType: contentType ?? 'application/octet-stream' }),
-          queryString: () => target.query ?? '',
-          retryDelay: () => null,
-          rewriteRequestHeaders: (_req, headers) => {
-            const out = upstreamRequestHeaders({ ...headers }, decision, facts);
-            const session = state.admission?.session;
-            if (session !== undefined) out['mcp-session-id'] = session.upstreamId;
-            // A2A answers are read for the tasks they name (a2a/tasks.ts): ask for them uncompressed.
-            // So are filtered tools/list answers (mcp/tools-filter.ts).
-            if (state.admission?.route.a2a !== undefined || state.toolsFilter !== undefined) {
-              out['accept-encoding'] = 'identity';
-            }
-            return out as typeof headers;
-          },
-          onResponse: (_req, rep, res) => onUpstreamResponse(request, rep as FastifyReply, res as never),
-          onError: (errReply, { error }) => onUpstreamError(request, errReply as FastifyReply, error),
-        });
-      },
+      handler,
     });
   });
 }

@@ -45,6 +45,7 @@ import { registerWebhookRoutes } from './routes/webhooks.js';
 import { registerOrganisationRoutes } from './routes/organisations.js';
 import { registerInvitationRoutes } from './routes/invitations.js';
 import { registerPublishingRoutes } from './routes/publishing.js';
+import { registerConnectRoutes } from './routes/connect.js';
 import { domainResolver } from './publishing/dns.js';
 import { startDomainRecheck } from './publishing/recheck.js';
 import { registerApprovalRoutes } from './routes/approvals.js';
@@ -262,6 +263,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   await registerOrganisationRoutes(app, ctx);
   await registerInvitationRoutes(app, ctx);
   await registerPublishingRoutes(app, ctx);
+  await registerConnectRoutes(app, ctx);
   await registerApprovalRoutes(app, ctx);
   await registerLimitRoutes(app, ctx);
   await registerConsoleRoutes(app, ctx);

@@ -129,6 +129,8 @@ export const ERRORS = {
   publisher_domain_unverified: { status: 409, message: 'Publishing needs a verified publisher domain.' },
   callback_url_required: { status: 409, message: 'Publishing needs a callback URL.' },
   description_required: { status: 409, message: 'Publishing needs a description.' },
+  scope_not_offered: { status: 400, message: 'A scope is not offered (by the platform or the connection).' },
+  already_connected: { status: 409, message: 'This workspace already has an active connection to the platform.' },
 
   // platforms, connections, agents
   invalid_scopes: { status: 400, message: 'One or more scopes are not in the vocabulary.' },

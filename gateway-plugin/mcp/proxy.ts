@@ -4,15 +4,56 @@
  * the request was verified for (with the session key, `X-Service-Session-Key`,
  * when the token is new), a session ends on the upstream's acceptance of a
  * DELETE or its 404, and an answer over the body limit is answered to the
- * server as an error (mcp/answer.ts).
+ * server as an error (mcp/answer.ts). Each MCP route has its own session
+ * binding ({@link sessionsByRoute}); an answer on a session may be read past
+ * the limit when its session proof matches ({@link answerOverflow}, mcp/body.ts).
  */
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { DECISION_HEADERS, canonicalHeaderName } from '../headers.js';
-import type { Admission, GatewayVerdict } from '../pipeline.js';
+import type { Admission, GatewayVerdict } from '../verdict.js';
+import type { RouteMatch } from '../routes.js';
 import { answerOnBehalf } from './answer.js';
-import type { McpAnswerTooLarge } from './body.js';
-import { MCP_SESSION_HEADER, SESSION_KEY_HEADER } from './session.js';
+import type { McpAnswerTooLarge, OverflowCheck } from './body.js';
+import { MCP_SESSION_HEADER, McpSessions, SESSION_KEY_HEADER } from './session.js';
+
+/** The session binding of each MCP route, made on first use with `secret` (`undefined` for other routes). */
+export function sessionsByRoute(secret: Uint8Array): (route: RouteMatch) => McpSessions | undefined {
+  const byRoute = new Map<number, McpSessions>();
+  return (route) => {
+    if (route.mcp === undefined) return undefined;
+    let sessions = byRoute.get(route.index);
+    if (sessions === undefined) {
+      sessions = new McpSessions(secret, route.pattern, route.mcp.sessionTtlMs);
+      byRoute.set(route.index, sessions);
+    }
+    return sessions;
+  };
+}
+
+/**
+ * The protocol's part of the upstream request headers: the upstream's own session id on a session; and
+ * uncompressed answers where the gateway reads them: A2A answers for the tasks they name (a2a/answer.ts),
+ * filtered tools/list answers (mcp/tools-filter.ts).
+ */
+export function protocolRequestHeaders<H extends Record<string, unknown>>(
+  out: H, admission: Admission | undefined, filtered: boolean,
+): H {
+  const session = admission?.session;
+  const headers = out as Record<string, unknown>;
+  if (session !== undefined) headers[MCP_SESSION_HEADER] = session.upstreamId;
+  if (admission?.route.a2a !== undefined || filtered) headers['accept-encoding'] = 'identity';
+  return out;
+}
+
+/** How an answer over the limit may still be read: on a session, with the client's session proof (mcp/body.ts). */
+export function answerOverflow(
+  admission: Admission | undefined, proof: string | string[] | undefined,
+): OverflowCheck | undefined {
+  const { session, sessions } = admission ?? {};
+  if (session === undefined || sessions === undefined || typeof proof !== 'string') return undefined;
+  return { key: sessions.answerKey(session.token), proof, maxBytes: admission?.route.mcp?.answerOverflowBytes };
+}
 
 /** Rewrites the session headers of an upstream answer (see the file header). */
 export function rewriteSessionHeaders(

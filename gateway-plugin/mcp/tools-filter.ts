@@ -18,7 +18,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import { Transform } from 'node:stream';
 import { ServiceError } from '../../src/errors.js';
-import type { Admission, GatewayVerdict } from '../pipeline.js';
+import type { Admission, GatewayVerdict } from '../verdict.js';
 import type { SidecarClient } from '../verify-client.js';
 import { TOOLS_LIST } from './config.js';
 import type { JsonRpcId } from './message.js';

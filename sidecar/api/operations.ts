@@ -25,6 +25,7 @@ import { WEBHOOKS_ROUTES } from '../routes/webhooks.js';
 import { ORGANISATIONS_ROUTES } from '../routes/organisations.js';
 import { INVITATIONS_ROUTES } from '../routes/invitations.js';
 import { PUBLISHING_ROUTES } from '../routes/publishing.js';
+import { CONNECT_ROUTES } from '../routes/connect.js';
 
 /** Every route of the JSON API, by file. */
 export const ROUTES: readonly RouteSpec[] = [
@@ -33,6 +34,7 @@ export const ROUTES: readonly RouteSpec[] = [
   IDEMPOTENCY_ROUTES,
   APPROVALS_ROUTES, LIMITS_ROUTES, AUDIT_ROUTES, AUDIT_EXPORT_ROUTES, WEBHOOKS_ROUTES, AUTHZEN_ROUTES,
   DECISIONS_ROUTES, ORGANISATIONS_ROUTES, INVITATIONS_ROUTES, PUBLISHING_ROUTES,
+  CONNECT_ROUTES,
 ].flatMap((group) => Object.values(group));
 
 /** The key a route is known by in tests and logs: `METHOD /path` as Fastify registers it. */

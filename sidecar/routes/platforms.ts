@@ -16,6 +16,7 @@ import { AAD } from '../secrets.js';
 import { buildEvent } from '../events.js';
 import { newApiKey } from '../auth/api-key.js';
 import { API_KEY_LIFETIME_MS, registerPlatform } from './registration.js';
+import { removeConnectionNow } from './connect.js';
 import type { PlatformBodyValue } from './registration.js';
 import type { ServiceContext } from '../context.js';
 import {
@@ -190,28 +191,8 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
 
   mount(app, PLATFORMS_ROUTES.removeConnection, async (request) => {
     const accountId = request.session!.accountId;
-    const conn = await ownedConnection(ctx, accountId, (request.params as { connection_id: string }).connection_id);
-    if (conn.status === 'removed') return {
-      connection_id: conn.id, status: 'removed', removed_at: iso(conn.removedAt), revoked_cert_ids: [] };
-    const now = ctx.clock();
-    ctx.caches.apiKeys.invalidateConnection(conn.id);
-    const revoked = await ctx.store.platforms.removeConnection(conn.id, now, (certs, denied) => [
-      ...certs.map((c) => buildEvent(ctx, { type: 'delegation.revoked', accountId, platformId: conn.platformId,
-        connectionId: conn.id, now,
-        fields: { cert_id: c.certId, agent_id: c.agentId, connection_id: conn.id, org_id: accountId,
-          reason: 'connection_removed' } })),
-      ...denied.map((r) => buildEvent(ctx, { type: 'delegation.denied', accountId, platformId: conn.platformId,
-        connectionId: conn.id, now,
-        fields: { request_id: r.requestId, connection_id: conn.id, org_id: accountId, agent_id: r.agentId,
-          reason: 'connection_removed' } })),
-      buildEvent(ctx, { type: 'connection.removed', accountId, platformId: conn.platformId, connectionId: conn.id, now,
-        fields: { connection_id: conn.id, org_id: accountId, removed_at: iso(now) } }),
-    ]);
-    ctx.caches.apiKeys.invalidateConnection(conn.id);
-    for (const c of revoked ?? []) ctx.caches.markRevoked(c.certId);
-    ctx.nudgeWebhooks();
-    return { connection_id: conn.id, status: 'removed', removed_at: iso(now), revoked_cert_ids: (revoked ?? []).map((
-      c) => c.certId) };
+    return removeConnectionNow(ctx, await ownedConnection(ctx, accountId,
+      (request.params as { connection_id: string }).connection_id));
   });
 
   mount(app, PLATFORMS_ROUTES.createAgent, async (request) => {

@@ -179,6 +179,8 @@ export async function registerSubDelegationRoutes(app: FastifyInstance, ctx: Ser
 
     const certId = `cert-${crypto.randomUUID()}`;
     const requestId = crypto.randomUUID();
+    // The account holder whose delegation this is: the chain's (its root certificate's issuer).
+    const holder = parent.issuer.account_id;
     const payload: CertificatePayload = {
       v: 1, typ: CERT_TYPE, cert_id: certId, request_id: requestId,
       issuer: { account_id: parent.issuer.account_id, agent_id: agent.id,
@@ -198,16 +200,16 @@ export async function registerSubDelegationRoutes(app: FastifyInstance, ctx: Ser
     const conn = await ctx.store.platforms.getConnection(agent.connectionId);
     if (!conn || conn.status !== 'active') throw new ServiceError('connection_not_found');
     const record: CertificateRecord = {
-      id: certId, requestId, accountId: agent.accountId, connectionId: agent.connectionId, agentId: target.id,
+      id: certId, requestId, accountId: holder, connectionId: agent.connectionId, agentId: target.id,
       approvedScope: scopes, constraints, certJson: canonicalize(cert), certSha256, status: 'approved', issuedAt: now,
       expiresAt, revokedAt: null, revokeReason: null, parentCertId: parent.cert_id, depth, maxDelegationDepth: right,
     };
     const ok = await ctx.store.delegations.issueSubDelegation({
-      id: requestId, connectionId: agent.connectionId, accountId: agent.accountId, agentId: target.id,
+      id: requestId, connectionId: agent.connectionId, accountId: holder, agentId: target.id,
       requestedScopes: scopes, state: 'approved', certId, decidedAt: now, createdAt: now,
     }, record, buildEvent(ctx, {
-      type: 'delegation.approved', accountId: agent.accountId, platformId: conn.platformId, connectionId: conn.id, now,
-      fields: { request_id: requestId, connection_id: conn.id, org_id: agent.accountId, agent_id: target.id,
+      type: 'delegation.approved', accountId: holder, platformId: conn.platformId, connectionId: conn.id, now,
+      fields: { request_id: requestId, connection_id: conn.id, org_id: holder, agent_id: target.id,
         approved_scope: scopes, cert_json: cert,
         delegation_key_statement: delegationKeyStatement(payload, certSha256) },
     }));

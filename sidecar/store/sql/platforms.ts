@@ -14,7 +14,8 @@ import type {
 import { agentFromRow, connectionFromRow, keyFromRow, platformFromRow } from '../rows.js';
 import type { AgentRow, ConnectionRow, KeyRow, PlatformRow } from '../rows.js';
 
-function insertKey(k: ApiKeyRecord): Work<number> {
+/** Inserts an API key (in the caller's transaction). */
+export function insertKey(k: ApiKeyRecord): Work<number> {
   return run(sql`INSERT INTO api_keys (id, connection_id, prefix, digest, status, valid_until, created_at)
     VALUES (${k.id}, ${k.connectionId}, ${k.prefix}, ${k.digest}, ${k.status}, ${k.validUntil}, ${k.createdAt})`);
 }

@@ -3,11 +3,16 @@
  * lapse or a new claim unpublishes the organisation's platforms in the transaction that records
  * it, so no published platform is ever without a verified domain.
  */
-import { all, get, run, sql } from './core.js';
+import { all, get, pgOnly, run, sql } from './core.js';
+import { insertOutboxEvent } from './outbox.js';
+import { insertKey } from './platforms.js';
 import type { Runner, Work } from './core.js';
 import type { DomainCheckOutcome } from '../../publishing/dns.js';
 import type { PublishState } from '../../../src/publishing.js';
-import type { DirectoryEntry, DomainCheckResult, PublisherDomainRecord, PublishingStore } from '../types.js';
+import type {
+  ApiKeyRecord, ConnectionRecord, DirectoryEntry, DomainCheckResult, OutboxEventInput, PublisherDomainRecord,
+  PublishingStore,
+} from '../types.js';
 
 interface DomainRow {
   org_id: string; domain: string; token: string; claimed_at: number; verified_at: number | null;
@@ -91,6 +96,26 @@ export class SqlPublishingStore implements PublishingStore {
   async setPublishState(platformId: string, accountId: string, from: PublishState, to: PublishState): Promise<boolean> {
     return (await this.r.write(run(sql`UPDATE platforms SET publish_state = ${to} WHERE id = ${platformId}
       AND account_id = ${accountId} AND publish_state = ${from}`))) === 1;
+  }
+
+  async connect(c: ConnectionRecord, k: ApiKeyRecord, event: OutboxEventInput):
+    Promise<'connected' | 'not_published' | 'already_connected'> {
+    return this.r.tx((function* () {
+      yield* pgOnly(sql`SELECT 1 FROM accounts WHERE id = ${c.accountId} FOR UPDATE`);
+      const p = yield* get(sql`SELECT 1 AS x FROM platforms WHERE id = ${c.platformId}
+        AND publish_state = 'published'`);
+      if (p === undefined) return 'not_published' as const;
+      const dup = yield* get(sql`SELECT 1 AS x FROM connections WHERE platform_id = ${c.platformId}
+        AND account_id = ${c.accountId} AND status = 'active'`);
+      if (dup !== undefined) return 'already_connected' as const;
+      yield* run(sql`INSERT INTO connections (id, platform_id, account_id, allowed_scopes, status, removed_at,
+        created_at)
+        VALUES (${c.id}, ${c.platformId}, ${c.accountId}, ${JSON.stringify(c.allowedScopes)}, 'active', NULL,
+          ${c.createdAt})`);
+      yield* insertKey(k);
+      yield* insertOutboxEvent(event);
+      return 'connected' as const;
+    })());
   }
 
   async directory(limit: number): Promise<DirectoryEntry[]> {

@@ -5,6 +5,8 @@
  */
 import type { DomainCheckOutcome } from '../../publishing/dns.js';
 import type { PublishState } from '../../../src/publishing.js';
+import type { ApiKeyRecord, ConnectionRecord } from './platforms.js';
+import type { OutboxEventInput } from './outbox.js';
 
 /** An organisation's claimed publisher domain. */
 export interface PublisherDomainRecord {
@@ -57,6 +59,14 @@ export interface PublishingStore {
   domainsDue(checkedBefore: number, limit: number): Promise<PublisherDomainRecord[]>;
   /** Moves the platform from `from` to `to` if it is in `from` and belongs to `accountId`. */
   setPublishState(platformId: string, accountId: string, from: PublishState, to: PublishState): Promise<boolean>;
+  /**
+   * Connects the workspace `c.accountId` to the published platform `c.platformId`: the connection,
+   * its key and its `connection.created` event at once. `not_published` when the platform is not
+   * published (now, inside the transaction); `already_connected` when the workspace has an active
+   * connection to it (concurrent connects of one workspace are serialized on its row).
+   */
+  connect(c: ConnectionRecord, k: ApiKeyRecord, event: OutboxEventInput):
+    Promise<'connected' | 'not_published' | 'already_connected'>;
   /** Published platforms with their publisher and verified domain, by name. */
   directory(limit: number): Promise<DirectoryEntry[]>;
 }

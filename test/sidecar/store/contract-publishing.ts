@@ -6,7 +6,8 @@
  */
 import type { Test } from 'tap';
 import type { OpenStore } from './contract.js';
-import { NOW, seed, storeFor } from './contract-fixtures.js';
+import { randomUUID } from 'node:crypto';
+import { NOW, count, ev, newPrefix, seed, storeFor, together, values } from './contract-fixtures.js';
 
 /** Runs the publishing part. */
 export async function publishingContract(t: Test, open: OpenStore): Promise<void> {
@@ -50,5 +51,26 @@ export async function publishingContract(t: Test, open: OpenStore): Promise<void
     await s.publishing.claimDomain(a.accountId, 'third.example.org', 'tok-a3', NOW + 12);
     t.equal((await s.platforms.getPlatform(a.p.id))?.publishState, 'unpublished', 'a new claim unpublishes');
     t.match(await s.publishing.domainOf(a.accountId), { domain: 'third.example.org', verifiedAt: null, lapsedAt: null });
+  });
+
+  await t.test('connecting: only to a published platform, once per workspace, with its key and event', async (t) => {
+    const [pub, user] = [await seed(s), await seed(s)];
+    const attempt = () => {
+      const c = { id: randomUUID(), platformId: pub.p.id, accountId: user.accountId, allowedScopes: ['data:read'],
+        status: 'active' as const, removedAt: null, createdAt: NOW };
+      const k = { id: randomUUID(), connectionId: c.id, prefix: newPrefix(), digest: 'b'.repeat(64), status: 'active' as const,
+        validUntil: NOW + 1e9, createdAt: NOW };
+      return s.publishing.connect(c, k, ev(pub.accountId, pub.p.id, c.id, 'connection.created'));
+    };
+    t.equal(await attempt(), 'not_published');
+    await s.publishing.setPublishState(pub.p.id, pub.accountId, 'draft', 'published');
+    const rs = values(t, await together(5, attempt));
+    t.equal(count(rs, 'connected'), 1, 'one of five concurrent connects');
+    t.equal(count(rs, 'already_connected'), 4);
+    const conns = (await s.platforms.listConnections(user.accountId)).filter((c) => c.platformId === pub.p.id);
+    t.equal(conns.length, 1);
+    const events = (await s.outbox.listDeliveries({ accountId: pub.accountId, limit: 50 }))
+      .filter((d) => d.connectionId === conns[0]!.id).map((d) => d.eventType);
+    t.same(events, ['connection.created'], 'its connection.created is in the outbox, once');
   });
 }

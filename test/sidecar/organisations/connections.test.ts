@@ -1,0 +1,139 @@
+/**
+ * Connections made by account holders (issue 32; docs/organisations.md, "Connections"), on a real
+ * sidecar with a real webhook receiver: a publisher organisation publishes a platform; a personal
+ * account holder and an organisation (through an approver who is not its owner) connect; the
+ * platform learns each connection's key only from its signed `connection.created` webhook, uses
+ * it to add an agent and ask for a delegation; the approvers grant fewer scopes; proofs verify per
+ * connection; removing one connection (from the platform's side) denies its proofs and leaves the
+ * other working.
+ */
+import t from 'tap';
+import fs from 'node:fs';
+import { Client, expectError, login, onboard, startSidecar } from '../../helpers/sidecar.js';
+import type { TestSidecar } from '../../helpers/sidecar.js';
+import { DNSMASQ, startDnsmasq } from '../../helpers/dnsmasq.js';
+import { startHookReceiver, transportProblems } from '../webhooks/fixtures/hooks.js';
+import type { Hit } from '../webhooks/fixtures/hooks.js';
+
+async function waitFor<T>(what: string, f: () => T | undefined): Promise<T> {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    const v = f();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+async function orgOwner(sc: TestSidecar, email: string, name: string): Promise<{ c: Client; orgId: string }> {
+  const c = await login(sc, email);
+  await c.post('/v1/auth/onboarding/profile', { first_name: 'P', last_name: 'Q' });
+  const r = await c.post('/v1/auth/onboarding/account-type', { account_type: 'organization', organization_name: name });
+  return { c, orgId: r.body.organization_id };
+}
+
+if (!fs.existsSync(DNSMASQ) && process.env['CI'] === undefined) {
+  t.pass('skipped: dnsmasq is not installed (.ci/run installs it)', { skip: true });
+} else {
+  t.test('two account holders connect to a published platform', async (t) => {
+    const dns = await startDnsmasq(['example.org'], {});
+    t.teardown(() => dns.close());
+    const rx = await startHookReceiver();
+    t.teardown(() => rx.close());
+    const sc = await startSidecar({ sendCodePerMinute: 100, dnsServers: [dns.address] });
+    t.teardown(() => sc.close());
+
+    // The publisher: a verified domain and a published platform with a callback.
+    const { c: pub, orgId: pubId } = await orgOwner(sc, 'owner@travel.example.org', 'Travel Co');
+    const reg = await pub.post('/v1/service/platforms', { name: 'Trip Planner', surface_type: 'agentic_api', description: 'Plans trips.',
+      default_allowed_scopes: ['data:read', 'data:write', 'payments:send'], callback_url: rx.url });
+    const claim = await pub.req('PUT', '/v1/service/organization/domain', { domain: 'travel.example.org' });
+    await dns.setRecords({ [claim.body.record_name]: [[claim.body.record_text]] });
+    t.equal((await pub.post('/v1/service/organization/domain/verify')).body.state, 'verified');
+    t.equal((await pub.post(`/v1/service/platforms/${reg.body.platform_id}/publish`)).body.publish_state, 'published');
+    const secret = reg.body.webhook_signing_secret as string;
+
+    // Two account holders connect: a person, and an organisation through its admin.
+    const alice = await onboard(sc, 'alice@example.com');
+    const { c: acmeOwner, orgId: acmeId } = await orgOwner(sc, 'owner@acme.example.org', 'Acme');
+    const invite = async (email: string, role: string): Promise<Client> => {
+      const inv = await acmeOwner.post('/v1/service/organization/invitations', { email, role });
+      const c = await onboard(sc, email);
+      await c.post(`/v1/service/invitations/${inv.body.invitation_id}/accept`);
+      await c.post('/v1/auth/session/workspace', { workspace_id: acmeId });
+      return c;
+    };
+    const acmeAdmin = await invite('admin@acme.example.org', 'admin');
+    const acmeApprover = await invite('approver@acme.example.org', 'approver');
+
+    const connectUrl = `/v1/service/directory/${reg.body.platform_id}/connect`;
+    expectError(t, await alice.post(connectUrl, { allowed_scopes: ['data:read', 'Not A Scope'] }), 400, 'invalid_scopes');
+    expectError(t, await alice.post(connectUrl, { allowed_scopes: ['data:read', 'execute:tool'] }),
+      400, 'scope_not_offered');
+    const aConn = await alice.post(connectUrl, { allowed_scopes: ['data:read', 'payments:send'] });
+    t.match(aConn.body, { platform_id: reg.body.platform_id, allowed_scopes: ['data:read', 'payments:send'], status: 'active' });
+    t.notMatch(aConn.text, /aak_/, 'the key is not in the answer');
+    expectError(t, await alice.post(connectUrl, { allowed_scopes: ['data:read'] }), 409, 'already_connected');
+    expectError(t, await acmeApprover.post(connectUrl, { allowed_scopes: ['data:read'] }), 403, 'role_forbidden');
+    const bConn = await acmeAdmin.post(connectUrl, { allowed_scopes: ['data:read', 'data:write'] });
+    t.equal(bConn.status, 200);
+    expectError(t, await alice.post(`/v1/service/directory/${(await alice.get('/v1/auth/session')).body.account_id}/connect`,
+      { allowed_scopes: ['data:read'] }), 404, 'platform_not_found', 'only a published platform');
+
+    // The platform learns each key from its signed connection.created.
+    const created = (id: string): Promise<Hit> => waitFor(`connection.created for ${id}`,
+      () => rx.hits.find((h) => h.body.event === 'connection.created' && h.body.connection_id === id));
+    const aHook = await created(aConn.body.connection_id);
+    const bHook = await created(bConn.body.connection_id);
+    for (const h of [aHook, bHook]) t.same(transportProblems(h, secret), [], 'signed with the platform\'s webhook secret');
+    t.same(Object.keys(aHook.body).sort(), ['allowed_scopes', 'api_key', 'callback_url', 'connection_id', 'delivery_id', 'event',
+      'occurred_at', 'org_id', 'org_name', 'platform_id', 'webhook_signing_secret'], 'exactly the spec\'s fields');
+    t.match(bHook.body, { org_id: acmeId, org_name: 'Acme', allowed_scopes: ['data:read', 'data:write'], callback_url: rx.url,
+      webhook_signing_secret: secret, api_key: /^aak_[0-9a-f]{12}_/ });
+    t.not(aHook.body.api_key, bHook.body.api_key);
+    const auditText = JSON.stringify((await acmeOwner.get('/v1/service/audit/personal?limit=200')).body);
+    t.notMatch(auditText, new RegExp(bHook.body.api_key as string), 'the key is in no audit event');
+
+    // With each key the platform adds an agent and asks for authority; the approvers grant less.
+    const flows: { platform: Client; conn: string; agentId: string }[] = [];
+    for (const [hook, approver, ask, grant] of [
+      [aHook, alice, ['data:read', 'payments:send'], ['data:read']],
+      [bHook, acmeApprover, ['data:read', 'data:write'], ['data:read']],
+    ] as const) {
+      const platform = new Client(sc.url);
+      platform.apiKey = hook.body.api_key as string;
+      const conn = hook.body.connection_id as string;
+      const agent = await platform.post(`/v1/service/connections/${conn}/agents`, { name: 'planner', agent_type: 'api_agent' });
+      t.equal(agent.status, 200);
+      expectError(t, await platform.post(`/v1/service/connections/${conn}/delegation-requests`,
+        { agent_id: agent.body.agent_id, scopes: ['execute:tool'] }), 400, 'scope_not_offered', 'beyond the connection');
+      const req = await platform.post(`/v1/service/connections/${conn}/delegation-requests`, { agent_id: agent.body.agent_id, scopes: ask });
+      t.match(req.body, { state: 'pending', requested_scope: ask });
+      const pending = await approver.get(`/v1/service/delegations/requests/${req.body.request_id}`);
+      t.equal(pending.status, 200, 'the account holder sees the request');
+      const ap = await approver.post(`/v1/service/delegations/requests/${req.body.request_id}/approve`, { approved_scope: grant });
+      t.equal(ap.status, 200, 'approved with fewer scopes');
+      await waitFor('delegation.approved', () => rx.hits.find((h) => h.body.event === 'delegation.approved' && h.body.request_id === req.body.request_id));
+      flows.push({ platform, conn, agentId: agent.body.agent_id as string });
+    }
+    const verify = async (f: (typeof flows)[number]) => {
+      const ch = await f.platform.post('/v1/service/challenge');
+      const pr = await f.platform.post(`/v1/service/connections/${f.conn}/agents/${f.agentId}/present`, { challenge: ch.body.challenge });
+      if (pr.status !== 200) return `present ${pr.status} ${pr.body?.error?.code}`;
+      const v = await f.platform.post('/v1/service/verify', { proof_bundle: pr.body.proof_bundle, required_scope: 'data:read' });
+      return v.status === 200 ? `${v.body.decision} ${v.body.decision_reason}` : `verify ${v.status} ${v.body?.error?.code}`;
+    };
+    t.equal(await verify(flows[0]!), 'allow authorized', 'a proof on Alice\'s connection');
+    t.equal(await verify(flows[1]!), 'allow authorized', 'a proof on Acme\'s connection');
+
+    // The platform removes Acme's connection: its proofs stop, Alice's go on.
+    const removed = await flows[1]!.platform.post(`/v1/service/connections/${flows[1]!.conn}/disconnect`);
+    t.match(removed.body, { status: 'removed' });
+    t.equal(removed.body.revoked_cert_ids.length, 1);
+    t.match(await verify(flows[1]!), /^(verify|present) 401 invalid_api_key$/, 'the removed connection\'s key no longer works');
+    t.equal(await verify(flows[0]!), 'allow authorized', 'the other connection is untouched');
+    await waitFor('connection.removed', () => rx.hits.find((h) => h.body.event === 'connection.removed' && h.body.connection_id === flows[1]!.conn));
+    t.equal((await acmeOwner.get(`/v1/service/connections/${flows[1]!.conn}`)).body.status, 'removed', 'Acme sees it removed');
+    t.equal(pubId.length > 0, true);
+  });
+}
