@@ -34,6 +34,7 @@ import { registerAuthRoutes } from './routes/auth.js';
 import { registerOnboardingRoutes } from './routes/onboarding.js';
 import { registerPlatformRoutes } from './routes/platforms.js';
 import { registerDelegationRoutes } from './routes/delegations.js';
+import { registerSubDelegationRoutes } from './routes/subdelegations.js';
 import { registerProofRoutes } from './routes/proofs.js';
 import { registerVerifyRoutes } from './routes/verify.js';
 import { registerAuthzenRoutes } from './routes/authzen.js';
@@ -251,6 +252,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
   await registerOnboardingRoutes(app, ctx);
   await registerPlatformRoutes(app, ctx);
   await registerDelegationRoutes(app, ctx);
+  await registerSubDelegationRoutes(app, ctx);
   await registerProofRoutes(app, ctx);
   await registerVerifyRoutes(app, ctx);
   await registerAuthzenRoutes(app, ctx);

@@ -23,13 +23,30 @@ export const CERT_DOMAIN = 'delegation-cert';
 /** `typ` of a certificate payload. */
 export const CERT_TYPE = 'agent-authz.delegation-certificate';
 
+/** The deepest sub-delegation chain any certificate may name (the hard cap of `SIDECAR_MAX_DELEGATION_DEPTH`). */
+export const MAX_DELEGATION_DEPTH = 8;
+
+/** The parent a sub-delegated certificate names (docs/certificates.md, "Sub-delegation"). */
+export interface ParentRef {
+  /** The parent certificate's id. */
+  cert_id: string;
+  /** SHA-256 (hex) of the parent certificate's canonical JSON. */
+  cert_sha256: string;
+  /** This certificate's depth in its chain: 1 under a certificate the account holder signed. */
+  depth: number;
+}
+
 /** The signed content of a certificate. */
 export interface CertificatePayload {
   v: 1;
   typ: typeof CERT_TYPE;
   cert_id: string;
   request_id: string;
-  issuer: { account_id: string; public_key: HybridPublicKeyJson };
+  /**
+   * Who signed it: the account holder's root identity, or for a sub-delegated certificate
+   * (`parent` present) the delegating agent (`agent_id`) with its custodial key.
+   */
+  issuer: { account_id: string; agent_id?: string; public_key: HybridPublicKeyJson };
   subject: { agent_id: string; public_key: HybridPublicKeyJson };
   connection_id: string;
   /** Granted scopes, sorted. */
@@ -38,6 +55,10 @@ export interface CertificatePayload {
   /** ISO 8601 UTC with milliseconds. */
   issued_at: string;
   expires_at: string | null;
+  /** The right to delegate further: how many levels below this certificate a chain may go (absent: none). */
+  max_delegation_depth?: number;
+  /** A sub-delegated certificate's parent (absent: signed by the account holder). */
+  parent?: ParentRef;
 }
 
 /** A signed delegation certificate (the `cert_json` of the API and webhooks). */
@@ -66,17 +87,41 @@ function exactKeys(o: unknown, keys: string[]): o is Record<string, unknown> {
   return k.length === keys.length && keys.every((x) => Object.prototype.hasOwnProperty.call(o, x));
 }
 
+const SHA256_RE = /^[0-9a-f]{64}$/;
+const isDepth = (n: unknown): boolean => Number.isSafeInteger(n) && (n as number) >= 1
+  && (n as number) <= MAX_DELEGATION_DEPTH;
+const CERT_ID_OK = (id: unknown): boolean => typeof id === 'string' && id.startsWith('cert-') && UUID_RE.test(id.slice(5));
+
+/** The optional members (`max_delegation_depth`, `parent`, `issuer.agent_id`) of a payload; the reason, or null. */
+function chainMembersError(p: Record<string, unknown>): string | null {
+  if ('max_delegation_depth' in p && !isDepth(p.max_delegation_depth)) return 'max_delegation_depth';
+  if (!('parent' in p)) return null;
+  const parent = p.parent;
+  if (!exactKeys(parent, ['cert_id', 'cert_sha256', 'depth']) || !CERT_ID_OK(parent.cert_id)
+    || typeof parent.cert_sha256 !== 'string' || !SHA256_RE.test(parent.cert_sha256) || !isDepth(parent.depth)) {
+    return 'parent';
+  }
+  if (parent.cert_id === p.cert_id) return 'parent';
+  return null;
+}
+
 /** Strict structural check of an untrusted certificate; returns the reason it is malformed, or null. */
 export function certificateShapeError(cert: unknown): string | null {
   if (!exactKeys(cert, ['payload', 'signature'])) return 'certificate must be {payload, signature}';
   const p = cert.payload;
+  const optional = ['max_delegation_depth', 'parent'].filter((k) => p && typeof p === 'object' && k in p);
   if (!exactKeys(p, ['v', 'typ', 'cert_id', 'request_id', 'issuer', 'subject', 'connection_id', 'scopes', 'constraints',
-    'issued_at', 'expires_at'])) return 'payload members';
+    'issued_at', 'expires_at', ...optional])) return 'payload members';
   if (p.v !== 1 || p.typ !== CERT_TYPE) return 'version or type';
-  if (typeof p.cert_id !== 'string' || !p.cert_id.startsWith('cert-') || !UUID_RE.test(p.cert_id.slice(5))) return 'cert_id';
+  if (!CERT_ID_OK(p.cert_id)) return 'cert_id';
+  const chainError = chainMembersError(p);
+  if (chainError !== null) return chainError;
+  const issuerKeys = 'parent' in p ? ['account_id', 'agent_id', 'public_key'] : ['account_id', 'public_key'];
   if (typeof p.request_id !== 'string' || !UUID_RE.test(p.request_id)) return 'request_id';
   if (typeof p.connection_id !== 'string' || !UUID_RE.test(p.connection_id)) return 'connection_id';
-  if (!exactKeys(p.issuer, ['account_id', 'public_key']) || typeof p.issuer.account_id !== 'string' || !publicKeyFromJson(p.issuer.public_key)) return 'issuer';
+  if (!exactKeys(p.issuer, issuerKeys) || typeof p.issuer.account_id !== 'string'
+    || ('agent_id' in p.issuer && typeof p.issuer.agent_id !== 'string')
+    || !publicKeyFromJson(p.issuer.public_key)) return 'issuer';
   if (!exactKeys(p.subject, ['agent_id', 'public_key']) || typeof p.subject.agent_id !== 'string' || !publicKeyFromJson(p.subject.public_key)) return 'subject';
   if (!Array.isArray(p.scopes) || p.scopes.length === 0 || !p.scopes.every(isValidScope)) return 'scopes';
   if (p.constraints !== null && validateConstraints(p.constraints) !== null) return 'constraints';

@@ -151,6 +151,15 @@ export const ERRORS = {
   invalid_constraints: { status: 400, message: 'The constraints are not valid.' },
   invalid_expiry: { status: 400, message: 'expires_at must be a future ISO 8601 timestamp.' },
   certificate_not_found: { status: 404, message: 'No such delegation certificate.' },
+  delegation_not_permitted: { status: 403, message: 'The certificate does not grant the right to delegate.' },
+  delegation_depth_exceeded: { status: 403,
+    message: 'The sub-delegation would be deeper than its chain or the service allows.' },
+  delegation_widens: { status: 400,
+    message: 'A sub-delegation may only narrow its parent: scopes, constraints and expiry.' },
+  delegation_cross_connection: { status: 403,
+    message: 'An agent can sub-delegate only to another agent of its own connection.' },
+  invalid_delegation_depth: { status: 400,
+    message: 'max_delegation_depth must be an integer from 0 to the allowed maximum.' },
 
   // proofs and verify
   no_active_delegation: { status: 404, message: 'The agent has no active delegation certificate.' },

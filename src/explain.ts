@@ -44,6 +44,13 @@ export interface ExplainInput {
   counters?: readonly CounterReading[] | undefined;
   /** Currency of the budget (for the counters). */
   currency?: string | undefined;
+  /** Under a sub-delegated certificate: the chain's certificate ids, leaf to root. */
+  chain?: readonly string[] | undefined;
+  /**
+   * Under a chain, the link a deny failed at (depth 0: the certificate the account holder
+   * signed); `cert` is then that link's payload, so the scope and constraint rows are its own.
+   */
+  link?: { depth: number; cert_id: string } | undefined;
 }
 
 /** What a counter's call adds: for a budget the context's amount itself (the plan caps one over the limit). */
@@ -126,6 +133,7 @@ export function explainDecision(x: ExplainInput): Record<string, unknown> {
     context: x.context ?? null,
     constraints: rows,
     ...(x.constraint ? { constraint: x.constraint } : {}),
+    ...(x.chain ? { chain: x.chain } : {}), ...(x.link ? { link: x.link } : {}),
     approval: { rule: rule ?? null, approval_id: x.approvalId ?? null, state: x.approvalState ?? null },
     counters: (x.counters ?? []).map((r) => ({
       kind: r.kind, window_start: new Date(r.windowStart).toISOString(),

@@ -184,6 +184,11 @@ export interface VerifyResponse {
   /** Id of the audit event recorded for this decision. */
   audit_event_id?: string;
   /**
+   * A deny under a sub-delegated certificate: the link of its chain the deny failed at (depth 0
+   * is the certificate the account holder signed; docs/certificates.md).
+   */
+  link?: { depth: number; cert_id: string };
+  /**
    * The id of this decision (every answer): the `event_id` of its audit event when one was
    * recorded. Its explanation is `GET /v1/service/decisions/{decision_id}` (docs/authzen.md).
    */

@@ -99,6 +99,10 @@ export const DecisionExplanation = Type.Object({
   context: Type.Union([Open('The constraint context evaluated.'), Type.Null()]),
   constraints: Type.Array(Open('`{name, limit, value, holds, missing?}`: one constraint evaluated alone.')),
   constraint: Type.Optional(Type.String()),
+  chain: Type.Optional(Type.Array(Type.String(), { description: 'Under a sub-delegated certificate: the chain\'s '
+    + 'certificate ids, leaf to root (docs/certificates.md).' })),
+  link: Type.Optional(Type.Object({ depth: Type.Integer(), cert_id: Type.String() }, { description: 'Under a chain, '
+    + 'the link a deny failed at; `certificate`, `scope` and `constraints` are then that link\'s.' })),
   approval: Open('`{rule, approval_id, state}`.'),
   counters: Type.Array(Open('`{kind, window_start, used, this_call, limit, currency?}` as read before the call.')),
   would_allow: Type.Array(Open('For a deny: `{change, …}`, the smallest change that would have allowed it.')),

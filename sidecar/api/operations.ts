@@ -19,6 +19,7 @@ import { LIMITS_ROUTES } from '../routes/limits.js';
 import { ONBOARDING_ROUTES } from '../routes/onboarding.js';
 import { PLATFORMS_ROUTES } from '../routes/platforms.js';
 import { PROOFS_ROUTES } from '../routes/proofs.js';
+import { SUBDELEGATIONS_ROUTES } from '../routes/subdelegations.js';
 import { VERIFY_ROUTES } from '../routes/verify.js';
 import { WEBHOOKS_ROUTES } from '../routes/webhooks.js';
 import { ORGANISATIONS_ROUTES } from '../routes/organisations.js';
@@ -28,7 +29,8 @@ import { CONNECT_ROUTES } from '../routes/connect.js';
 
 /** Every route of the JSON API, by file. */
 export const ROUTES: readonly RouteSpec[] = [
-  HEALTH_ROUTES, AUTH_ROUTES, ONBOARDING_ROUTES, PLATFORMS_ROUTES, DELEGATIONS_ROUTES, PROOFS_ROUTES, VERIFY_ROUTES,
+  HEALTH_ROUTES, AUTH_ROUTES, ONBOARDING_ROUTES, PLATFORMS_ROUTES, DELEGATIONS_ROUTES, SUBDELEGATIONS_ROUTES,
+  PROOFS_ROUTES, VERIFY_ROUTES,
   IDEMPOTENCY_ROUTES,
   APPROVALS_ROUTES, LIMITS_ROUTES, AUDIT_ROUTES, AUDIT_EXPORT_ROUTES, WEBHOOKS_ROUTES, AUTHZEN_ROUTES,
   DECISIONS_ROUTES, ORGANISATIONS_ROUTES, INVITATIONS_ROUTES, PUBLISHING_ROUTES,

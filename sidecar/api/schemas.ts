@@ -112,6 +112,14 @@ const Constraints = Type.Union([Type.Ref('Constraints'), Type.Null()]);
 export const Approval = named('Approval', Type.Object({
   approved_scope: Scopes, cert_id: Str, expires_at: NullableTime, issued_at: Time, status: Type.Literal('approved'),
   request_id: Str, agent_id: Str, connection_id: Str, constraints: Constraints, cert_sha256: Str,
+  max_delegation_depth: Type.Integer({ description: 'The right to delegate further (docs/certificates.md); 0: none.' }),
+}));
+/** A sub-delegated certificate, as issued (docs/certificates.md, "Sub-delegation"). */
+export const SubDelegation = named('SubDelegation', Type.Object({
+  cert_id: Str, request_id: Str, parent_cert_id: Str, depth: Type.Integer(), agent_id: Str, delegated_by: Str,
+  connection_id: Str, approved_scope: Scopes, constraints: Constraints, issued_at: Time, expires_at: NullableTime,
+  max_delegation_depth: Type.Integer(), status: Type.Literal('approved'), cert_sha256: Str,
+  cert_json: FreeObject('The signed certificate (docs/certificates.md).'),
 }));
 /** The optional body of a delegation denial (checked by the handler: `optionalReason` in routes/delegations.ts). */
 export const DenyDelegationBody = Type.Union([
@@ -123,6 +131,7 @@ export const Denial = named('Denial', Type.Object({ request_id: Str, state: Type
   decided_at: NullableTime }));
 export const Revocation = named('Revocation', Type.Object({
   cert_id: Str, status: Type.Literal('revoked'), already_revoked: Type.Boolean(), revoked_at: NullableTime,
+  descendants_revoked: Type.Array(Str, { description: 'The sub-delegated certificates this call revoked with it.' }),
 }));
 export const Certificate = named('Certificate', Type.Object({
   cert_id: Str, request_id: Str, connection_id: Str, agent_id: Str, approved_scope: Scopes, constraints: Constraints,
@@ -130,6 +139,9 @@ export const Certificate = named('Certificate', Type.Object({
     expires_at: NullableTime,
   revoked_at: NullableTime, revoke_reason: NullableStr, cert_sha256: Str, cert_json: FreeObject(
     'The signed certificate (docs/certificates.md).'),
+  parent_cert_id: Type.Union([Str, Type.Null()], { description: 'A sub-delegated certificate\'s parent.' }),
+  depth: Type.Integer({ description: 'Depth in its chain: 0 when the account holder signed it.' }),
+  max_delegation_depth: Type.Integer({ description: 'The right to delegate further; 0: none.' }),
 }));
 export const CertificateList = named(
   'CertificateList', Type.Object({ certificates: Type.Array(Type.Ref('Certificate')) }));
@@ -174,6 +186,8 @@ export const VerifyResult = named('VerifyResult', Type.Object({
   agent_id: Type.Optional(Str), cert_id: Type.Optional(Str), scope: Type.Optional(Str),
   constraint: Type.Optional(Type.String({ description: 'With constraint_denied: the constraint that did not hold.' })),
   audit_event_id: Type.Optional(Str),
+  link: Type.Optional(Type.Object({ depth: Type.Integer(), cert_id: Str }, { description: 'A deny under a '
+    + 'sub-delegated certificate: the link of the chain it failed at (docs/certificates.md, "Verifying a chain").' })),
   decision_id: Type.Optional(Type.String({ description: 'The id of this decision: the audit event\'s id when one '
     + 'was recorded (docs/authzen.md).' })),
   approval_id: Type.Optional(Type.String({
@@ -289,7 +303,8 @@ export const RESPONSE_SCHEMAS: readonly TSchema[] = [
   ConstraintsSchema,
   SendCodeResult, LoginResult, RefreshResult, LogoutResult, Session, ProfileResult, AccountTypeResult,
   PlatformRegistration, Platform, PlatformList, Connection, ConnectionList, KeyRotation, ConnectionRemoval,
-  AgentCreated, Agent, AgentList, DelegationRequest, DelegationRequestList, Approval, Denial, Revocation,
+  AgentCreated, Agent, AgentList, DelegationRequest, DelegationRequestList, Approval, SubDelegation, Denial,
+  Revocation,
   Certificate, CertificateList, Identity, Challenge, Presentation, VerifyResult, ActionApproval, ActionApprovalList,
   ActionApprovalStatus, CertificateUsage, AuditEvent, AuditPage, AuditExport, Usage,
   Delivery, DeliveryPage, DeliveryDetail, Redelivery, Liveness, Readiness, NotReady,

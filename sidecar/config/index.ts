@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { AUDIT_ENV_VARS, parseAuditConfig } from '../audit/config.js';
 import type { AuditConfig } from '../audit/config.js';
+import { MAX_DELEGATION_DEPTH } from '../../src/certificate.js';
 import { ConfigError, flag, int } from './env.js';
 import { DATABASE_DEFAULTS, databaseConfig } from './database.js';
 import { publicUrl } from './public-url.js';
@@ -70,6 +71,11 @@ export interface SidecarConfig {
   approvalTtlSeconds: number;
   /** Every proof must be operation-bound (deny `operation_unbound` otherwise), whatever its certificate says. */
   requireBoundOperation: boolean;
+  /**
+   * The deepest sub-delegation chain (docs/certificates.md, "Sub-delegation"): a certificate at a
+   * greater depth is neither issued nor honoured (`SIDECAR_MAX_DELEGATION_DEPTH`, 1..8, default 8).
+   */
+  maxDelegationDepth: number;
   /** Serve the account holder's console at `/console/` (`SIDECAR_CONSOLE`, default on; off for verify-only sidecars). */
   consoleEnabled: boolean;
   /** The audit chain, checkpoints, decision log and exports (`SIDECAR_AUDIT_*`, audit/config.ts). */
@@ -106,6 +112,7 @@ export const DEFAULTS = {
   idempotencyRetentionHours: 24,
   shutdownTimeoutMs: 10_000,
   approvalTtlSeconds: 600,
+  maxDelegationDepth: MAX_DELEGATION_DEPTH,
   sqliteSynchronous: 'full',
   ...DATABASE_DEFAULTS,
 } as const;
@@ -132,7 +139,7 @@ export const ENV_VARS = [
   'SIDECAR_AUDIT_RETENTION_DAYS', 'SIDECAR_CHALLENGE_RETENTION_HOURS', 'SIDECAR_IDEMPOTENCY_RETENTION_HOURS',
   'SIDECAR_SHUTDOWN_TIMEOUT_MS',
   'SIDECAR_CRYPTO_WORKERS', 'SIDECAR_METRICS_LISTEN', 'SIDECAR_CONSOLE', 'SIDECAR_APPROVAL_TTL_SECONDS',
-  'SIDECAR_REQUIRE_BOUND_OPERATION', 'SIDECAR_SQLITE_SYNCHRONOUS', 'SIDECAR_PUBLIC_URL',
+  'SIDECAR_REQUIRE_BOUND_OPERATION', 'SIDECAR_MAX_DELEGATION_DEPTH', 'SIDECAR_SQLITE_SYNCHRONOUS', 'SIDECAR_PUBLIC_URL',
   'SIDECAR_DNS_SERVERS', 'SIDECAR_DOMAIN_RECHECK_HOURS',
   'SIDECAR_DATABASE_URL', 'SIDECAR_DATABASE_POOL_MAX', 'SIDECAR_DATABASE_STATEMENT_TIMEOUT_MS', 'SIDECAR_DATABASE_CONNECT_TIMEOUT_MS',
   ...AUDIT_ENV_VARS,
@@ -284,6 +291,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): SidecarConfig 
     metricsListen: metricsListen(env.SIDECAR_METRICS_LISTEN, host, port),
     approvalTtlSeconds: int(env, 'SIDECAR_APPROVAL_TTL_SECONDS', DEFAULTS.approvalTtlSeconds, 30, 86_400),
     requireBoundOperation: flag(env, 'SIDECAR_REQUIRE_BOUND_OPERATION'),
+    maxDelegationDepth: int(env, 'SIDECAR_MAX_DELEGATION_DEPTH', DEFAULTS.maxDelegationDepth, 1, MAX_DELEGATION_DEPTH),
     consoleEnabled: flag(env, 'SIDECAR_CONSOLE', true),
     audit: parseAuditConfig(env, { int: (name, def, min, max) => int(env, name, def, min, max), fail: (m) => { throw new ConfigError(m); } }),
     database: databaseConfig(env),

@@ -16,13 +16,17 @@ export async function storeExplanation(ctx: ServiceContext, call: Readonly<Verif
   const auth = call.auth;
   const request = call.request;
   if (!d || !auth || !request) return;
-  const cert = call.cert?.payload;
+  const chain = d.details?.chain as string[] | undefined;
+  const link = d.details?.link as { depth: number; cert_id: string } | undefined;
+  // A deny under a chain is explained by the link it failed at.
+  const failed = link ? call.chain?.find((c) => c.payload.cert_id === link.cert_id) : undefined;
+  const cert = (failed ?? call.cert)?.payload;
   const explanation = explainDecision({
     decisionId: call.decisionId, now: call.now, mode: call.mode, decision: d.decision, reason: d.reason,
     stage: call.decidedBy ?? 'delegation', agentId: call.subject ?? call.proof?.payload.agent_id ?? '',
     scope: request.required_scope, context: request.context, cert, constraint: d.constraint, approvalId: d.approvalId,
     approvalState: call.approvalState, approvalRetryAt: call.approvalRetryAt, counters: call.counters,
-    currency: cert?.constraints?.budget?.currency,
+    currency: cert?.constraints?.budget?.currency, chain, link,
   });
   try {
     await ctx.store.decisions.recordExplanation({ id: call.decisionId, accountId: auth.accountId,

@@ -13,11 +13,12 @@
  * | 6 | certificate | 400 invalid_proof / invalid_signature |
  * | 7 | signature (crypto workers) | 400 invalid_signature |
  * | 8 | delegation: status, expiry, scope, constraints | (decides allow or deny) |
- * | 9 | binding: an operation-bound proof allows only its operation | (allow → deny) |
- * | 10 | idempotency: claim the key, or replay its recorded answer | 409 / 422 |
- * | 11 | limits: budget and max_calls, the debits to commit | (allow → deny) |
- * | 12 | approval: step-up approval of the operation | (allow → deny) |
- * | 13 | commit: challenge + debit + effects + audit row in one transaction | 200 allow / deny |
+ * | 9 | chain: the same for every parent of a sub-delegated certificate | (allow → deny) |
+ * | 10 | binding: an operation-bound proof allows only its operation | (allow → deny) |
+ * | 11 | idempotency: claim the key, or replay its recorded answer | 409 / 422 |
+ * | 12 | limits: budget and max_calls of every link, the debits to commit | (allow → deny) |
+ * | 13 | approval: step-up approval of the operation | (allow → deny) |
+ * | 14 | commit: challenge + debit + effects + audit row in one transaction | 200 allow / deny |
  *
  * The orchestrator fails closed: a stage refuses only by throwing a
  * `ServiceError` (billed or not by `billing.ts`); a store failure answers 200
@@ -37,6 +38,7 @@ import { StoreFault, need } from './stage.js';
 import type { ReasonFor, Stage, VerifyCall } from './stage.js';
 import { authenticate } from './stages/authenticate.js';
 import { certificate } from './stages/certificate.js';
+import { chain } from './stages/chain.js';
 import { challenge } from './stages/challenge.js';
 import { commit } from './stages/commit.js';
 import { delegation } from './stages/delegation.js';
@@ -52,8 +54,8 @@ import { subject } from './stages/subject.js';
 
 /** The stages of a verify call, in the order they run. */
 export const VERIFY_STAGES: readonly Stage[] = Object.freeze([
-  authenticate, meter, parse, challenge, freshness, certificate, signature, delegation, binding, idempotency, limits, approval,
-  commit,
+  authenticate, meter, parse, challenge, freshness, certificate, signature, delegation, chain, binding, idempotency, limits,
+  approval, commit,
 ]);
 
 /**
@@ -63,7 +65,7 @@ export const VERIFY_STAGES: readonly Stage[] = Object.freeze([
  * debited, counted or requested). Idempotent: the same request at the same state decides the same.
  */
 export const GRANT_STAGES: readonly Stage[] = Object.freeze([
-  authenticate, meter, parse, subject, delegation, binding, limits, approval, record,
+  authenticate, meter, parse, subject, delegation, chain, binding, limits, approval, record,
 ]);
 
 /** Options of {@link decide}. */

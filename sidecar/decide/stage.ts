@@ -85,6 +85,11 @@ export interface VerifyCall {
   spendableChallenge: string | null;
   /** certificate: the verified certificate the proof refers to, issued for the caller's connection. */
   cert?: DelegationCertificate;
+  /**
+   * certificate (or subject): the certificate's chain, leaf first and root last, every link
+   * verified (one link for a certificate the account holder signed; decide/chain.ts).
+   */
+  chain?: DelegationCertificate[];
   /** delegation: allow or deny, with its reason. */
   decision?: Decision;
   /** The pipeline: the stage whose result the current decision is (the explanation's `stage`). */

@@ -17,7 +17,7 @@ import type { Certificate, DelegationRequest } from '../api/schemas.js';
 import { ServiceError } from '../../src/errors.js';
 import { canonicalize } from '../../src/canonical.js';
 import { createSigner, publicKeyFromJson } from '../../src/crypto/hybrid.js';
-import { CERT_TYPE, certificateHash, signCertificate } from '../../src/certificate.js';
+import { CERT_TYPE, MAX_DELEGATION_DEPTH, certificateHash, signCertificate } from '../../src/certificate.js';
 import type { CertificatePayload } from '../../src/certificate.js';
 import type { Constraints } from '../../src/constraints.js';
 import { validateConstraints } from '../../src/constraints.js';
@@ -25,6 +25,7 @@ import { AAD } from '../secrets.js';
 import { buildEvent } from '../events.js';
 import type { ServiceContext } from '../context.js';
 import type { CertificateRecord, DelegationRequestRecord } from '../store/types.js';
+import { delegationRight, revokeWithDescendants } from './revocation.js';
 import { TEXT_RULES, iso, ownedCertificate, ownedConnection, ownedRequest, requireScopes,
   requireText } from '../http/resources.js';
 
@@ -36,6 +37,7 @@ const ApproveBody = Type.Object({
   approved_scope: Type.Array(Type.Unknown(), { maxItems: 256 }),
   expires_at: Type.Optional(Type.Union([Type.String({ maxLength: 64 }), Type.Null()])),
   constraints: Type.Optional(Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()])),
+  max_delegation_depth: Type.Optional(Type.Unknown()),
 }, { additionalProperties: false });
 
 /** The optional `{reason}` body of deny (the body itself may be absent). */
@@ -72,6 +74,7 @@ export function certificateView(c: CertificateRecord): Static<typeof Certificate
       c.issuedAt), expires_at: iso(c.expiresAt),
     revoked_at: iso(c.revokedAt), revoke_reason: c.revokeReason, cert_sha256: c.certSha256, cert_json: JSON.parse(
       c.certJson) as Record<string, unknown>,
+    parent_cert_id: c.parentCertId, depth: c.depth, max_delegation_depth: c.maxDelegationDepth,
   };
 }
 
@@ -101,7 +104,10 @@ export function parseTimestamp(s: string): number | null {
 
 /** The `delegation_key_statement` of `delegation.approved`: a one-line, human-readable summary of what the certificate binds. */
 export function delegationKeyStatement(p: CertificatePayload, certSha256: string): string {
-  return `agent-authz/v1 delegation ${p.cert_id} (sha256 ${certSha256}): account ${p.issuer.account_id} delegates [${p.scopes.join(' ')}] `
+  const who = p.parent === undefined ? `account ${p.issuer.account_id} delegates`
+    : `agent ${p.issuer.agent_id} of account ${p.issuer.account_id} sub-delegates (under ${p.parent.cert_id}, `
+      + `depth ${p.parent.depth})`;
+  return `agent-authz/v1 delegation ${p.cert_id} (sha256 ${certSha256}): ${who} [${p.scopes.join(' ')}] `
     + `to agent ${p.subject.agent_id} (ed25519 ${p.subject.public_key.ed25519}) on connection ${p.connection_id} `
     + `from ${p.issued_at} until ${p.expires_at ?? 'revoked'}`;
 }
@@ -124,9 +130,12 @@ export const DELEGATIONS_ROUTES = {
         'Issues a certificate signed by the account\'s root identity, for all or some of the requested scopes, with '
           + 'optional expiry and constraints. Event delegation.approved.',
         S.Approval, ['request_not_found', 'request_not_pending', 'empty_scope', 'invalid_scopes', 'scope_not_requested',
-          'invalid_expiry', 'invalid_constraints', ...ONBOARDED]),
+          'invalid_expiry', 'invalid_constraints', 'invalid_delegation_depth', ...ONBOARDED]),
       bodyMembers: { constraints: Type.Union([Type.Ref('Constraints'), Type.Null()], {
-        description: 'Constraints (docs/constraints.md); null or `{}` for none.' }) },
+        description: 'Constraints (docs/constraints.md); null or `{}` for none.' }),
+      max_delegation_depth: Type.Integer({ minimum: 0, maximum: MAX_DELEGATION_DEPTH, description: 'The right to '
+        + 'delegate (docs/certificates.md, "Sub-delegation"): how many levels of sub-delegation the agent may create '
+        + 'below this certificate, at most SIDECAR_MAX_DELEGATION_DEPTH; 0 or absent: none.' }) },
     },
   }),
   denyDelegationRequest: defineRoute({
@@ -145,7 +154,8 @@ export const DELEGATIONS_ROUTES = {
     schema: { params: IdParam('cert_id'), body: RevokeBody, tags: ['delegations'] },
     operation: op('revokeCertificate', 'Revoke a certificate (spec 4.10)',
       'Later verifies of proofs made earlier answer deny/delegation_revoked; present answers 404 '
-        + 'no_active_delegation. Repeating it answers the same. Event delegation.revoked.',
+        + 'no_active_delegation. Every sub-delegated descendant is revoked with it (docs/certificates.md). '
+        + 'Repeating it answers the same. Event delegation.revoked, one per certificate revoked.',
       S.Revocation, ['certificate_not_found']),
   }),
   listDelegationRequests: defineRoute({
@@ -210,7 +220,7 @@ export async function registerDelegationRoutes(app: FastifyInstance, ctx: Servic
   mount(app, DELEGATIONS_ROUTES.approveDelegationRequest, async (request) => {
     const accountId = request.session!.accountId;
     const b = request.body as { approved_scope: unknown[]; expires_at?: string | null; constraints?: Record<string,
-      unknown> | null };
+      unknown> | null; max_delegation_depth?: unknown };
     const req = await ownedRequest(ctx, accountId, (request.params as { request_id: string }).request_id);
     if (req.state !== 'pending') throw new ServiceError(
       'request_not_pending', `The request is ${req.state}.`, { state: req.state });
@@ -228,6 +238,7 @@ export async function registerDelegationRoutes(app: FastifyInstance, ctx: Servic
       if (t === null || t <= now) throw new ServiceError('invalid_expiry', undefined, { field: 'body.expires_at' });
       expiresAt = t;
     }
+    const right = delegationRight(b.max_delegation_depth, ctx.config.maxDelegationDepth, 'body.max_delegation_depth');
     let constraints: Constraints | null = null;
     if (b.constraints !== undefined && b.constraints !== null && Object.keys(b.constraints).length > 0) {
       const err = validateConstraints(b.constraints);
@@ -249,6 +260,7 @@ export async function registerDelegationRoutes(app: FastifyInstance, ctx: Servic
         'public_key'] },
       connection_id: req.connectionId, scopes: [...scopes].sort(), constraints,
       issued_at: new Date(now).toISOString(), expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString(),
+      ...(right > 0 ? { max_delegation_depth: right } : {}),
     };
     const seed = ctx.box.open(account.rootSecretEnc, AAD.rootSecret(accountId));
     const signer = createSigner(seed);
@@ -262,7 +274,7 @@ export async function registerDelegationRoutes(app: FastifyInstance, ctx: Servic
       id: certId, requestId: req.id, accountId, connectionId: req.connectionId, agentId: agent.id,
         approvedScope: payload.scopes,
       constraints, certJson: canonicalize(cert), certSha256, status: 'approved', issuedAt: now, expiresAt,
-        revokedAt: null, revokeReason: null,
+        revokedAt: null, revokeReason: null, parentCertId: null, depth: 0, maxDelegationDepth: right,
     };
     const ok = await ctx.store.delegations.approveRequest(req.id, record, buildEvent(ctx, {
       type: 'delegation.approved', accountId, platformId: conn.platformId, connectionId: conn.id, now,
@@ -278,6 +290,7 @@ export async function registerDelegationRoutes(app: FastifyInstance, ctx: Servic
       approved_scope: payload.scopes, cert_id: certId, expires_at: iso(expiresAt), issued_at: payload.issued_at,
         status: 'approved',
       request_id: req.id, agent_id: agent.id, connection_id: conn.id, constraints, cert_sha256: certSha256,
+      max_delegation_depth: right,
     };
   });
 
@@ -302,19 +315,7 @@ export async function registerDelegationRoutes(app: FastifyInstance, ctx: Servic
     const accountId = request.session!.accountId;
     const cert = await ownedCertificate(ctx, accountId, (request.params as { cert_id: string }).cert_id);
     const reason = requireText((request.body as { reason: string }).reason, 'body.reason', TEXT_RULES.reason);
-    if (cert.status === 'revoked') return {
-      cert_id: cert.id, status: 'revoked', already_revoked: true, revoked_at: iso(cert.revokedAt) };
-    const conn = await ctx.store.platforms.getConnection(cert.connectionId);
-    const now = ctx.clock();
-    const changed = await ctx.store.delegations.revokeCertificate(cert.id, reason, now, buildEvent(ctx, {
-      type: 'delegation.revoked', accountId, platformId: conn!.platformId, connectionId: cert.connectionId, now,
-      fields: { cert_id: cert.id, agent_id: cert.agentId, connection_id: cert.connectionId, org_id: accountId, reason },
-    }));
-    // Same process, before the call returns: later verifies see the revocation even on a cache hit.
-    ctx.caches.markRevoked(cert.id);
-    ctx.nudgeWebhooks();
-    return { cert_id: cert.id, status: 'revoked', already_revoked: !changed, revoked_at: iso(
-      changed ? now : cert.revokedAt) };
+    return revokeWithDescendants(ctx, cert, reason);
   });
 
   mount(app, DELEGATIONS_ROUTES.listDelegationRequests, async (request) => {

@@ -54,6 +54,7 @@ export interface CertRow {
   id: string; request_id: string; account_id: string; connection_id: string; agent_id: string; approved_scope: string;
   constraints: string | null; cert_json: string; cert_sha256: string; status: CertificateRecord['status'];
   issued_at: number; expires_at: number | null; revoked_at: number | null; revoke_reason: string | null;
+  parent_cert_id: string | null; depth: number; max_delegation_depth: number;
 }
 /** A `challenges` row. */
 export interface ChallengeRow {
@@ -136,6 +137,7 @@ export const certFromRow = (r: CertRow): CertificateRecord => ({
   approvedScope: JSON.parse(r.approved_scope) as string[], constraints: r.constraints === null ? null : JSON.parse(r.constraints),
   certJson: r.cert_json, certSha256: r.cert_sha256, status: r.status, issuedAt: r.issued_at, expiresAt: r.expires_at,
   revokedAt: r.revoked_at, revokeReason: r.revoke_reason,
+  parentCertId: r.parent_cert_id, depth: Number(r.depth), maxDelegationDepth: Number(r.max_delegation_depth),
 });
 /** Maps a `challenges` row. */
 export const challengeFromRow = (r: ChallengeRow): ChallengeRecord => ({

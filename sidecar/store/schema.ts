@@ -123,3 +123,18 @@ CREATE UNIQUE INDEX publisher_domains_verified ON publisher_domains (domain)
 CREATE INDEX publisher_domains_checked ON publisher_domains (checked_at);
 `,
 };
+
+/**
+ * Sub-delegation chains (SQLite version 9, PostgreSQL 7; issue 33, docs/certificates.md): a
+ * certificate's parent (NULL: the account holder signed it), its depth in the chain (0 there)
+ * and the right to delegate it grants (0: none); the index serves the cascade revocation.
+ */
+export const SUB_DELEGATION_CHAINS: SharedMigration = {
+  name: 'sub-delegation chains',
+  sql: `
+ALTER TABLE certificates ADD COLUMN parent_cert_id TEXT;
+ALTER TABLE certificates ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE certificates ADD COLUMN max_delegation_depth INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX certificates_parent ON certificates (parent_cert_id, status);
+`,
+};

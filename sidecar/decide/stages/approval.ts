@@ -1,5 +1,5 @@
 /**
- * Stage 11, approval: step-up approval of single actions (issue 23,
+ * Stage 13, approval: step-up approval of single actions (issue 23,
  * docs/api.md "Approvals"). For an allow whose scope (and amount) the
  * certificate's `require_approval` rule names, the approval of this exact
  * operation (its fingerprint: certificate, scope, context, bound operation)

@@ -1,5 +1,5 @@
 /**
- * Stage 9, binding: an operation-bound proof (docs/proofs.md) allows only the
+ * Stage 10, binding: an operation-bound proof (docs/proofs.md) allows only the
  * operation it was bound to. For an allow, a bound operation that differs from
  * the request verified (its scope, method, path, tool or body hash; a member
  * the context lacks counts as different) is deny `operation_mismatch`, the

@@ -5,56 +5,31 @@
  * `invalid_proof`), verify under its issuer's root key (400
  * `invalid_signature`), and delegate to an agent of the verifying connection:
  * a certificate another account issued to its own agent authorizes nothing
- * here (400 `invalid_proof`). Each of these is billed. A store failure while
+ * here (400 `invalid_proof`). A sub-delegated certificate is loaded with its
+ * chain, every link verified (`decide/chain.ts`); a link that does not is 400
+ * `invalid_signature` naming it (`link: {depth, cert_id}`, `fault`). Each of these is billed. A store failure while
  * loading it is `store_unavailable`.
  */
-import { canonicalize } from '../../../src/canonical.js';
-import { verifyCertificate } from '../../../src/certificate.js';
 import type { DelegationCertificate } from '../../../src/certificate.js';
-import { createVerifier, publicKeyFromJson } from '../../../src/crypto/hybrid.js';
-import type { HybridPublicKeyJson, HybridVerifier } from '../../../src/crypto/hybrid.js';
 import { ServiceError } from '../../../src/errors.js';
+import { loadVerifiedChain, verifierFor } from '../chain.js';
+import type { ChainLoad } from '../chain.js';
 import type { ServiceContext } from '../../context.js';
 import { need, read } from '../stage.js';
 import type { Stage } from '../stage.js';
 
-/** A prepared verifier for a public key JSON (imported KeyObjects cached). */
-export function verifierFor(ctx: ServiceContext, key: HybridPublicKeyJson | string): HybridVerifier | null {
-  const text = typeof key === 'string' ? key : canonicalize(key);
-  let v = ctx.caches.verifiers.get(text);
-  if (!v) {
-    const pk = publicKeyFromJson(typeof key === 'string' ? JSON.parse(key) : key);
-    if (!pk) return null;
-    v = createVerifier(pk);
-    ctx.caches.verifiers.set(text, v);
-  }
-  return v;
-}
+/** Re-exported for callers that prepared root verifiers here before chains. */
+export { verifierFor };
 
 /**
- * The verified certificate a proof refers to. A cache hit (by SHA-256)
- * skips the store and the root signature check; a miss loads the
- * certificate, checks it matches the proof's id, hash and agent, and
- * verifies it with the issuer's root key.
+ * The verified certificate a proof refers to, with its chain (leaf first; one link for a
+ * certificate the account holder signed): `decide/chain.ts`. The certificate must match the
+ * proof's id, hash and agent (`invalid_proof`), and every link must verify (`invalid_signature`).
  */
 export async function loadVerifiedCertificate(ctx: ServiceContext, certId: string, certSha256: string, agentId: string):
-  Promise<{ value: DelegationCertificate } | { error: 'invalid_proof' | 'invalid_signature' }> {
-  const hit = ctx.caches.certs.get(certSha256);
-  ctx.metrics.cache.inc({ cache: 'certificate', result: hit ? 'hit' : 'miss' });
-  if (hit) {
-    if (hit.payload.cert_id !== certId || hit.payload.subject.agent_id !== agentId) return { error: 'invalid_proof' };
-    return { value: hit };
-  }
-  const rec = await ctx.store.delegations.getCertificate(certId);
-  if (!rec || rec.certSha256 !== certSha256 || rec.agentId !== agentId) return { error: 'invalid_proof' };
-  ctx.caches.noteStatus(rec.id, rec.status);
-  const account = await ctx.store.accounts.getAccount(rec.accountId);
-  const root = account?.rootPublicKey ? verifierFor(ctx, account.rootPublicKey) : null;
-  if (!root) return { error: 'invalid_signature' };
-  const check = verifyCertificate(JSON.parse(rec.certJson), root);
-  if (!check.ok) return { error: 'invalid_signature' };
-  ctx.caches.certs.set(certSha256, check.cert);
-  return { value: check.cert };
+  Promise<{ value: DelegationCertificate; chain: DelegationCertificate[] } | Exclude<ChainLoad, { chain: unknown }>> {
+  const r = await loadVerifiedChain(ctx, certId, certSha256, agentId);
+  return 'error' in r ? r : { value: r.chain[0]!, chain: r.chain };
 }
 
 /** The certificate stage. */
@@ -64,10 +39,14 @@ export const certificate: Stage = {
     const auth = need(call.auth, 'auth');
     const p = need(call.proof, 'proof').payload;
     const cert = await read(() => loadVerifiedCertificate(ctx, p.cert_id, p.cert_sha256, p.agent_id));
-    if ('error' in cert) throw new ServiceError(cert.error);
+    if ('error' in cert) {
+      throw new ServiceError(cert.error, undefined, cert.link ? { link: cert.link, ...(cert.fault ? {
+        fault: cert.fault } : {}) } : undefined);
+    }
     if (cert.value.payload.connection_id !== auth.connectionId) {
       throw new ServiceError('invalid_proof', 'The certificate was not issued for this connection.');
     }
     call.cert = cert.value;
+    call.chain = cert.chain;
   },
 };

@@ -1,5 +1,5 @@
 /**
- * Stage 9, commit: one store transaction consumes the challenge, debits the
+ * Stage 14, commit: one store transaction consumes the challenge, debits the
  * call (`billing.ts`'s price), counts it and appends the audit row; no
  * decision leaves before it. The transaction re-reads the certificate's
  * status for an allow: revoked since the delegation stage, it becomes deny
@@ -25,6 +25,12 @@ function ledgerAnswer(ledger: NonNullable<VerifyCall['ledger']>): VerifyIdempote
   if ('claimId' in ledger) return { status: 'claimed', claim_id: ledger.claimId };
   const r = ledger.replay;
   return { status: 'replay', response: { status: r.status, headers: r.headers, body: r.body, body_omitted: r.bodyOmitted } };
+}
+
+/** The failing link a deny under a chain names (stages/chain.ts, limits.ts), as an answer member. */
+export function linkOf(d: Decision): { link?: { depth: number; cert_id: string } } {
+  const link = d.decision === 'deny' ? d.details?.link as { depth: number; cert_id: string } | undefined : undefined;
+  return link === undefined ? {} : { link };
 }
 
 /** The commit stage. */
@@ -77,7 +83,8 @@ export const commit: Stage = {
       call.decision = decision;
       call.response = {
         decision: decision.decision, decision_reason: decision.reason, agent_id: p.agent_id, cert_id: p.cert_id,
-        scope: request.required_scope, ...(decision.constraint ? { constraint: decision.constraint } : {}), audit_event_id: audit.id,
+        scope: request.required_scope, ...(decision.constraint ? { constraint: decision.constraint } : {}),
+        ...linkOf(decision), audit_event_id: audit.id,
         decision_id: call.decisionId, ...(decision.approvalId ? { approval_id: decision.approvalId } : {}),
         ...(decision.decision === 'allow' && call.ledger ? { idempotency: ledgerAnswer(call.ledger) } : {}),
       };

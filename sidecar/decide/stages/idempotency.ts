@@ -1,5 +1,5 @@
 /**
- * Stage 10, idempotency (docs/gateway.md#idempotency): for an allow of a request that carries an
+ * Stage 11, idempotency (docs/gateway.md#idempotency): for an allow of a request that carries an
  * idempotency block, the ledger (`store.idempotency`) is asked about its key, per connection and
  * agent. The key was free: this call claims it for the block's lease (the gateway forwards and
  * records the answer under the claim's id). A recorded answer of the same request: the call is a

@@ -10,6 +10,7 @@ import type { VerifyResponse } from '../../../src/protocol.js';
 import type { AuditEventRecord } from '../../store/types.js';
 import { StoreFault, need } from '../stage.js';
 import type { Stage, VerifyCall } from '../stage.js';
+import { linkOf } from './commit.js';
 
 /** The answer of a grant check's decision. */
 function answerOf(call: VerifyCall): VerifyResponse {
@@ -19,7 +20,7 @@ function answerOf(call: VerifyCall): VerifyResponse {
   return {
     decision: decision.decision, decision_reason: decision.reason, agent_id: need(call.subject, 'subject'),
     ...(certId !== undefined ? { cert_id: certId } : {}), scope: request.required_scope,
-    ...(decision.constraint ? { constraint: decision.constraint } : {}),
+    ...(decision.constraint ? { constraint: decision.constraint } : {}), ...linkOf(decision),
     decision_id: call.decisionId, ...(decision.approvalId ? { approval_id: decision.approvalId } : {}),
   };
 }

@@ -43,5 +43,6 @@ export const subject: Stage = {
     // The stored certificate does not verify: nothing it says is trusted (fails closed).
     if ('error' in cert) throw new Error(`certificate ${rec.id} of agent ${agentId} does not verify`);
     call.cert = cert.value;
+    call.chain = cert.chain;
   },
 };

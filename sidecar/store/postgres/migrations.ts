@@ -31,7 +31,8 @@
  */
 import { NOTIFY_CHANNEL } from './changes-protocol.js';
 import {
-  DECISION_EXPLANATIONS, IDEMPOTENCY_LEDGER, ORGANISATIONS, PUBLISHER_DOMAINS, migrationFor,
+  DECISION_EXPLANATIONS, IDEMPOTENCY_LEDGER, ORGANISATIONS, PUBLISHER_DOMAINS, SUB_DELEGATION_CHAINS,
+  migrationFor,
 } from '../schema.js';
 
 /** One migration. */
@@ -314,4 +315,5 @@ END $$;
   { version: 4, ...migrationFor(IDEMPOTENCY_LEDGER, 'pg') },
   { version: 5, ...migrationFor(ORGANISATIONS, 'pg') },
   { version: 6, ...migrationFor(PUBLISHER_DOMAINS, 'pg') },
+  { version: 7, ...migrationFor(SUB_DELEGATION_CHAINS, 'pg') },
 ];

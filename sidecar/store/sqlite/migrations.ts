@@ -8,7 +8,8 @@
 import { AUDIT_CHAIN_SQL, chainExistingRows } from './migration-audit.js';
 import type { MigrationDb } from './migration-audit.js';
 import {
-  DECISION_EXPLANATIONS, IDEMPOTENCY_LEDGER, ORGANISATIONS, PUBLISHER_DOMAINS, migrationFor,
+  DECISION_EXPLANATIONS, IDEMPOTENCY_LEDGER, ORGANISATIONS, PUBLISHER_DOMAINS, SUB_DELEGATION_CHAINS,
+  migrationFor,
 } from '../schema.js';
 
 export type { MigrationDb } from './migration-audit.js';
@@ -274,4 +275,5 @@ CREATE TABLE usage_counters (
   { version: 6, ...migrationFor(IDEMPOTENCY_LEDGER, 'sqlite') },
   { version: 7, ...migrationFor(ORGANISATIONS, 'sqlite') },
   { version: 8, ...migrationFor(PUBLISHER_DOMAINS, 'sqlite') },
+  { version: 9, ...migrationFor(SUB_DELEGATION_CHAINS, 'sqlite') },
 ];

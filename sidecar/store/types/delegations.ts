@@ -33,7 +33,16 @@ export interface CertificateRecord {
   expiresAt: number | null;
   revokedAt: number | null;
   revokeReason: string | null;
+  /** The parent certificate of a sub-delegated one (null: signed by the account holder). */
+  parentCertId: string | null;
+  /** Depth in its chain: 0 for a certificate the account holder signed. */
+  depth: number;
+  /** The right to delegate further: levels a chain may go below it (0: none). */
+  maxDelegationDepth: number;
 }
+
+/** A certificate a chain revocation revoked ({@link DelegationStore.revokeTree}). */
+export type RevokedCertificate = Pick<CertificateRecord, 'id' | 'agentId' | 'connectionId' | 'depth'>;
 
 /** The columns of a certificate that present reads ({@link DelegationStore.activeCertificateForAgent}). */
 export type ActiveCertificate = Pick<CertificateRecord, 'id' | 'agentId' | 'certSha256' | 'status' | 'expiresAt'>;
@@ -55,6 +64,24 @@ export interface DelegationStore {
   activeCertificateForAgent(agentId: string): Promise<ActiveCertificate | undefined>;
   /** Revokes; returns false when it was already revoked. */
   revokeCertificate(id: string, reason: string, now: number, event: OutboxEventInput | null): Promise<boolean>;
+  /**
+   * Issues a sub-delegated certificate (`cert.parentCertId` set) with its delegation request
+   * (recorded `approved`) and event, in one transaction that first locks the parent: false
+   * (nothing written) when the parent is no longer `approved`. A concurrent {@link revokeTree}
+   * of an ancestor either waits for it and revokes the new certificate too, or is seen by it.
+   */
+  issueSubDelegation(request: DelegationRequestRecord, cert: CertificateRecord,
+    event: OutboxEventInput | null): Promise<boolean>;
+  /**
+   * Revokes a certificate and every `approved` descendant (its sub-delegations, theirs, …) in one
+   * transaction, with one event each (`eventFor`; the named certificate gets `reason`, a
+   * descendant `ancestor_revoked`). Returns what it revoked, the named certificate first; a
+   * certificate revoked already is not revoked again (no event), but its approved descendants are.
+   */
+  revokeTree(id: string, reason: string, now: number,
+    eventFor: (c: RevokedCertificate, reason: string) => OutboxEventInput | null): Promise<RevokedCertificate[]>;
+  /** The certificates whose parent is `id` (any status), oldest first. */
+  childCertificates(id: string): Promise<CertificateRecord[]>;
   /** Ids of all revoked certificates (warms the revocation cache at startup). */
   revokedCertificateIds(): Promise<string[]>;
 }

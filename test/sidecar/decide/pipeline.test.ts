@@ -60,7 +60,7 @@ async function indeterminateCount(reason: string): Promise<number> {
 
 t.test('the stages, in order', async (t) => {
   t.same(VERIFY_STAGES.map((s) => s.name),
-    ['authenticate', 'meter', 'parse', 'challenge', 'freshness', 'certificate', 'signature', 'delegation', 'binding',
+    ['authenticate', 'meter', 'parse', 'challenge', 'freshness', 'certificate', 'signature', 'delegation', 'chain', 'binding',
       'idempotency', 'limits', 'approval', 'commit']);
   t.ok(Object.isFrozen(VERIFY_STAGES), 'the list cannot be changed at run time');
   t.equal(new Set(VERIFY_STAGES.map((s) => s.name)).size, VERIFY_STAGES.length, 'names are unique');

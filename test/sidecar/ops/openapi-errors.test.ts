@@ -74,6 +74,8 @@ t.test('every documented operation answers bad requests with documented errors',
       workspace_id: '00000000-0000-4000-8000-000000000001', role: 'member', domain: 'probe.example.org',
       allowed_scopes: ['data:read'], scopes: ['data:read'], agent_id: f.agentId,
       response: { status: 200, headers: [['content-type', 'application/json']], body: 'e30=', body_omitted: false },
+      // Sub-delegation: to the agent itself (documented 400 invalid_request).
+      to_agent_id: f.agentId,
     },
     bodyLimit: sc.config.bodyLimitBytes,
   };

@@ -76,6 +76,7 @@ export function cert(r: DelegationRequestRecord, issuedAt = NOW + 1): Certificat
     id: `cert-${randomUUID()}`, requestId: r.id, accountId: r.accountId, connectionId: r.connectionId, agentId: r.agentId,
     approvedScope: ['data:read'], constraints: { max_calls: 3, nested: { a: [1, 'x'] } }, certJson: '{"cert":true}',
     certSha256: randomUUID().replace(/-/g, ''), status: 'approved', issuedAt, expiresAt: null, revokedAt: null, revokeReason: null,
+    parentCertId: null, depth: 0, maxDelegationDepth: 0,
   };
 }
 

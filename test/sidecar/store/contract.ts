@@ -20,6 +20,7 @@ import type { Store } from '../../../sidecar/store/types.js';
 import { accountsContract } from './contract-accounts.js';
 import { platformsContract } from './contract-platforms.js';
 import { delegationsContract } from './contract-delegations.js';
+import { chainsContract } from './contract-chains.js';
 import { proofsContract } from './contract-proofs.js';
 import { outboxContract } from './contract-outbox.js';
 import { limitsContract } from './contract-limits.js';
@@ -44,6 +45,7 @@ export async function runStoreContract(t: Test, name: string, open: OpenStore): 
     ['rate limits, key check, pool', limitsContract],
     ['platforms, connections, keys and agents', platformsContract],
     ['delegation requests and certificates', delegationsContract],
+    ['sub-delegation chains', chainsContract],
     ['challenges, decisions and audit', proofsContract],
     ['webhook outbox', outboxContract],
     ['approvals and usage counters', approvalsContract],
