@@ -6,7 +6,7 @@
  * real bundles from present, real SQLite files. This process is the load
  * generator (undici keep-alive pools); the servers are separate processes.
  *
- *   npm run bench                       full run (native + noble; ≤ 8 min)
+ *   npm run bench                       full run (native + noble; ≤ 11 min)
  *   npm run bench -- --smoke            tiny run for CI (noble; ≤ 15 s)
  *   npm run bench -- --only=verify,gateway --backends=native
  *   npm run bench -- --only=postgres      PostgreSQL vs SQLite, one vs two sidecars, revocation propagation
