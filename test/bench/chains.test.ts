@@ -54,4 +54,5 @@ t.test('the chains part in the plan', async (t) => {
   t.ok(parsePlan(['--smoke']).sections.has('chains'), 'in the smoke run');
   t.same(parsePlan(['--scale=0.2']).chains.depths, [1, 3, 8], 'the depths are never scaled');
   t.ok(parsePlan(['--smoke']).chains.c1Seconds <= 0.2, 'tiny in the smoke run');
+  t.same(parsePlan(['--smoke']).chains.depths, [8], 'the smoke run builds only the deepest chain');
 });
