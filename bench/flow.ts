@@ -105,8 +105,11 @@ export interface Setup {
   scope: string;
 }
 
-/** Runs the flow from login to an approved delegation of `data:read`. */
-export async function setUp(base: string, mail: MailSink, email: string): Promise<Setup> {
+/**
+ * Runs the flow from login to an approved delegation of `data:read`; `maxDepth` grants the agent
+ * the right to sub-delegate that many levels (`max_delegation_depth`, docs/certificates.md).
+ */
+export async function setUp(base: string, mail: MailSink, email: string, maxDepth?: number): Promise<Setup> {
   const user = await login(base, mail, email);
   must(await user.req('POST', '/v1/auth/onboarding/profile', { first_name: 'Bench', last_name: 'Mark' }), 'profile');
   must(await user.req('POST', '/v1/auth/onboarding/account-type', { account_type: 'individual' }), 'account-type');
@@ -116,7 +119,9 @@ export async function setUp(base: string, mail: MailSink, email: string): Promis
   const platform = new Client(base, reg.api_key);
   const agent = must(await platform.req('POST', `/v1/service/connections/${reg.connection_id}/agents`, { name: 'bench-agent', agent_type: 'api_agent' }), 'agent').body;
   const sr = must(await user.req('POST', '/v1/service/delegations/self-request', { connection_id: reg.connection_id }), 'self-request').body;
-  const ap = must(await user.req('POST', `/v1/service/delegations/requests/${sr.request_id}/approve`, { approved_scope: ['data:read'] }), 'approve').body;
+  const ap = must(await user.req('POST', `/v1/service/delegations/requests/${sr.request_id}/approve`, {
+    approved_scope: ['data:read'], ...(maxDepth ? { max_delegation_depth: maxDepth } : {}),
+  }), 'approve').body;
   return {
     email, user, apiKey: reg.api_key, connectionId: reg.connection_id, platformId: reg.platform_id, agentId: agent.agent_id, certId: ap.cert_id, scope: 'data:read',
   };

@@ -1,12 +1,12 @@
 /**
  * Command line and run plan of the benchmark: which parts, which backends,
  * and how long each measured step may run (every step is bounded in count
- * and time; the full run is sized for ≤ 8 minutes, `--smoke` for ≤ 15 s).
+ * and time; the full run is sized for ≤ 11 minutes on 2 shared cores, `--smoke` for ≤ 15 s).
  */
 
 /** Parts that `--only=` selects. */
 export const SECTIONS = [
-  'crypto', 'present', 'verify', 'audit', 'gateway', 'authzen', 'scaling', 'webhooks', 'postgres',
+  'crypto', 'present', 'verify', 'audit', 'gateway', 'authzen', 'chains', 'scaling', 'webhooks', 'postgres',
 ] as const;
 /** One part of the benchmark. */
 export type Section = typeof SECTIONS[number];
@@ -46,6 +46,12 @@ export interface Plan {
   authzen: {
     warmup: number; seconds: number; rounds: number; verifies: number; concurrency: number; batchSizes: number[];
   };
+  /**
+   * The chain step (chains.ts): leaves at `depths` (links below the root) and the root itself, `warmup`
+   * verifies each, then `rounds` interleaved rounds of verify at c=1 (`c1Seconds` in all per depth) and at
+   * `concurrency` (`seconds` in all per depth).
+   */
+  chains: { depths: number[]; warmup: number; rounds: number; c1Seconds: number; seconds: number; concurrency: number };
   profileSeconds: number;
   /** Budget for making bundles ahead of one step (s): bounds the counts where signing is slow (noble). */
   genSeconds: number;
@@ -100,6 +106,8 @@ export function parsePlan(argv: readonly string[]): Plan {
       postgres: { bundles: 24, concurrency: 8, seconds: 0.5, revocations: 5 },
       // No interleaved verify (its bundles cost a second on a busy machine), batches at c=2: about 1 s.
       authzen: { warmup: 5, seconds: 0.1, rounds: 1, verifies: 0, concurrency: 2, batchSizes: [1, 10, 100] },
+      // Only the deepest chain beside the root: its bundles cost seconds on a busy machine.
+      chains: { depths: [8], warmup: 1, rounds: 1, c1Seconds: 0.1, seconds: 0.1, concurrency: 4 },
       profileSeconds: 1,
       genSeconds: 2,
       maxSeconds: 55,
@@ -126,9 +134,12 @@ export function parsePlan(argv: readonly string[]): Plan {
       warmup: k(300), seconds: t(2), rounds: Math.max(2, Math.round(3 * scale)), verifies: k(1_200),
       concurrency: 4, batchSizes: [1, 10, 100],
     },
+    chains: {
+      depths: [1, 3, 8], warmup: 8, rounds: Math.max(2, Math.round(3 * scale)), c1Seconds: t(2), seconds: t(2), concurrency: 16,
+    },
     profileSeconds: t(3),
     genSeconds: t(25),
-    maxSeconds: 12 * 60,
+    maxSeconds: 14 * 60,
     maxBundles: 40_000,
   };
 }

@@ -12,6 +12,8 @@ import { AGENT_ROWS, AGENT_SECTION } from './agents-report.js';
 import type { AgentResults } from './agents-report.js';
 import { AUTHZEN_ROWS, authzenSection } from './authzen-report.js';
 import type { AuthzenResults } from './authzen-report.js';
+import { CHAIN_ROWS, chainsSection } from './chains-report.js';
+import type { ChainResults } from './chains-report.js';
 
 /**
  * The gateway comparison's variants. References, not targets: `stub` is the agent-authz gateway in front of
@@ -54,6 +56,8 @@ export interface BackendResults {
   agents?: AgentResults;
   /** The AuthZEN grant checks (bench/authzen.ts): evaluation at c=1 and batches of 1, 10 and 100. */
   authzen?: AuthzenResults;
+  /** Verify under sub-delegation chains of depth 1, 3 and 8 against the root's (bench/chains.ts). */
+  chains?: ChainResults;
   profiles?: {
     verify?: ProfileSummary; present?: ProfileSummary; gateway?: ProfileSummary;
     /** Flame graphs written in this run (paths from the repository root). */
@@ -269,6 +273,10 @@ export function renderTable(res: Results): string {
   if (Object.values(res.backends).some((b) => b?.authzen)) {
     section(authzenSection(Object.values(res.backends).find((b) => b?.authzen)?.authzen?.concurrency));
     for (const [label, f] of AUTHZEN_ROWS) per(label, f);
+  }
+  if (Object.values(res.backends).some((b) => b?.chains)) {
+    section(chainsSection(Object.values(res.backends).find((b) => b?.chains)?.chains?.concurrency));
+    for (const [label, f] of CHAIN_ROWS) per(label, (b) => f(b.chains));
   }
   const s = res.scaling;
   if (s) {

@@ -6,11 +6,12 @@
  * real bundles from present, real SQLite files. This process is the load
  * generator (undici keep-alive pools); the servers are separate processes.
  *
- *   npm run bench                       full run (native + noble; ≤ 8 min)
+ *   npm run bench                       full run (native + noble; ≤ 11 min)
  *   npm run bench -- --smoke            tiny run for CI (noble; ≤ 15 s)
  *   npm run bench -- --only=verify,gateway --backends=native
  *   npm run bench -- --only=postgres      PostgreSQL vs SQLite, one vs two sidecars, revocation propagation
  *   npm run bench -- --only=verify,authzen  AuthZEN evaluation latency and batch throughput beside verify
+ *   npm run bench -- --only=chains        verify under sub-delegation chains of depth 1, 3, 8 ÷ depth 0
  *   npm run bench -- --profile          also profile the sidecar and gateway (--cpu-prof)
  *
  * Prints one table (stdout; progress goes to stderr), writes
@@ -35,6 +36,7 @@ import { agentComparison, startAgentProcs } from './agents.js';
 import { cryptoCeiling, presentAndVerify, profileSidecar } from './verify.js';
 import { synchronousRatio } from './durability.js';
 import { authzenStep } from './authzen.js';
+import { chainsStep } from './chains.js';
 import { measureAudit, prepareAudit } from './audit.js';
 import type { AuditPrepared } from './audit.js';
 import { snapshotBase, storeSections } from './store.js';
@@ -107,11 +109,11 @@ async function main(): Promise<number> {
   let pgP = plan.smoke && plan.sections.has('postgres') ? postgresSection(run, backends[0]!) : undefined;
   pgP?.catch(() => undefined);
   try {
-    const perBackend = ['crypto', 'present', 'verify', 'audit', 'gateway', 'authzen'].some((x) => plan.sections.has(x as never));
+    const perBackend = ['crypto', 'present', 'verify', 'audit', 'gateway', 'authzen', 'chains'].some((x) => plan.sections.has(x as never));
     for (const backend of perBackend ? backends : []) {
       const br: BackendResults = {};
       run.results.backends[backend] = br;
-      const needSidecar = ['present', 'verify', 'audit', 'gateway', 'authzen'].some((x) => plan.sections.has(x as never));
+      const needSidecar = ['present', 'verify', 'audit', 'gateway', 'authzen', 'chains'].some((x) => plan.sections.has(x as never));
       // Smoke runs start the sidecar while the ceiling loop runs; measured runs keep the ceiling quiet.
       let scP = needSidecar && plan.smoke ? startSidecar(run, backend, freshDir(run, `${backend}-main`)) : undefined;
       scP?.catch(() => undefined);
@@ -172,6 +174,8 @@ async function main(): Promise<number> {
           }
           // Last measured step on this sidecar (only the profiles come after): its grant checks add audit rows.
           if (plan.sections.has('authzen')) await authzenStep(run, backend, sc, s, br);
+          // Verify under sub-delegation chains of depth 1, 3 and 8 beside the root (its own account holder).
+          if (plan.sections.has('chains')) await chainsStep(run, backend, sc, br);
         } finally {
           if (gwProcs) await Promise.all((await gwProcs.catch(() => ({ children: [] as Child[] }))).children.map((c) => c.stop(5000)));
           if (agentProcs) await Promise.all((await agentProcs.catch(() => ({ children: [] as Child[] }))).children.map((c) => c.stop(5000)));

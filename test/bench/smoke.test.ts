@@ -2,7 +2,8 @@
  * The benchmark's smoke run (`npm run bench -- --smoke`) as a child process:
  * it must finish within 60 s, exit 0 and print the results table. The
  * benchmark itself is not part of the test suite; this only checks that it
- * still runs end to end (sidecar, gateway, baselines, seeding, webhooks, AuthZEN).
+ * still runs end to end (sidecar, gateway, baselines, seeding, webhooks, AuthZEN,
+ * sub-delegation chains).
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -43,7 +44,7 @@ t.test('npm run bench -- --smoke exits 0 and prints the table', async (t) => {
   t.match(stdout, /^\| Figure +\| native +\| noble +\| Target +\| Status +\|$/m, 'prints the table header');
   for (const row of ['Hybrid verify per second', 'Verify c=1', 'Verify c=64', 'Verify c=64, audit chain + export on ÷ both off', 'Present c=16', 'Server CPU per verify',
     'agent-authz gateway + sidecar', 'Gateway ÷ plain proxy', 'Verify p50 at 10^4 audit rows', 'Audit read', 'Outbox drain',
-    'AuthZEN evaluation c=1', 'AuthZEN evaluations, batch of 100']) {
+    'AuthZEN evaluation c=1', 'AuthZEN evaluations, batch of 100', 'Chain depth 0', 'Chain depth 8']) {
     t.match(stdout, new RegExp(`^\\| ${row.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`, 'm'), `table has "${row}"`);
   }
   t.notMatch(stdout, /NaN/, 'no NaN in the table');
