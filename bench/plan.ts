@@ -88,7 +88,7 @@ export function parsePlan(argv: readonly string[]): Plan {
     else throw new TypeError(`unknown argument ${JSON.stringify(a)}; ${USAGE}`);
   }
   // A smoke run leaves the PostgreSQL step out unless asked for (--smoke --only=postgres): its
-  // three extra sidecars and a database server do not fit the smoke run's 55 s on two busy cores.
+  // three extra sidecars and a database server do not belong in a smoke run on two busy cores.
   const sections = new Set<Section>(only ?? (smoke ? SECTIONS.filter((x) => x !== 'postgres') : SECTIONS));
   if (smoke) {
     return {
@@ -110,7 +110,9 @@ export function parsePlan(argv: readonly string[]): Plan {
       chains: { depths: [8], warmup: 1, rounds: 1, c1Seconds: 0.1, seconds: 0.1, concurrency: 4 },
       profileSeconds: 1,
       genSeconds: 2,
-      maxSeconds: 55,
+      // The smoke run checks that everything runs, not how fast: ~15 s quiet, minutes on a box that
+      // a CI run and other work share; the watchdog only stops a hung run.
+      maxSeconds: 150,
       maxBundles: 24,
     };
   }

@@ -10,7 +10,7 @@ import path from 'node:path';
 import t from 'tap';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
-const TIMEOUT_MS = 60_000;
+const TIMEOUT_MS = 170_000;
 
 t.setTimeout(TIMEOUT_MS + 20_000);
 
