@@ -21,6 +21,7 @@ import { PlatformPage } from './pages/platform.js';
 import { AgentsPage } from './pages/agents.js';
 import { RequestsPage, RequestPage } from './pages/requests.js';
 import { CertificatesPage } from './pages/certificates.js';
+import { CertificatePage } from './pages/certificate.js';
 import { ApprovalsPage } from './pages/approvals.js';
 import { AuditPage } from './pages/audit.js';
 import { UsagePage } from './pages/usage.js';
@@ -53,6 +54,7 @@ const NAV: NavItem[] = [
 
 function pageFor(route: Route): { page: ComponentType<{ route: Route }>; nav: string | null } {
   if (/^\/requests\/[^/]+$/.test(route.path)) return { page: RequestPage, nav: '/requests' };
+  if (/^\/certificates\/[^/]+$/.test(route.path)) return { page: CertificatePage, nav: '/certificates' };
   const item = NAV.find((n) => n.match(route.path));
   return item ? { page: item.page, nav: item.href } : { page: NotFound, nav: null };
 }
