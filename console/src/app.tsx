@@ -26,9 +26,15 @@ import { ApprovalsPage } from './pages/approvals.js';
 import { AuditPage } from './pages/audit.js';
 import { UsagePage } from './pages/usage.js';
 import { WebhooksPage } from './pages/webhooks.js';
+import { MembersPage } from './pages/members.js';
+import { WorkspaceSwitcher } from './ui/workspace.js';
 
 /** What every page can reach: the session and how to re-read it. */
-export interface AppState { session: Session; reloadSession: () => Promise<Session | null> }
+export interface AppState {
+  session: Session; reloadSession: () => Promise<Session | null>;
+  /** The person's workspaces may have changed (an invitation accepted): the switcher reads them again. */
+  workspacesChanged: () => void;
+}
 /** The app state context (set inside the layout, for signed-in pages). */
 export const AppContext = createContext<AppState | null>(null);
 /** The app state; only under a signed-in page. */
@@ -50,6 +56,7 @@ const NAV: NavItem[] = [
   { href: '/audit', label: 'Audit', match: (p) => p === '/audit', page: AuditPage },
   { href: '/usage', label: 'Usage', match: (p) => p === '/usage', page: UsagePage },
   { href: '/webhooks', label: 'Webhooks', match: (p) => p === '/webhooks', page: WebhooksPage },
+  { href: '/members', label: 'Members', match: (p) => p === '/members', page: MembersPage },
 ];
 
 function pageFor(route: Route): { page: ComponentType<{ route: Route }>; nav: string | null } {
@@ -82,6 +89,7 @@ export function App(): JSX.Element {
   const [session, setSession] = useState<Session | null | undefined>(undefined);
   const [notice, setNotice] = useState<string | null>(null);
   const [fatal, setFatal] = useState<unknown>(null);
+  const [workspaces, setWorkspaces] = useState(0);
   const keeper = useMemo(() => new SessionKeeper((exp) => setSession((s) => (s ? { ...s, session_expires_at: exp } : s))), []);
 
   const reloadSession = async (): Promise<Session | null> => {
@@ -134,7 +142,8 @@ export function App(): JSX.Element {
       </main>
     );
   }
-  const state: AppState = { session, reloadSession };
+  const workspacesChanged = (): void => setWorkspaces((n) => n + 1);
+  const state: AppState = { session, reloadSession, workspacesChanged };
   const onboarding = session.onboarding_step !== 'complete';
   const { page: Page, nav } = onboarding ? { page: OnboardingPage, nav: null } : pageFor(route);
   return (
@@ -142,6 +151,7 @@ export function App(): JSX.Element {
       <a class="skip" href="#main">Skip to content</a>
       <header class="top">
         <span class="brand">agent-authz</span>
+        {!onboarding && <WorkspaceSwitcher session={session} version={workspaces} reload={reloadSession} />}
         <span class="who">Signed in as <strong>{session.email}</strong></span>
         <button type="button" onClick={() => { void signOut(); }}>Sign out</button>
       </header>
