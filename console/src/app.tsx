@@ -10,7 +10,8 @@ import { createContext } from 'preact';
 import { useContext, useEffect, useErrorBoundary, useMemo, useState } from 'preact/hooks';
 import { ApiError, api, onSessionExpired } from './api.js';
 import type { Session } from './session.js';
-import { SessionKeeper } from './session.js';
+import { SessionKeeper, allows } from './session.js';
+import type { Permission } from '../../src/roles.js';
 import { Link, currentTarget, navigate, safeTarget, useRoute } from './router.js';
 import type { Route } from './router.js';
 import { ErrorText } from './ui/common.js';
@@ -45,7 +46,11 @@ export function useApp(): AppState {
 }
 
 /** A page of the navigation. */
-interface NavItem { href: string; label: string; match: (path: string) => boolean; page: ComponentType<{ route: Route }> }
+interface NavItem {
+  href: string; label: string; match: (path: string) => boolean; page: ComponentType<{ route: Route }>;
+  /** Shown only when the session's role has this permission (src/roles.ts). */
+  needs?: Permission;
+}
 const NAV: NavItem[] = [
   { href: '/', label: 'Overview', match: (p) => p === '/', page: OverviewPage },
   { href: '/requests', label: 'Requests', match: (p) => p === '/requests', page: RequestsPage },
@@ -53,9 +58,9 @@ const NAV: NavItem[] = [
   { href: '/certificates', label: 'Certificates', match: (p) => p === '/certificates', page: CertificatesPage },
   { href: '/agents', label: 'Agents', match: (p) => p === '/agents', page: AgentsPage },
   { href: '/platform', label: 'Platform', match: (p) => p === '/platform', page: PlatformPage },
-  { href: '/audit', label: 'Audit', match: (p) => p === '/audit', page: AuditPage },
-  { href: '/usage', label: 'Usage', match: (p) => p === '/usage', page: UsagePage },
-  { href: '/webhooks', label: 'Webhooks', match: (p) => p === '/webhooks', page: WebhooksPage },
+  { href: '/audit', label: 'Audit', match: (p) => p === '/audit', page: AuditPage, needs: 'audit_read' },
+  { href: '/usage', label: 'Usage', match: (p) => p === '/usage', page: UsagePage, needs: 'audit_read' },
+  { href: '/webhooks', label: 'Webhooks', match: (p) => p === '/webhooks', page: WebhooksPage, needs: 'audit_read' },
   { href: '/members', label: 'Members', match: (p) => p === '/members', page: MembersPage },
 ];
 
@@ -158,7 +163,7 @@ export function App(): JSX.Element {
       {!onboarding && (
         <nav aria-label="Console">
           <ul>
-            {NAV.map((n) => (
+            {NAV.filter((n) => !n.needs || allows(session, n.needs)).map((n) => (
               <li key={n.href}><Link href={n.href} aria-current={nav === n.href ? 'page' : undefined}>{n.label}</Link></li>
             ))}
           </ul>

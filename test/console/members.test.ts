@@ -105,6 +105,9 @@ t.test('invite, accept in another browser, switch, members; change the role, rem
   t.equal(await gp.locator('#invite-email, #main select, td.actions').count(), 0,
     'an approver is offered no member controls');
   t.equal(await gp.getByRole('heading', { name: 'Pending invitations' }).count(), 0, 'nor the invitations');
+  t.same(await gp.locator('nav a').allInnerTexts(),
+    ['Overview', 'Requests', 'Approvals', 'Certificates', 'Agents', 'Platform', 'Members'],
+    'no Audit, Usage or Webhooks for a role without audit_read');
   await check(gp, 'members-approver');
 
   // The owner changes the guest's role, then removes them.
