@@ -93,6 +93,9 @@ t.test('invite, accept in another browser, switch, members; change the role, rem
   await said(gp, 'You joined Acme as approver. Switch to it with the workspace switcher at the top.');
   await gp.getByText('No invitation is waiting for you.').waitFor();
   await switchTo(gp, 'Acme');
+  await gp.getByRole('heading', { level: 2, name: 'Certificates in force' }).waitFor();
+  t.equal(await gp.locator('#main [role=alert]').count(), 0, 'the overview opens for an approver, without usage');
+  t.equal(await gp.getByRole('heading', { level: 2, name: 'Credits' }).count(), 0);
   await members(gp);
   const list = gp.getByRole('table', { name: 'Members' });
   await list.waitFor();
