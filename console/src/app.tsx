@@ -10,7 +10,8 @@ import { createContext } from 'preact';
 import { useContext, useEffect, useErrorBoundary, useMemo, useState } from 'preact/hooks';
 import { ApiError, api, onSessionExpired } from './api.js';
 import type { Session } from './session.js';
-import { SessionKeeper } from './session.js';
+import { SessionKeeper, allows } from './session.js';
+import type { Permission } from '../../src/roles.js';
 import { Link, currentTarget, navigate, safeTarget, useRoute } from './router.js';
 import type { Route } from './router.js';
 import { ErrorText } from './ui/common.js';
@@ -21,13 +22,20 @@ import { PlatformPage } from './pages/platform.js';
 import { AgentsPage } from './pages/agents.js';
 import { RequestsPage, RequestPage } from './pages/requests.js';
 import { CertificatesPage } from './pages/certificates.js';
+import { CertificatePage } from './pages/certificate.js';
 import { ApprovalsPage } from './pages/approvals.js';
 import { AuditPage } from './pages/audit.js';
 import { UsagePage } from './pages/usage.js';
 import { WebhooksPage } from './pages/webhooks.js';
+import { MembersPage } from './pages/members.js';
+import { WorkspaceSwitcher } from './ui/workspace.js';
 
 /** What every page can reach: the session and how to re-read it. */
-export interface AppState { session: Session; reloadSession: () => Promise<Session | null> }
+export interface AppState {
+  session: Session; reloadSession: () => Promise<Session | null>;
+  /** The person's workspaces may have changed (an invitation accepted): the switcher reads them again. */
+  workspacesChanged: () => void;
+}
 /** The app state context (set inside the layout, for signed-in pages). */
 export const AppContext = createContext<AppState | null>(null);
 /** The app state; only under a signed-in page. */
@@ -38,7 +46,11 @@ export function useApp(): AppState {
 }
 
 /** A page of the navigation. */
-interface NavItem { href: string; label: string; match: (path: string) => boolean; page: ComponentType<{ route: Route }> }
+interface NavItem {
+  href: string; label: string; match: (path: string) => boolean; page: ComponentType<{ route: Route }>;
+  /** Shown only when the session's role has this permission (src/roles.ts). */
+  needs?: Permission;
+}
 const NAV: NavItem[] = [
   { href: '/', label: 'Overview', match: (p) => p === '/', page: OverviewPage },
   { href: '/requests', label: 'Requests', match: (p) => p === '/requests', page: RequestsPage },
@@ -46,13 +58,15 @@ const NAV: NavItem[] = [
   { href: '/certificates', label: 'Certificates', match: (p) => p === '/certificates', page: CertificatesPage },
   { href: '/agents', label: 'Agents', match: (p) => p === '/agents', page: AgentsPage },
   { href: '/platform', label: 'Platform', match: (p) => p === '/platform', page: PlatformPage },
-  { href: '/audit', label: 'Audit', match: (p) => p === '/audit', page: AuditPage },
-  { href: '/usage', label: 'Usage', match: (p) => p === '/usage', page: UsagePage },
-  { href: '/webhooks', label: 'Webhooks', match: (p) => p === '/webhooks', page: WebhooksPage },
+  { href: '/audit', label: 'Audit', match: (p) => p === '/audit', page: AuditPage, needs: 'audit_read' },
+  { href: '/usage', label: 'Usage', match: (p) => p === '/usage', page: UsagePage, needs: 'audit_read' },
+  { href: '/webhooks', label: 'Webhooks', match: (p) => p === '/webhooks', page: WebhooksPage, needs: 'audit_read' },
+  { href: '/members', label: 'Members', match: (p) => p === '/members', page: MembersPage },
 ];
 
 function pageFor(route: Route): { page: ComponentType<{ route: Route }>; nav: string | null } {
   if (/^\/requests\/[^/]+$/.test(route.path)) return { page: RequestPage, nav: '/requests' };
+  if (/^\/certificates\/[^/]+$/.test(route.path)) return { page: CertificatePage, nav: '/certificates' };
   const item = NAV.find((n) => n.match(route.path));
   return item ? { page: item.page, nav: item.href } : { page: NotFound, nav: null };
 }
@@ -80,6 +94,7 @@ export function App(): JSX.Element {
   const [session, setSession] = useState<Session | null | undefined>(undefined);
   const [notice, setNotice] = useState<string | null>(null);
   const [fatal, setFatal] = useState<unknown>(null);
+  const [workspaces, setWorkspaces] = useState(0);
   const keeper = useMemo(() => new SessionKeeper((exp) => setSession((s) => (s ? { ...s, session_expires_at: exp } : s))), []);
 
   const reloadSession = async (): Promise<Session | null> => {
@@ -132,7 +147,8 @@ export function App(): JSX.Element {
       </main>
     );
   }
-  const state: AppState = { session, reloadSession };
+  const workspacesChanged = (): void => setWorkspaces((n) => n + 1);
+  const state: AppState = { session, reloadSession, workspacesChanged };
   const onboarding = session.onboarding_step !== 'complete';
   const { page: Page, nav } = onboarding ? { page: OnboardingPage, nav: null } : pageFor(route);
   return (
@@ -140,13 +156,14 @@ export function App(): JSX.Element {
       <a class="skip" href="#main">Skip to content</a>
       <header class="top">
         <span class="brand">agent-authz</span>
+        {!onboarding && <WorkspaceSwitcher session={session} version={workspaces} reload={reloadSession} />}
         <span class="who">Signed in as <strong>{session.email}</strong></span>
         <button type="button" onClick={() => { void signOut(); }}>Sign out</button>
       </header>
       {!onboarding && (
         <nav aria-label="Console">
           <ul>
-            {NAV.map((n) => (
+            {NAV.filter((n) => !n.needs || allows(session, n.needs)).map((n) => (
               <li key={n.href}><Link href={n.href} aria-current={nav === n.href ? 'page' : undefined}>{n.label}</Link></li>
             ))}
           </ul>

@@ -16,3 +16,9 @@ export const APPROVALS_POLL_MS = 5000;
  * sending so the page says what the API would.
  */
 export const NOTE_RULE: TextRule = { max: 500, multiline: true, optional: true };
+
+/** How many levels of sub-delegations a certificate's page reads below it (the format's hard cap). */
+export const TREE_MAX_DEPTH = 8;
+
+/** How many certificates a certificate's page reads into its tree at most. */
+export const TREE_MAX_NODES = 500;

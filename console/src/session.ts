@@ -6,6 +6,11 @@
  * if the time has passed. A refused refresh (`401`) is an expired session.
  */
 import { ApiError, api } from './api.js';
+import { can, isRole } from '../../src/roles.js';
+import type { Permission, Role } from '../../src/roles.js';
+
+/** Where a session acts (docs/organisations.md, "Workspaces"). */
+export interface Workspace { workspace_id: string; kind: 'personal' | 'organization'; name: string | null; role: Role }
 
 /** The session read (`GET /v1/auth/session`). */
 export interface Session {
@@ -16,6 +21,19 @@ export interface Session {
   account_type: string | null;
   onboarding_step: 'profile' | 'account_type' | 'complete';
   session_expires_at: string;
+  /** The workspace the session acts in, with the person's role there. */
+  workspace?: Workspace;
+}
+
+/**
+ * Whether the session's role in its workspace grants `permission` (the API's own table,
+ * `ROLE_PERMISSIONS` of src/roles.ts). A session read without a workspace is the person's own
+ * workspace, where they are the owner. The console offers only what this allows; the API
+ * decides anyway.
+ */
+export function allows(s: Session, permission: Permission): boolean {
+  const role = s.workspace?.role ?? 'owner';
+  return isRole(role) && can(role, permission);
 }
 
 /** Refresh this long before the expiry. */

@@ -28,6 +28,12 @@ export interface Certificate {
   cert_id: string; request_id: string; connection_id: string; agent_id: string; approved_scope: string[];
   constraints: Record<string, unknown> | null; status: 'approved' | 'revoked'; issued_at: string; expires_at: string | null;
   revoked_at: string | null; revoke_reason: string | null; cert_sha256: string;
+  /** Sub-delegation (docs/certificates.md): parent (null at a root), depth (0 at a root), right to delegate. */
+  parent_cert_id?: string | null; depth?: number; max_delegation_depth?: number | null;
+}
+/** The answer of a revocation: the certificate and the sub-delegated descendants revoked with it. */
+export interface Revocation {
+  cert_id: string; status: 'revoked'; already_revoked: boolean; revoked_at: string; descendants_revoked: string[];
 }
 /** A step-up approval of one action (docs/api.md, Approvals). */
 export interface ActionApproval {

@@ -4,14 +4,16 @@
  * force with a budget or a rate limit has used and has left in the current
  * window (GET /v1/service/delegations/{cert_id}/usage), and revoke —
  * confirmed in a dialog, with a reason that is recorded and sent to the
- * platform.
+ * platform. Each certificate's id opens its page (certificate.tsx: its chain
+ * and the tree of sub-delegations below it).
  */
 import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
+import { Link } from '../router.js';
 import { ConfirmDialog, ErrorText, PageTitle, StatusText, useLoad } from '../ui/common.js';
-import { shortId, when } from '../ui/format.js';
-import type { Agent, Certificate, CertificateUsage } from '../types.js';
+import { plural, shortId, when } from '../ui/format.js';
+import type { Agent, Certificate, CertificateUsage, Revocation } from '../types.js';
 import { isActive } from '../types.js';
 import { describeConstraints } from '../constraints/kinds.js';
 import { windowWords } from '../constraints/rule-kinds.js';
@@ -47,7 +49,8 @@ function CertTable(p: { caption: string; certs: Certificate[]; agents: Agent[]; 
       <tbody>
         {p.certs.map((c) => (
           <tr key={c.cert_id}>
-            <td class="mono nowrap" title={`${c.cert_id}\nsha256 ${c.cert_sha256}`}>{shortId(c.cert_id)}</td>
+            <td class="mono nowrap" title={`${c.cert_id}\nsha256 ${c.cert_sha256}`}><Link
+              href={`/certificates/${encodeURIComponent(c.cert_id)}`}>{shortId(c.cert_id)}</Link></td>
             <td>{name(c.agent_id)}</td>
             <td>{c.approved_scope.join(', ')}</td>
             <td>{describeConstraints(c.constraints)}</td>
@@ -102,8 +105,13 @@ export function CertificatesPage(): JSX.Element {
       <ConfirmDialog open={target !== null} title="Revoke this certificate?" confirmLabel="Revoke certificate" danger onClose={() => setTarget(null)}
         onConfirm={async () => {
           if (!reason.trim()) throw new Error('Give a reason: it is recorded with the revocation and sent to the platform.');
-          const r = await api<{ cert_id: string; revoked_at: string }>('POST', `/v1/service/delegations/${target!.cert_id}/revoke`, { reason: reason.trim() });
-          setStatus(`Revoked ${r.cert_id} at ${when(r.revoked_at)}. Verify denies its proofs from now on.`);
+          const r = await api<Revocation>('POST', `/v1/service/delegations/${target!.cert_id}/revoke`,
+            { reason: reason.trim() });
+          const n = r.descendants_revoked.length;
+          setStatus(n
+            ? `Revoked ${r.cert_id} and ${plural(n, 'certificate')} sub-delegated below it at ${when(r.revoked_at)}. `
+              + 'Verify denies their proofs from now on.'
+            : `Revoked ${r.cert_id} at ${when(r.revoked_at)}. Verify denies its proofs from now on.`);
           d.reload();
         }}>
         {target && <p>The agent loses <strong>{target.approved_scope.join(', ')}</strong> at once. This cannot be undone;

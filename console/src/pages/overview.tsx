@@ -1,11 +1,13 @@
 /**
  * The overview: what needs attention (pending delegation requests and
  * actions waiting for an approval), what is in force (active certificates),
- * the credit balance and the verify counts.
+ * the credit balance and the verify counts (those two only for a role that
+ * reads usage: `audit_read`).
  */
 import type { JSX } from 'preact';
 import { api } from '../api.js';
 import { useApp } from '../app.js';
+import { allows } from '../session.js';
 import { Link } from '../router.js';
 import { ErrorText, PageTitle, useLoad } from '../ui/common.js';
 import { dollars, plural } from '../ui/format.js';
@@ -15,9 +17,10 @@ import { isActive } from '../types.js';
 /** The overview page. */
 export function OverviewPage(): JSX.Element {
   const { session } = useApp();
+  const readsUsage = allows(session, 'audit_read');
   const d = useLoad(async () => {
     const [usage, requests, certs, platforms, approvals] = await Promise.all([
-      api<Usage>('GET', '/v1/service/usage/personal'),
+      readsUsage ? api<Usage>('GET', '/v1/service/usage/personal') : null,
       api<{ requests: DelegationRequest[] }>('GET', '/v1/service/delegations/requests'),
       api<{ certificates: Certificate[] }>('GET', '/v1/service/delegations'),
       api<{ platforms: Platform[] }>('GET', '/v1/service/platforms'),
@@ -49,7 +52,7 @@ export function OverviewPage(): JSX.Element {
             <p class="big">{active}</p>
             <p><Link href="/certificates">Review or revoke</Link></p>
           </div>
-          <div class="card">
+          {d.data.usage && <><div class="card">
             <h2>Credits</h2>
             <p class="big">{dollars(d.data.usage.balance_micros)}</p>
             <p>{plural(d.data.usage.remaining_verify_calls, 'verify call')} left · <Link href="/usage">usage</Link></p>
@@ -58,7 +61,7 @@ export function OverviewPage(): JSX.Element {
             <h2>Verify decisions</h2>
             <p class="big">{d.data.usage.verify_calls}</p>
             <p>{d.data.usage.allows} allowed · {d.data.usage.denies} denied · <Link href="/audit">audit</Link></p>
-          </div>
+          </div></>}
         </div>
       )}
       {d.data && d.data.platforms.length === 0 && (
