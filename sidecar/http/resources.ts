@@ -92,6 +92,14 @@ export function platformView(p: PlatformRecord, connectionId: string | null): St
   };
 }
 
+/** The view of platform `platformId` (re-read), with the id of its owner's connection to it. */
+export async function currentPlatformView(ctx: ServiceContext, accountId: string, platformId: string):
+  Promise<Static<typeof Platform>> {
+  const p = (await ctx.store.platforms.getPlatform(platformId))!;
+  const conns = await ctx.store.platforms.listConnections(accountId);
+  return platformView(p, conns.find((c) => c.platformId === p.id)?.id ?? null);
+}
+
 /** Public view of a connection. */
 export function connectionView(c: ConnectionRecord): Static<typeof Connection> {
   return {

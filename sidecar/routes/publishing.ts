@@ -20,7 +20,7 @@ import type { PublishState } from '../../src/publishing.js';
 import type { ServiceContext } from '../context.js';
 import { checkDomain } from '../publishing/dns.js';
 import type { PublisherDomainRecord } from '../store/types.js';
-import { NoBody, iso, ownedPlatform, platformView } from '../http/resources.js';
+import { NoBody, currentPlatformView, iso, ownedPlatform } from '../http/resources.js';
 import { sessionOrganisation } from './organisations.js';
 
 /** Most platforms the directory lists. */
@@ -123,9 +123,7 @@ export async function registerPublishingRoutes(app: FastifyInstance, ctx: Servic
     if (!(await ctx.store.publishing.setPublishState(platformId, orgId, from, to))) {
       throw new ServiceError('publish_state_invalid', 'The platform\'s publish state changed; read it and try again.');
     }
-    const conns = await ctx.store.platforms.listConnections(orgId);
-    const p = (await ctx.store.platforms.getPlatform(platformId))!;
-    return platformView(p, conns.find((c) => c.platformId === p.id)?.id ?? null);
+    return currentPlatformView(ctx, orgId, platformId);
   };
 
   mount(app, PUBLISHING_ROUTES.publishPlatform, async (request) => {

@@ -13,7 +13,7 @@ import type { Delivery } from '../api/schemas.js';
 import { ServiceError } from '../../src/errors.js';
 import type { ServiceContext } from '../context.js';
 import type { DeliveryRecord } from '../store/types.js';
-import { NoBody, iso, ownedPlatform, parsePage, platformView } from '../http/resources.js';
+import { NoBody, currentPlatformView, iso, ownedPlatform, parsePage } from '../http/resources.js';
 import { checkCallbackUrl } from './registration.js';
 
 /** Delivery list page sizes. */
@@ -84,9 +84,7 @@ export async function registerWebhookRoutes(app: FastifyInstance, ctx: ServiceCo
     if (url !== null) checkCallbackUrl(ctx, url);
     await ctx.store.platforms.setCallbackUrl(p.id, url);
     ctx.nudgeWebhooks();
-    const conns = await ctx.store.platforms.listConnections(accountId);
-    return platformView((await ctx.store.platforms.getPlatform(p.id))!, conns.find((c) => c.platformId === p.id)?.id ??
-      null);
+    return currentPlatformView(ctx, accountId, p.id);
   });
 
   mount(app, WEBHOOKS_ROUTES.listWebhookDeliveries, async (request) => {

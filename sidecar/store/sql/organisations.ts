@@ -193,6 +193,6 @@ function* guarded(
   const m = membership(row);
   const owners = (yield* get<{ n: number }>(sql`SELECT COUNT(*) AS n FROM memberships WHERE org_id = ${orgId}
     AND role = 'owner'`))!.n;
-  const check = checkMembershipChange({ from: m.role, to, owners: Number(owners) });
+  const check = checkMembershipChange({ from: m.role, to, owners });
   return check.ok ? m : check.code;
 }

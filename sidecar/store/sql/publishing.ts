@@ -18,11 +18,10 @@ interface DomainRow {
   org_id: string; domain: string; token: string; claimed_at: number; verified_at: number | null;
   lapsed_at: number | null; checked_at: number | null; last_outcome: string | null;
 }
-const time = (v: number | null): number | null => (v === null ? null : Number(v));
+// BIGINT columns arrive as numbers on both engines (postgres/db.ts parses int8).
 const domain = (r: DomainRow): PublisherDomainRecord => ({
-  orgId: r.org_id, domain: r.domain, token: r.token, claimedAt: Number(r.claimed_at),
-  verifiedAt: time(r.verified_at), lapsedAt: time(r.lapsed_at), checkedAt: time(r.checked_at),
-  lastOutcome: r.last_outcome as DomainCheckOutcome | null,
+  orgId: r.org_id, domain: r.domain, token: r.token, claimedAt: r.claimed_at, verifiedAt: r.verified_at,
+  lapsedAt: r.lapsed_at, checkedAt: r.checked_at, lastOutcome: r.last_outcome as DomainCheckOutcome | null,
 });
 
 function* unpublishAll(orgId: string): Work<number> {
