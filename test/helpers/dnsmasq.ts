@@ -15,6 +15,9 @@ import path from 'node:path';
 /** The dnsmasq binary Debian installs. */
 export const DNSMASQ = '/usr/sbin/dnsmasq';
 
+/** True when the DNS tests must skip: dnsmasq is not installed and this is not CI (where it must be). */
+export const dnsmasqMissing = (): boolean => !fs.existsSync(DNSMASQ) && process.env['CI'] === undefined;
+
 /** A running dnsmasq. */
 export interface DnsServer {
   /** `127.0.0.1:<port>`, as a resolver's server list takes it. */

@@ -8,31 +8,13 @@
  * other working.
  */
 import t from 'tap';
-import fs from 'node:fs';
-import { Client, expectError, login, onboard, startSidecar } from '../../helpers/sidecar.js';
-import type { TestSidecar } from '../../helpers/sidecar.js';
-import { DNSMASQ, startDnsmasq } from '../../helpers/dnsmasq.js';
-import { startHookReceiver, transportProblems } from '../webhooks/fixtures/hooks.js';
+import { Client, expectError, onboard, startSidecar } from '../../helpers/sidecar.js';
+import { dnsmasqMissing, startDnsmasq } from '../../helpers/dnsmasq.js';
+import { addMember, orgOwner } from '../../helpers/organisations.js';
+import { startHookReceiver, transportProblems, waitFor } from '../webhooks/fixtures/hooks.js';
 import type { Hit } from '../webhooks/fixtures/hooks.js';
 
-async function waitFor<T>(what: string, f: () => T | undefined): Promise<T> {
-  const deadline = Date.now() + 10_000;
-  while (Date.now() < deadline) {
-    const v = f();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-async function orgOwner(sc: TestSidecar, email: string, name: string): Promise<{ c: Client; orgId: string }> {
-  const c = await login(sc, email);
-  await c.post('/v1/auth/onboarding/profile', { first_name: 'P', last_name: 'Q' });
-  const r = await c.post('/v1/auth/onboarding/account-type', { account_type: 'organization', organization_name: name });
-  return { c, orgId: r.body.organization_id };
-}
-
-if (!fs.existsSync(DNSMASQ) && process.env['CI'] === undefined) {
+if (dnsmasqMissing()) {
   t.pass('skipped: dnsmasq is not installed (.ci/run installs it)', { skip: true });
 } else {
   t.test('two account holders connect to a published platform', async (t) => {
@@ -56,15 +38,8 @@ if (!fs.existsSync(DNSMASQ) && process.env['CI'] === undefined) {
     // Two account holders connect: a person, and an organisation through its admin.
     const alice = await onboard(sc, 'alice@example.com');
     const { c: acmeOwner, orgId: acmeId } = await orgOwner(sc, 'owner@acme.example.org', 'Acme');
-    const invite = async (email: string, role: string): Promise<Client> => {
-      const inv = await acmeOwner.post('/v1/service/organization/invitations', { email, role });
-      const c = await onboard(sc, email);
-      await c.post(`/v1/service/invitations/${inv.body.invitation_id}/accept`);
-      await c.post('/v1/auth/session/workspace', { workspace_id: acmeId });
-      return c;
-    };
-    const acmeAdmin = await invite('admin@acme.example.org', 'admin');
-    const acmeApprover = await invite('approver@acme.example.org', 'approver');
+    const acmeAdmin = await addMember(acmeOwner, sc, acmeId, 'admin@acme.example.org', 'admin');
+    const acmeApprover = await addMember(acmeOwner, sc, acmeId, 'approver@acme.example.org', 'approver');
 
     const connectUrl = `/v1/service/directory/${reg.body.platform_id}/connect`;
     expectError(t, await alice.post(connectUrl, { allowed_scopes: ['data:read', 'Not A Scope'] }), 400, 'invalid_scopes');
@@ -81,8 +56,7 @@ if (!fs.existsSync(DNSMASQ) && process.env['CI'] === undefined) {
       { allowed_scopes: ['data:read'] }), 404, 'platform_not_found', 'only a published platform');
 
     // The platform learns each key from its signed connection.created.
-    const created = (id: string): Promise<Hit> => waitFor(`connection.created for ${id}`,
-      () => rx.hits.find((h) => h.body.event === 'connection.created' && h.body.connection_id === id));
+    const created = (id: string): Promise<Hit> => waitFor(`connection.created for ${id}`, 10_000, () => rx.hits.find((h) => h.body.event === 'connection.created' && h.body.connection_id === id));
     const aHook = await created(aConn.body.connection_id);
     const bHook = await created(bConn.body.connection_id);
     for (const h of [aHook, bHook]) t.same(transportProblems(h, secret), [], 'signed with the platform\'s webhook secret');
@@ -113,7 +87,7 @@ if (!fs.existsSync(DNSMASQ) && process.env['CI'] === undefined) {
       t.equal(pending.status, 200, 'the account holder sees the request');
       const ap = await approver.post(`/v1/service/delegations/requests/${req.body.request_id}/approve`, { approved_scope: grant });
       t.equal(ap.status, 200, 'approved with fewer scopes');
-      await waitFor('delegation.approved', () => rx.hits.find((h) => h.body.event === 'delegation.approved' && h.body.request_id === req.body.request_id));
+      await waitFor('delegation.approved', 10_000, () => rx.hits.find((h) => h.body.event === 'delegation.approved' && h.body.request_id === req.body.request_id));
       flows.push({ platform, conn, agentId: agent.body.agent_id as string });
     }
     const verify = async (f: (typeof flows)[number]) => {
@@ -132,7 +106,7 @@ if (!fs.existsSync(DNSMASQ) && process.env['CI'] === undefined) {
     t.equal(removed.body.revoked_cert_ids.length, 1);
     t.match(await verify(flows[1]!), /^(verify|present) 401 invalid_api_key$/, 'the removed connection\'s key no longer works');
     t.equal(await verify(flows[0]!), 'allow authorized', 'the other connection is untouched');
-    await waitFor('connection.removed', () => rx.hits.find((h) => h.body.event === 'connection.removed' && h.body.connection_id === flows[1]!.conn));
+    await waitFor('connection.removed', 10_000, () => rx.hits.find((h) => h.body.event === 'connection.removed' && h.body.connection_id === flows[1]!.conn));
     t.equal((await acmeOwner.get(`/v1/service/connections/${flows[1]!.conn}`)).body.status, 'removed', 'Acme sees it removed');
     t.equal(pubId.length > 0, true);
   });

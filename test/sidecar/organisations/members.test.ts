@@ -7,15 +7,8 @@
  */
 import t from 'tap';
 import { expectError, login, onboard, startSidecar } from '../../helpers/sidecar.js';
-import type { Client, TestSidecar } from '../../helpers/sidecar.js';
-
-async function orgOwner(sc: TestSidecar, email: string, name: string): Promise<{ c: Client; orgId: string }> {
-  const c = await login(sc, email);
-  await c.post('/v1/auth/onboarding/profile', { first_name: 'Olga', last_name: 'Owner' });
-  const r = await c.post('/v1/auth/onboarding/account-type', { account_type: 'organization', organization_name: name });
-  if (r.status !== 200) throw new Error(`onboarding: ${r.status} ${r.text}`);
-  return { c, orgId: r.body.organization_id };
-}
+import { orgOwner } from '../../helpers/organisations.js';
+import type { TestSidecar } from '../../helpers/sidecar.js';
 
 async function invitationMail(sc: TestSidecar, to: string): Promise<string> {
   const deadline = Date.now() + 5000;

@@ -5,26 +5,15 @@
  * workspace cannot use the organisation route, nor an organisation the personal one.
  */
 import t from 'tap';
-import { Client, expectError, login, onboard, startSidecar } from '../../helpers/sidecar.js';
-import type { TestSidecar } from '../../helpers/sidecar.js';
-
-async function member(sc: TestSidecar, owner: Client, orgId: string, email: string, role: string): Promise<Client> {
-  const inv = await owner.post('/v1/service/organization/invitations', { email, role });
-  const c = await onboard(sc, email);
-  await c.post(`/v1/service/invitations/${inv.body.invitation_id}/accept`);
-  await c.post('/v1/auth/session/workspace', { workspace_id: orgId });
-  return c;
-}
+import { Client, expectError, onboard, startSidecar } from '../../helpers/sidecar.js';
+import { addMember, orgOwner } from '../../helpers/organisations.js';
 
 t.test('an organisation registers platforms and grants its agents authority', async (t) => {
   const sc = await startSidecar({ sendCodePerMinute: 100 });
   t.teardown(() => sc.close());
-  const owner = await login(sc, 'owner@acme.example.org');
-  await owner.post('/v1/auth/onboarding/profile', { first_name: 'O', last_name: 'W' });
-  const orgId = (await owner.post('/v1/auth/onboarding/account-type',
-    { account_type: 'organization', organization_name: 'Acme' })).body.organization_id as string;
-  const admin = await member(sc, owner, orgId, 'admin@acme.example.org', 'admin');
-  const approver = await member(sc, owner, orgId, 'approver@acme.example.org', 'approver');
+  const { c: owner, orgId } = await orgOwner(sc, 'owner@acme.example.org', 'Acme');
+  const admin = await addMember(owner, sc, orgId, 'admin@acme.example.org', 'admin');
+  const approver = await addMember(owner, sc, orgId, 'approver@acme.example.org', 'approver');
 
   const body = (name: string) => ({ name, surface_type: 'agentic_api', default_allowed_scopes: ['data:read', 'data:write'] });
   const regs = [];
@@ -65,7 +54,7 @@ t.test('an organisation registers platforms and grants its agents authority', as
   t.match(v.body, { decision: 'allow', decision_reason: 'authorized' });
   const w = await platform.post('/v1/service/verify', { proof_bundle: pr.body.proof_bundle, required_scope: 'data:write' });
   t.not(w.body?.decision, 'allow', 'a scope the approver did not grant is refused');
-  const auditor = await member(sc, owner, orgId, 'auditor@acme.example.org', 'auditor');
+  const auditor = await addMember(owner, sc, orgId, 'auditor@acme.example.org', 'auditor');
   const events = (await auditor.get('/v1/service/audit/personal?limit=200')).body.events as { event_type: string }[];
   t.ok(events.some((e) => e.event_type === 'proof.verified'), 'the auditor reads the verify in the organisation\'s audit');
   t.equal((await auditor.get('/v1/service/usage/personal')).status, 200);

@@ -6,21 +6,14 @@
  * the server does not answer; the moves of the publish state and their refusals.
  */
 import t from 'tap';
-import fs from 'node:fs';
-import { expectError, login, onboard, startSidecar } from '../../helpers/sidecar.js';
-import type { Client, TestSidecar } from '../../helpers/sidecar.js';
-import { DNSMASQ, startDnsmasq } from '../../helpers/dnsmasq.js';
+import { expectError, onboard, startSidecar } from '../../helpers/sidecar.js';
+import type { Client } from '../../helpers/sidecar.js';
+import { dnsmasqMissing, startDnsmasq } from '../../helpers/dnsmasq.js';
+import { orgOwner } from '../../helpers/organisations.js';
 import type { TxtRecords } from '../../helpers/dnsmasq.js';
 import { recheckDomains } from '../../../sidecar/publishing/recheck.js';
 
-async function org(sc: TestSidecar, email: string, name: string): Promise<{ c: Client; orgId: string }> {
-  const c = await login(sc, email);
-  await c.post('/v1/auth/onboarding/profile', { first_name: 'P', last_name: 'Q' });
-  const r = await c.post('/v1/auth/onboarding/account-type', { account_type: 'organization', organization_name: name });
-  return { c, orgId: r.body.organization_id };
-}
-
-if (!fs.existsSync(DNSMASQ) && process.env['CI'] === undefined) {
+if (dnsmasqMissing()) {
   t.pass('skipped: dnsmasq is not installed (.ci/run installs it)', { skip: true });
 } else {
   t.test('claim, verify, publish, the directory, a taken domain, a lapse', async (t) => {
@@ -29,7 +22,7 @@ if (!fs.existsSync(DNSMASQ) && process.env['CI'] === undefined) {
     t.teardown(() => dns.close());
     const sc = await startSidecar({ sendCodePerMinute: 100, dnsServers: [dns.address] });
     t.teardown(() => sc.close());
-    const { c: acme, orgId: acmeId } = await org(sc, 'owner@acme.example.org', 'Acme');
+    const { c: acme, orgId: acmeId } = await orgOwner(sc, 'owner@acme.example.org', 'Acme');
     const reg = await acme.post('/v1/service/platforms', { name: 'Acme Travel', surface_type: 'agentic_api',
       default_allowed_scopes: ['data:read', 'payments:send'], description: 'Books trips.', callback_url: 'http://127.0.0.1:9/hook' });
     t.equal(reg.status, 200);
@@ -67,7 +60,7 @@ if (!fs.existsSync(DNSMASQ) && process.env['CI'] === undefined) {
       'account_type_not_supported');
 
     // A second organisation proves the same name: taken while Acme holds it.
-    const { c: rival } = await org(sc, 'owner@rival.example.org', 'Rival');
+    const { c: rival } = await orgOwner(sc, 'owner@rival.example.org', 'Rival');
     const rclaim = await rival.req('PUT', '/v1/service/organization/domain', { domain: 'acme.example.org' });
     records[rclaim.body.record_name] = [...records[rclaim.body.record_name]!, [rclaim.body.record_text]];
     await dns.setRecords(records);

@@ -9,28 +9,18 @@
  * the other working; a removed member's session ends on every replica at once.
  */
 import t from 'tap';
-import fs from 'node:fs';
 import { startPostgres } from '../../helpers/postgres.js';
-import { Client, login, onboard, startMailSink } from '../../helpers/sidecar.js';
-import { DNSMASQ, startDnsmasq } from '../../helpers/dnsmasq.js';
-import { startHookReceiver, transportProblems } from '../webhooks/fixtures/hooks.js';
+import { Client, onboard, startMailSink } from '../../helpers/sidecar.js';
+import { dnsmasqMissing, startDnsmasq } from '../../helpers/dnsmasq.js';
+import { addMember, orgOwner } from '../../helpers/organisations.js';
+import { startHookReceiver, transportProblems, waitFor } from '../webhooks/fixtures/hooks.js';
 import type { Hit } from '../webhooks/fixtures/hooks.js';
 import { newMasterKey, platformOn, sameSession, startReplicas } from './replicas.js';
 import type { Replica } from './replicas.js';
 
 t.setTimeout(240_000);
 
-async function waitFor<T>(what: string, f: () => Promise<T | undefined> | T | undefined, ms = 10_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-const pg = fs.existsSync(DNSMASQ) || process.env['CI'] !== undefined ? await startPostgres(t) : undefined;
+const pg = dnsmasqMissing() ? undefined : await startPostgres(t);
 if (pg) {
   const mail = await startMailSink();
   t.teardown(() => mail.close());
@@ -43,9 +33,7 @@ if (pg) {
   const on = (c: Client, r: Replica): Client => sameSession(c, r);
 
   t.test('publish, connect twice, delegate, verify and remove across three replicas', async (t) => {
-    const owner = await login(A!.sc, 'owner@travel.example.org');
-    await owner.post('/v1/auth/onboarding/profile', { first_name: 'T', last_name: 'C' });
-    await owner.post('/v1/auth/onboarding/account-type', { account_type: 'organization', organization_name: 'Travel Co' });
+    const { c: owner } = await orgOwner(A!.sc, 'owner@travel.example.org', 'Travel Co');
     const reg = await on(owner, B!).post('/v1/service/platforms', { name: 'Trip Planner', surface_type: 'agentic_api',
       description: 'Plans trips.', default_allowed_scopes: ['data:read', 'data:write'], callback_url: rx.url });
     t.equal(reg.status, 200, 'registered on B');
@@ -58,23 +46,14 @@ if (pg) {
 
     // A personal account (on C) and an organisation through its admin (on A) connect.
     const alice = await onboard(C!.sc, 'alice@example.com');
-    const acmeOwner = await login(A!.sc, 'owner@acme.example.org');
-    await acmeOwner.post('/v1/auth/onboarding/profile', { first_name: 'A', last_name: 'C' });
-    const acmeId = (await acmeOwner.post('/v1/auth/onboarding/account-type',
-      { account_type: 'organization', organization_name: 'Acme' })).body.organization_id as string;
-    const member = async (email: string, role: string, r: Replica): Promise<Client> => {
-      const inv = await on(acmeOwner, B!).post('/v1/service/organization/invitations', { email, role });
-      const c = await onboard(r.sc, email);
-      await c.post(`/v1/service/invitations/${inv.body.invitation_id}/accept`);
-      await c.post('/v1/auth/session/workspace', { workspace_id: acmeId });
-      return c;
-    };
-    const admin = await member('admin@acme.example.org', 'admin', A!);
-    const approver = await member('approver@acme.example.org', 'approver', C!);
+    const { c: acmeOwner, orgId: acmeId } = await orgOwner(A!.sc, 'owner@acme.example.org', 'Acme');
+    // Invited on B, each joins on another replica.
+    const admin = await addMember(on(acmeOwner, B!), A!.sc, acmeId, 'admin@acme.example.org', 'admin');
+    const approver = await addMember(on(acmeOwner, B!), C!.sc, acmeId, 'approver@acme.example.org', 'approver');
     const url = `/v1/service/directory/${reg.body.platform_id}/connect`;
     const aConn = (await alice.post(url, { allowed_scopes: ['data:read', 'data:write'] })).body.connection_id as string;
     const bConn = (await admin.post(url, { allowed_scopes: ['data:read'] })).body.connection_id as string;
-    const hook = (id: string): Promise<Hit> => waitFor(`connection.created ${id}`,
+    const hook = (id: string): Promise<Hit> => waitFor(`connection.created ${id}`, 10_000,
       () => rx.hits.find((h) => h.body.event === 'connection.created' && h.body.connection_id === id));
     const hooks = [await hook(aConn), await hook(bConn)];
     for (const h of hooks) t.same(transportProblems(h, reg.body.webhook_signing_secret as string), [], 'signed');
@@ -110,10 +89,10 @@ if (pg) {
     t.equal((await platformOn(A!, flows[1]!.key).post(`/v1/service/connections/${flows[1]!.conn}/disconnect`)).body.status, 'removed');
     for (const r of [A!, B!, C!]) {
       const started = Date.now();
-      await waitFor(`the removed key refused on ${r.name}`, async () => {
+      await waitFor(`the removed key refused on ${r.name}`, 5_000, async () => {
         const res = await platformOn(r, flows[1]!.key).post('/v1/service/challenge');
-        return res.status === 401 && res.body?.error?.code === 'invalid_api_key' ? true : undefined;
-      }, 5_000);
+        return res.status === 401 && res.body?.error?.code === 'invalid_api_key';
+      });
       t.ok(Date.now() - started <= 5_000, `refused on ${r.name} within 5 s`);
       t.equal(await verify(flows[0]!, r, r), 'allow authorized', `the other connection works on ${r.name}`);
     }

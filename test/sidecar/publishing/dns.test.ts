@@ -4,15 +4,14 @@
  * record split into strings, and a server that does not answer.
  */
 import t from 'tap';
-import fs from 'node:fs';
 import { checkDomain, domainResolver, isDnsServer } from '../../../sidecar/publishing/dns.js';
 import { domainRecordText } from '../../../src/publisher-domain.js';
-import { DNSMASQ, startDnsmasq } from '../../helpers/dnsmasq.js';
+import { dnsmasqMissing, startDnsmasq } from '../../helpers/dnsmasq.js';
 
 const TOKEN = 'dG9rZW4tZm9yLXRoZS1wdWJsaXNoZXItZG9tYWluLXRlc3Q';
 const OTHER = 'b3RoZXItdG9rZW4tZm9yLXRoZS1wdWJsaXNoZXItZG9tYWlu';
 
-if (!fs.existsSync(DNSMASQ) && process.env['CI'] === undefined) {
+if (dnsmasqMissing()) {
   t.pass('skipped: dnsmasq is not installed (apt-get install dnsmasq; .ci/run installs it)', { skip: true });
 } else {
   t.test('a real DNS server answers each outcome', async (t) => {
