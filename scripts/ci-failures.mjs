@@ -27,9 +27,10 @@ for (let i = 0; i < lines.length; i++) {
   }
   console.log(line);
   const indent = failed[1].length;
-  // The diagnostic follows, indented two more spaces, between `---` and `...`; a file's own line
-  // (indent 0) has only the command that ran it.
-  if (indent === 0 || (lines[i + 1] ?? '').trim() !== '---') continue;
+  // The diagnostic follows, indented two more spaces, between `---` and `...`. A file's own line
+  // (indent 0) says how its process ended (exit code, signal, a timeout): a file can fail with no
+  // failing assertion, and that is then the only cause shown.
+  if ((lines[i + 1] ?? '').trim() !== '---') continue;
   let shown = 0;
   for (let j = i + 1; j < lines.length; j++) {
     const next = lines[j];

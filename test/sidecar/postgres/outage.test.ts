@@ -38,9 +38,16 @@ if (pg) {
   let phase = 'before';
   let next = 0;
   let running = true;
-  // Four loops, each verifying one bundle after another on the next replica.
+  // Four loops, each verifying one bundle after another on the next replica. Each phase may use
+  // bundles only up to its cap (the loops wait at it), so a slow stop or a slow metrics read
+  // cannot use up, before the outage, the bundles the outage needs.
+  const caps: Record<string, number> = { before: 25, stopping: 35, down: 70, after: bundles.length };
   const load = Promise.all(Array.from({ length: 4 }, async () => {
     while (running && next < bundles.length) {
+      if (next >= caps[phase]!) {
+        await new Promise((r) => setTimeout(r, 20));
+        continue;
+      }
       const i = next++;
       const res = await verify(platformOn(all[i % 3]!, f.reg.api_key), bundles[i], 'data:read').catch((err: unknown) => ({ status: 0, body: null, text: String(err), headers: new Headers() }));
       results.push({ res, phase });
@@ -56,17 +63,20 @@ if (pg) {
   const errorsBefore: number[] = [];
 
   await t.test('the database stops mid-load', async (t) => {
-    while (results.length < 15) await new Promise((r) => setTimeout(r, 20));
+    for (const deadline = Date.now() + 30_000; results.length < 15 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
     for (const r of all) {
       const m = await storeMetrics(r);
       errorsBefore.push(m.errors);
       t.ok(m.errors >= 0, `${r.name}: agent_authz_store_errors_total is exported (${m.errors})`);
       t.ok(m.pool.every((v) => typeof v === 'number' && v >= 0), `${r.name}: the pool gauge reports in_use, idle and waiting (${m.pool.join(', ')})`);
     }
-    phase = 'down';
+    phase = 'stopping';
     await pg.stop('fast');
+    phase = 'down';
     const downAt = results.length;
-    while (results.length < downAt + 15 && next < bundles.length) await new Promise((r) => setTimeout(r, 20));
+    for (const deadline = Date.now() + 30_000; results.length < downAt + 15 && next < caps.down! && Date.now() < deadline;) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
     const during = results.slice(downAt + 4).map((x) => x.res);
     t.same(all.filter((r) => r.proc.exitCode !== null || r.proc.signalCode !== null).map((r) => `${r.name} exited: ${r.output().slice(-3000)}`), [], 'no replica exited');
     t.ok(during.length >= 8, `${during.length} verifies while the database was down`);

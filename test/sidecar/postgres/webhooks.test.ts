@@ -1,7 +1,7 @@
 /**
  * Webhooks with several replicas on one PostgreSQL database (replica
- * processes from fixtures/replica.ts: the sidecar with a 12 s lease and a
- * 10 s send timeout, so that a lease runs out within the test):
+ * processes from fixtures/replica.ts: the sidecar with a 20 s lease and an
+ * 18 s send timeout, so that a lease runs out within the test):
  *
  * 1. Three replicas drain one outbox: every event arrives exactly once, with
  *    one recorded attempt, and the replicas' delivered counters sum to the
@@ -18,11 +18,12 @@ import { startHookReceiver } from '../webhooks/fixtures/hooks.js';
 import { newMasterKey, sameSession, startReplica } from './replicas.js';
 import type { Replica, ReplicaGroup } from './replicas.js';
 
-// The send timeout outlasts a replica's start on a busy machine, so the starting replica meets a
-// live lease; the lease is as short as that allows.
-const LEASE_MS = 12_000;
+// The send timeout outlasts a replica's start on a busy machine (a CI run saw more than 9 s), so
+// the starting replica meets a live lease; the lease is as short as that allows.
+const LEASE_MS = 20_000;
+const SEND_TIMEOUT_MS = LEASE_MS - 2_000;
 const ENTRY = 'test/sidecar/postgres/fixtures/replica.ts';
-const ENV = { AUTHZ_TEST_WEBHOOK_LEASE_MS: String(LEASE_MS), AUTHZ_TEST_WEBHOOK_TIMEOUT_MS: '10000', AUTHZ_TEST_WEBHOOK_POLL_MS: '200' };
+const ENV = { AUTHZ_TEST_WEBHOOK_LEASE_MS: String(LEASE_MS), AUTHZ_TEST_WEBHOOK_TIMEOUT_MS: String(SEND_TIMEOUT_MS), AUTHZ_TEST_WEBHOOK_POLL_MS: '200' };
 
 t.setTimeout(180_000);
 const pg = await startPostgres(t);
@@ -77,7 +78,7 @@ if (pg) {
     const id = String(held.headers['x-service-delivery-id']);
     const D = await start('D');
     await new Promise((r) => setTimeout(r, 1_000));
-    const inFlight = Date.now() - held.receivedAt < 10_000;
+    const inFlight = Date.now() - held.receivedAt < SEND_TIMEOUT_MS;
     t.ok(inFlight, `A's send is still in flight ${Date.now() - held.receivedAt} ms after it began`);
     t.equal(ids().filter((x) => x === id).length, 1, 'D started while A holds the lease: it did not take the delivery');
     await A.kill9();
