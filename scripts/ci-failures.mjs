@@ -1,5 +1,5 @@
 // Prints the failures of a saved `npm test` log (TAP from tap 21): for each failing assertion or
-// subtest, the test file it belongs to, its `not ok` line and its YAML diagnostic (at most 30
+// subtest, the test file it belongs to, its `not ok` line and its YAML diagnostic (at most 14
 // lines each). CI shows only the end of a run's output, so `.ci/run` prints this after a failed
 // run. When the log has no `not ok` line (the type check failed, or tap itself), it prints the
 // log's last 80 lines instead.
@@ -36,11 +36,22 @@ for (let i = 0; i < lines.length; i++) {
     const next = lines[j];
     const depth = next.length - next.trimStart().length;
     if (next.trim() !== '' && depth <= indent) break;
-    if (shown++ < 30) console.log(next);
+    if (shown++ < 14) console.log(next);
     if (next.trim() === '...') break;
   }
 }
 if (failures === 0) {
   console.log('(no `not ok` line; the end of the log:)');
   console.log(lines.slice(-80).join('\n'));
+}
+// A test file whose setup throws at top level (an `await` outside any test) exits 1 with no TAP
+// at all; Node printed its error to the inherited stderr, somewhere in the middle of the log.
+// Show such errors (a line that starts with `Error` or `SomethingError:` at column 0, and the
+// stack lines after it), at most five.
+let shownErrors = 0;
+for (let i = 0; i < lines.length && shownErrors < 5; i++) {
+  if (!/^[A-Za-z]*Error\b.*:/.test(lines[i])) continue;
+  if (shownErrors++ === 0) console.log('\n== errors printed outside TAP (a test file\'s stderr):');
+  console.log(lines.slice(Math.max(0, i - 4), i + 8).join('\n'));
+  console.log('--');
 }
