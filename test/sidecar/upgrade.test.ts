@@ -84,7 +84,8 @@ for (const [engine, file] of [['sqlite', 'manifest.json'], ['postgres', 'manifes
       const pr = await platform.post(`/v1/service/connections/${m.connection_id}/agents/${agentId}/present`,
         { challenge: ch.body.challenge });
       if (pr.status !== 200) return `present ${pr.status} ${pr.body?.error?.code}`;
-      const v = await platform.post('/v1/service/verify', { proof_bundle: pr.body.proof_bundle, required_scope: scope });
+      const v = await platform.post('/v1/service/verify',
+        { proof_bundle: pr.body.proof_bundle, required_scope: scope });
       return `${v.body?.decision} ${v.body?.decision_reason}`;
     };
     t.equal(await verify(m.agent_id, 'data:read'), 'allow authorized', 'the old certificate still allows');
@@ -105,9 +106,11 @@ for (const [engine, file] of [['sqlite', 'manifest.json'], ['postgres', 'manifes
     const revoked = await user.get(`/v1/service/delegations/${m.revoked_cert_id}`);
     t.equal(revoked.body.status, 'revoked', 'the revoked certificate reads as revoked');
     const requests = (await user.get('/v1/service/delegations/requests')).body.requests as Record<string, unknown>[];
-    t.ok(requests.length >= 2 && requests.every((r) => r.proposed_constraints === null), 'old requests propose nothing');
+    t.ok(requests.length >= 2 && requests.every((r) => r.proposed_constraints === null),
+      'old requests propose nothing');
     const events = (await user.get('/v1/service/audit/personal?limit=200')).body.events as { event_type: string }[];
-    t.ok(events.filter((e) => e.event_type === 'proof.verified').length >= 4, 'the old verifies and the new one, in one trail');
+    t.ok(events.filter((e) => e.event_type === 'proof.verified').length >= 4,
+      'the old verifies and the new one, in one trail');
 
     // The new features on the old data: an organisation beside the personal workspace.
     const org = await user.post('/v1/service/organizations', { name: 'Upgraded Ltd' });

@@ -94,36 +94,43 @@ if (dnsmasqMissing()) {
       expectError(t, await platform.post(`/v1/service/connections/${conn}/delegation-requests`,
         { agent_id: agent.body.agent_id, scopes: ['execute:tool'] }), 400, 'scope_not_offered', 'beyond the connection');
       const requests = `/v1/service/connections/${conn}/delegation-requests`;
-      const bad = await platform.post(requests, { agent_id: agent.body.agent_id, scopes: ask, constraints: { methods: ['get'] } });
+      const asking = (constraints: unknown) => platform.post(requests,
+        { agent_id: agent.body.agent_id, scopes: ask, constraints });
+      const bad = await asking({ methods: ['get'] });
       expectError(t, bad, 400, 'invalid_constraints', 'a malformed proposal');
-      t.match(bad.body.error, { field: 'body.constraints', message: /constraints\.methods has an invalid entry "get"/ });
-      expectError(t, await platform.post(requests, { agent_id: agent.body.agent_id, scopes: ask, constraints: { rate: 1 } }),
-        400, 'invalid_constraints', 'an unknown constraint');
-      const req = await platform.post(requests, { agent_id: agent.body.agent_id, scopes: ask, constraints: proposals[i] });
+      t.match(bad.body.error,
+        { field: 'body.constraints', message: /constraints\.methods has an invalid entry "get"/ });
+      expectError(t, await asking({ rate: 1 }), 400, 'invalid_constraints', 'an unknown constraint');
+      const req = await asking(proposals[i]);
       t.match(req.body, { state: 'pending', requested_scope: ask });
       t.same(req.body.proposed_constraints, proposals[i], 'the proposal is in the answer');
       const pending = await approver.get(`/v1/service/delegations/requests/${req.body.request_id}`);
       t.equal(pending.status, 200, 'the account holder sees the request');
       t.same(pending.body.proposed_constraints, proposals[i], 'with what the platform proposes');
-      const listed = (await approver.get('/v1/service/delegations/requests')).body.requests as Record<string, unknown>[];
-      t.same(listed.find((r) => r.request_id === req.body.request_id)?.proposed_constraints, proposals[i], 'and in the list');
+      const listed = (await approver.get('/v1/service/delegations/requests')).body.requests as
+        Record<string, unknown>[];
+      const inList = listed.find((r) => r.request_id === req.body.request_id);
+      t.same(inList?.proposed_constraints, proposals[i], 'and in the list');
       const approve = `/v1/service/delegations/requests/${req.body.request_id}/approve`;
       let body: Record<string, unknown> = { approved_scope: grant };
       if (i === 0) {
-        const looser = await approver.post(approve, { approved_scope: grant, constraints: { ...stricter, methods: ['GET', 'DELETE'] } });
+        const granting = (constraints: unknown) => approver.post(approve, { approved_scope: grant, constraints });
+        const looser = await granting({ ...stricter, methods: ['GET', 'DELETE'] });
         expectError(t, looser, 400, 'constraints_loosened', 'a method the proposal does not allow');
-        t.match(looser.body.error, { field: 'body.constraints', member: 'methods', detail: 'DELETE is not allowed by the proposal' });
-        const none = await approver.post(approve, { approved_scope: grant, constraints: null });
+        t.match(looser.body.error,
+          { field: 'body.constraints', member: 'methods', detail: 'DELETE is not allowed by the proposal' });
+        const none = await granting(null);
         expectError(t, none, 400, 'constraints_loosened', 'dropping the proposal');
         t.equal(none.body.error.member, 'methods');
-        const wider = await approver.post(approve, { approved_scope: grant, constraints: { ...stricter, path_prefixes: ['/'] } });
+        const wider = await granting({ ...stricter, path_prefixes: ['/'] });
         t.match(wider.body.error, { code: 'constraints_loosened', member: 'path_prefixes' }, 'a wider path prefix');
         body = { ...body, constraints: stricter };
       }
       const ap = await approver.post(approve, body);
       t.equal(ap.status, 200, 'approved with fewer scopes');
       t.same(ap.body.constraints, granted[i], i === 0 ? 'with the stricter constraints' : 'keeping the proposal');
-      const approved = await waitFor('delegation.approved', 10_000, () => rx.hits.find((h) => h.body.event === 'delegation.approved' && h.body.request_id === req.body.request_id));
+      const approved = await waitFor('delegation.approved', 10_000, () => rx.hits.find(
+        (h) => h.body.event === 'delegation.approved' && h.body.request_id === req.body.request_id));
       t.same(transportProblems(approved, secret), [], 'delegation.approved is signed');
       t.same(approved.body.approved_scope, grant, 'the platform learns the scopes granted');
       t.same((approved.body.cert_json as { payload: { constraints: unknown } }).payload.constraints, granted[i],
@@ -132,14 +139,17 @@ if (dnsmasqMissing()) {
     }
     const verify = async (f: (typeof flows)[number], context: Record<string, string>) => {
       const ch = await f.platform.post('/v1/service/challenge');
-      const pr = await f.platform.post(`/v1/service/connections/${f.conn}/agents/${f.agentId}/present`, { challenge: ch.body.challenge });
+      const pr = await f.platform.post(`/v1/service/connections/${f.conn}/agents/${f.agentId}/present`,
+        { challenge: ch.body.challenge });
       if (pr.status !== 200) return `present ${pr.status} ${pr.body?.error?.code}`;
-      const v = await f.platform.post('/v1/service/verify', { proof_bundle: pr.body.proof_bundle, required_scope: 'data:read', context });
+      const v = await f.platform.post('/v1/service/verify',
+        { proof_bundle: pr.body.proof_bundle, required_scope: 'data:read', context });
       if (v.status !== 200) return `verify ${v.status} ${v.body?.error?.code}`;
       return [v.body.decision, v.body.decision_reason, v.body.constraint].filter(Boolean).join(' ');
     };
     const inParis = { method: 'GET', path: '/trips/paris/day-1' };
-    t.equal(await verify(flows[0]!, inParis), 'allow authorized', 'a proof on Alice\'s connection, within the constraints');
+    t.equal(await verify(flows[0]!, inParis), 'allow authorized',
+      'a proof on Alice\'s connection, within its constraints');
     t.equal(await verify(flows[0]!, { method: 'POST', path: '/trips/paris/day-1' }), 'deny constraint_denied methods',
       'a method the proposal allowed but the approval did not');
     t.equal(await verify(flows[0]!, { method: 'GET', path: '/trips/rome' }), 'deny constraint_denied path_prefixes',
@@ -158,6 +168,7 @@ if (dnsmasqMissing()) {
     t.equal((await acmeOwner.get(`/v1/service/connections/${flows[1]!.conn}`)).body.status, 'removed', 'Acme sees it removed');
     t.equal(pubId.length > 0, true);
     const code = await proc.stop();
-    t.equal(code, 0, code === 0 ? 'SIGTERM stops the sidecar with exit 0' : `exit ${code}: ${proc.output().slice(-2000)}`);
+    t.equal(code, 0, code === 0 ? 'SIGTERM stops the sidecar with exit 0'
+      : `exit ${code}: ${proc.output().slice(-2000)}`);
   });
 }
