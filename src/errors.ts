@@ -156,6 +156,8 @@ export const ERRORS = {
     message: 'The sub-delegation would be deeper than its chain or the service allows.' },
   delegation_widens: { status: 400,
     message: 'A sub-delegation may only narrow its parent: scopes, constraints and expiry.' },
+  constraints_loosened: { status: 400,
+    message: 'An approval may keep the proposed constraints or make them stricter, never looser.' },
   delegation_cross_connection: { status: 403,
     message: 'An agent can sub-delegate only to another agent of its own connection.' },
   invalid_delegation_depth: { status: 400,

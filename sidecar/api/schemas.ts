@@ -99,15 +99,17 @@ export const Agent = named('Agent', Type.Object({
 }));
 export const AgentList = named('AgentList', Type.Object({ agents: Type.Array(Type.Ref('Agent')) }));
 
+/** The certificate's constraints (`components.schemas.Constraints`, api/constraints.ts), or null. */
+const Constraints = Type.Union([Type.Ref('Constraints'), Type.Null()]);
 export const DelegationRequest = named('DelegationRequest', Type.Object({
   request_id: Str, connection_id: Str, agent_id: Str, requested_scope: Scopes,
+  proposed_constraints: Type.Union([Type.Ref('Constraints'), Type.Null()], { description: 'The constraints the '
+    + 'platform proposed (docs/organisations.md); an approval keeps them or makes them stricter. null: none.' }),
   state: Type.Union([Type.Literal('pending'), Type.Literal('approved'), Type.Literal('denied')]),
   cert_id: NullableStr, decided_at: NullableTime, created_at: NullableTime,
 }));
 export const DelegationRequestList = named(
   'DelegationRequestList', Type.Object({ requests: Type.Array(Type.Ref('DelegationRequest')) }));
-/** The certificate's constraints (`components.schemas.Constraints`, api/constraints.ts), or null. */
-const Constraints = Type.Union([Type.Ref('Constraints'), Type.Null()]);
 /** Spec 4.9, plus the request, agent, connection, constraints and certificate hash. */
 export const Approval = named('Approval', Type.Object({
   approved_scope: Scopes, cert_id: Str, expires_at: NullableTime, issued_at: Time, status: Type.Literal('approved'),

@@ -22,11 +22,13 @@ import type { ConnectionRecord, DelegationRequestRecord } from '../store/types.j
 import { NoBody, connectionView, iso, requireScopes } from '../http/resources.js';
 import { API_KEY_LIFETIME_MS } from './registration.js';
 import { requestView } from './delegations.js';
+import { constraintsFrom } from './proposals.js';
 
 const ConnectBody = Type.Object({ allowed_scopes: Type.Array(Type.Unknown(), { maxItems: 256 }) },
   { additionalProperties: false });
 const RequestBody = Type.Object({
   agent_id: Type.String({ maxLength: 100 }), scopes: Type.Array(Type.Unknown(), { maxItems: 256 }),
+  constraints: Type.Optional(Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()])),
 }, { additionalProperties: false });
 const PlatformParam = Type.Object({ platform_id: Type.String({ maxLength: 100 }) });
 const ConnParam = Type.Object({ connection_id: Type.String({ maxLength: 100 }) });
@@ -44,10 +46,16 @@ export const CONNECT_ROUTES = {
   requestDelegation: defineRoute({
     method: 'POST', url: '/v1/service/connections/:connection_id/delegation-requests', auth: 'api_key',
     schema: { params: ConnParam, body: RequestBody, tags: ['delegations'] },
-    operation: op('requestDelegation', 'Ask the account holder for a delegation',
-      'With the connection\'s API key: asks for `scopes` (within the connection\'s `allowed_scopes`) for one of the '
-        + 'connection\'s agents. The account holder\'s approvers approve it (fewer scopes if they like) or deny it.',
-      S.DelegationRequest, ['connection_not_found', 'agent_not_found', 'invalid_scopes', 'scope_not_offered']),
+    operation: {
+      ...op('requestDelegation', 'Ask the account holder for a delegation',
+        'With the connection\'s API key: asks for `scopes` (within the connection\'s `allowed_scopes`) for one of the '
+          + 'connection\'s agents, proposing `constraints` if it likes. The account holder\'s approvers approve it '
+          + '(fewer scopes, the proposed constraints or stricter ones) or deny it.',
+        S.DelegationRequest, ['connection_not_found', 'agent_not_found', 'invalid_scopes', 'scope_not_offered',
+          'invalid_constraints']),
+      bodyMembers: { constraints: Type.Union([Type.Ref('Constraints'), Type.Null()], {
+        description: 'Proposed constraints (docs/constraints.md); null, `{}` or absent: none.' }) },
+    },
   }),
   disconnectPlatform: defineRoute({
     method: 'POST', url: '/v1/service/connections/:connection_id/disconnect', auth: 'api_key',
@@ -139,15 +147,16 @@ export async function registerConnectRoutes(app: FastifyInstance, ctx: ServiceCo
     if (!conn || conn.id !== auth.connectionId || conn.status !== 'active') {
       throw new ServiceError('connection_not_found');
     }
-    const b = request.body as { agent_id: string; scopes: unknown[] };
+    const b = request.body as { agent_id: string; scopes: unknown[]; constraints?: Record<string, unknown> | null };
     const agent = await ctx.store.platforms.getAgent(b.agent_id);
     if (!agent || agent.connectionId !== conn.id) {
       throw new ServiceError('agent_not_found', 'No such agent on this connection.');
     }
     const scopes = within(b.scopes, conn.allowedScopes, 'body.scopes');
+    const proposed = constraintsFrom(b.constraints, 'body.constraints');
     const rec: DelegationRequestRecord = {
       id: crypto.randomUUID(), connectionId: conn.id, accountId: conn.accountId, agentId: agent.id,
-      requestedScopes: scopes,
+      requestedScopes: scopes, proposedConstraints: proposed as Record<string, unknown> | null,
       state: 'pending', certId: null, decidedAt: null, createdAt: ctx.clock(),
     };
     await ctx.store.delegations.createRequest(rec);

@@ -20,7 +20,7 @@ import { createSigner, publicKeyFromJson } from '../../src/crypto/hybrid.js';
 import { CERT_TYPE, MAX_DELEGATION_DEPTH, certificateHash, signCertificate } from '../../src/certificate.js';
 import type { CertificatePayload } from '../../src/certificate.js';
 import type { Constraints } from '../../src/constraints.js';
-import { validateConstraints } from '../../src/constraints.js';
+import { approvedConstraints } from './proposals.js';
 import { AAD } from '../secrets.js';
 import { buildEvent } from '../events.js';
 import type { ServiceContext } from '../context.js';
@@ -61,7 +61,8 @@ const IdParam = (name: string) => Type.Object({ [name]: Type.String({ maxLength:
 export function requestView(r: DelegationRequestRecord): Static<typeof DelegationRequest> {
   return {
     request_id: r.id, connection_id: r.connectionId, agent_id: r.agentId, requested_scope: r.requestedScopes,
-    state: r.state, cert_id: r.certId, decided_at: iso(r.decidedAt), created_at: iso(r.createdAt),
+    proposed_constraints: r.proposedConstraints, state: r.state, cert_id: r.certId, decided_at: iso(r.decidedAt),
+    created_at: iso(r.createdAt),
   };
 }
 
@@ -128,11 +129,14 @@ export const DELEGATIONS_ROUTES = {
     operation: {
       ...op('approveDelegationRequest', 'Approve a delegation request (spec 4.9)',
         'Issues a certificate signed by the account\'s root identity, for all or some of the requested scopes, with '
-          + 'optional expiry and constraints. Event delegation.approved.',
+          + 'optional expiry and constraints. A request with `proposed_constraints` keeps them when `constraints` is '
+          + 'absent; given constraints must be at least as strict (400 constraints_loosened). '
+          + 'Event delegation.approved.',
         S.Approval, ['request_not_found', 'request_not_pending', 'empty_scope', 'invalid_scopes', 'scope_not_requested',
-          'invalid_expiry', 'invalid_constraints', 'invalid_delegation_depth', ...ONBOARDED]),
+          'invalid_expiry', 'invalid_constraints', 'constraints_loosened', 'invalid_delegation_depth', ...ONBOARDED]),
       bodyMembers: { constraints: Type.Union([Type.Ref('Constraints'), Type.Null()], {
-        description: 'Constraints (docs/constraints.md); null or `{}` for none.' }),
+        description: 'Constraints (docs/constraints.md); null or `{}` for none; absent: the request\'s '
+          + '`proposed_constraints` (none for a self-request).' }),
       max_delegation_depth: Type.Integer({ minimum: 0, maximum: MAX_DELEGATION_DEPTH, description: 'The right to '
         + 'delegate (docs/certificates.md, "Sub-delegation"): how many levels of sub-delegation the agent may create '
         + 'below this certificate, at most SIDECAR_MAX_DELEGATION_DEPTH; 0 or absent: none.' }) },
@@ -211,7 +215,7 @@ export async function registerDelegationRoutes(app: FastifyInstance, ctx: Servic
     }
     const rec: DelegationRequestRecord = {
       id: crypto.randomUUID(), connectionId: conn.id, accountId, agentId, requestedScopes: conn.allowedScopes,
-      state: 'pending', certId: null, decidedAt: null, createdAt: ctx.clock(),
+      proposedConstraints: null, state: 'pending', certId: null, decidedAt: null, createdAt: ctx.clock(),
     };
     await ctx.store.delegations.createRequest(rec);
     return requestView(rec);
@@ -239,12 +243,7 @@ export async function registerDelegationRoutes(app: FastifyInstance, ctx: Servic
       expiresAt = t;
     }
     const right = delegationRight(b.max_delegation_depth, ctx.config.maxDelegationDepth, 'body.max_delegation_depth');
-    let constraints: Constraints | null = null;
-    if (b.constraints !== undefined && b.constraints !== null && Object.keys(b.constraints).length > 0) {
-      const err = validateConstraints(b.constraints);
-      if (err) throw new ServiceError('invalid_constraints', `${err}.`, { field: 'body.constraints' });
-      constraints = b.constraints as Constraints;
-    }
+    const constraints = approvedConstraints(b.constraints, req.proposedConstraints as Constraints | null, scopes);
     const account = await ctx.store.accounts.getAccount(accountId);
     const agent = await ctx.store.platforms.getAgent(req.agentId);
     const conn = await ctx.store.platforms.getConnection(req.connectionId);

@@ -206,7 +206,7 @@ export async function registerSubDelegationRoutes(app: FastifyInstance, ctx: Ser
     };
     const ok = await ctx.store.delegations.issueSubDelegation({
       id: requestId, connectionId: agent.connectionId, accountId: holder, agentId: target.id,
-      requestedScopes: scopes, state: 'approved', certId, decidedAt: now, createdAt: now,
+      requestedScopes: scopes, proposedConstraints: null, state: 'approved', certId, decidedAt: now, createdAt: now,
     }, record, buildEvent(ctx, {
       type: 'delegation.approved', accountId: holder, platformId: conn.platformId, connectionId: conn.id, now,
       fields: { request_id: requestId, connection_id: conn.id, org_id: holder, agent_id: target.id,

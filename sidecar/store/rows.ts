@@ -47,6 +47,7 @@ export interface AgentRow {
 /** A `delegation_requests` row. */
 export interface RequestRow {
   id: string; connection_id: string; account_id: string; agent_id: string; requested_scopes: string;
+  proposed_constraints: string | null;
   state: DelegationRequestRecord['state']; cert_id: string | null; decided_at: number | null; created_at: number;
 }
 /** A `certificates` row. */
@@ -129,7 +130,10 @@ export const agentFromRow = (r: AgentRow): AgentRecord => ({
 /** Maps a `delegation_requests` row. */
 export const requestFromRow = (r: RequestRow): DelegationRequestRecord => ({
   id: r.id, connectionId: r.connection_id, accountId: r.account_id, agentId: r.agent_id,
-  requestedScopes: JSON.parse(r.requested_scopes) as string[], state: r.state, certId: r.cert_id, decidedAt: r.decided_at, createdAt: r.created_at,
+  requestedScopes: JSON.parse(r.requested_scopes) as string[],
+  proposedConstraints: r.proposed_constraints === null ? null
+    : JSON.parse(r.proposed_constraints) as Record<string, unknown>,
+  state: r.state, certId: r.cert_id, decidedAt: r.decided_at, createdAt: r.created_at,
 });
 /** Maps a `certificates` row. */
 export const certFromRow = (r: CertRow): CertificateRecord => ({

@@ -138,3 +138,15 @@ ALTER TABLE certificates ADD COLUMN max_delegation_depth INTEGER NOT NULL DEFAUL
 CREATE INDEX certificates_parent ON certificates (parent_cert_id, status);
 `,
 };
+
+/**
+ * Proposed constraints (SQLite version 10, PostgreSQL 8; issue 32, docs/organisations.md): the
+ * constraints a platform proposes with a delegation request, as JSON (NULL: none proposed).
+ * An approval keeps them or makes them stricter.
+ */
+export const PROPOSED_CONSTRAINTS: SharedMigration = {
+  name: 'proposed constraints of delegation requests',
+  sql: `
+ALTER TABLE delegation_requests ADD COLUMN proposed_constraints TEXT;
+`,
+};

@@ -56,3 +56,34 @@ export async function compiledSidecarMain(): Promise<string> {
   }
   return (cached = main);
 }
+
+/**
+ * The sidecar's command line as `npm start` runs it (`node bin/agent-authz-sidecar.mjs`, which imports
+ * `../dist/sidecar/main.js`), on a build of the current sources: the project's own `bin/` when `dist/` is
+ * that build; otherwise the same `bin/agent-authz-sidecar.mjs`, copied byte for byte into
+ * `.cache/test-start-<inputs hash>/bin/`, beside a `dist` link to the build of {@link compiledSidecarMain}.
+ */
+export async function compiledSidecarBin(): Promise<string> {
+  const main = await compiledSidecarMain();
+  const bin = path.join(ROOT, 'bin', 'agent-authz-sidecar.mjs');
+  const build = path.dirname(path.dirname(main));
+  if (build === path.join(ROOT, 'dist')) return bin;
+  const home = path.join(ROOT, '.cache', `test-start-${path.basename(build).replace(/^test-sidecar-/, '')}`);
+  const copy = path.join(home, 'bin', 'agent-authz-sidecar.mjs');
+  if (fs.existsSync(copy) && fs.existsSync(path.join(home, 'dist', 'sidecar', 'main.js'))) return copy;
+  const stage = fs.mkdtempSync(`${home}.tmp-`);
+  try {
+    fs.mkdirSync(path.join(stage, 'bin'));
+    fs.copyFileSync(bin, path.join(stage, 'bin', 'agent-authz-sidecar.mjs'));
+    fs.symlinkSync(build, path.join(stage, 'dist'), 'dir');
+    try {
+      fs.renameSync(stage, home);
+    } catch (err) {
+      // Another test file put the same one in place first: use that one.
+      if (!fs.existsSync(copy)) throw err;
+    }
+  } finally {
+    fs.rmSync(stage, { recursive: true, force: true });
+  }
+  return copy;
+}

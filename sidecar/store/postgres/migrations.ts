@@ -31,7 +31,8 @@
  */
 import { NOTIFY_CHANNEL } from './changes-protocol.js';
 import {
-  DECISION_EXPLANATIONS, IDEMPOTENCY_LEDGER, ORGANISATIONS, PUBLISHER_DOMAINS, SUB_DELEGATION_CHAINS,
+  DECISION_EXPLANATIONS, IDEMPOTENCY_LEDGER, ORGANISATIONS, PROPOSED_CONSTRAINTS, PUBLISHER_DOMAINS,
+  SUB_DELEGATION_CHAINS,
   migrationFor,
 } from '../schema.js';
 
@@ -316,4 +317,5 @@ END $$;
   { version: 5, ...migrationFor(ORGANISATIONS, 'pg') },
   { version: 6, ...migrationFor(PUBLISHER_DOMAINS, 'pg') },
   { version: 7, ...migrationFor(SUB_DELEGATION_CHAINS, 'pg') },
+  { version: 8, ...migrationFor(PROPOSED_CONSTRAINTS, 'pg') },
 ];

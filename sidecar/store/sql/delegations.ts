@@ -37,8 +37,9 @@ function insertCertificate(c: CertificateRecord): Work<number> {
 /** Inserts a delegation request row. */
 function insertRequest(q: DelegationRequestRecord): Work<number> {
   return run(sql`INSERT INTO delegation_requests (id, connection_id, account_id, agent_id,
-    requested_scopes, state, cert_id, decided_at, created_at) VALUES (${q.id}, ${q.connectionId}, ${q.accountId},
-    ${q.agentId}, ${JSON.stringify(q.requestedScopes)}, ${q.state}, ${q.certId}, ${q.decidedAt}, ${q.createdAt})`);
+    requested_scopes, proposed_constraints, state, cert_id, decided_at, created_at)
+    VALUES (${q.id}, ${q.connectionId}, ${q.accountId}, ${q.agentId}, ${JSON.stringify(q.requestedScopes)},
+    ${constraintsText(q.proposedConstraints)}, ${q.state}, ${q.certId}, ${q.decidedAt}, ${q.createdAt})`);
 }
 
 type Revoked = { id: string; agent_id: string; connection_id: string; depth: number };

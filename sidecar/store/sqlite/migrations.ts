@@ -8,7 +8,8 @@
 import { AUDIT_CHAIN_SQL, chainExistingRows } from './migration-audit.js';
 import type { MigrationDb } from './migration-audit.js';
 import {
-  DECISION_EXPLANATIONS, IDEMPOTENCY_LEDGER, ORGANISATIONS, PUBLISHER_DOMAINS, SUB_DELEGATION_CHAINS,
+  DECISION_EXPLANATIONS, IDEMPOTENCY_LEDGER, ORGANISATIONS, PROPOSED_CONSTRAINTS, PUBLISHER_DOMAINS,
+  SUB_DELEGATION_CHAINS,
   migrationFor,
 } from '../schema.js';
 
@@ -276,4 +277,5 @@ CREATE TABLE usage_counters (
   { version: 7, ...migrationFor(ORGANISATIONS, 'sqlite') },
   { version: 8, ...migrationFor(PUBLISHER_DOMAINS, 'sqlite') },
   { version: 9, ...migrationFor(SUB_DELEGATION_CHAINS, 'sqlite') },
+  { version: 10, ...migrationFor(PROPOSED_CONSTRAINTS, 'sqlite') },
 ];

@@ -10,6 +10,11 @@ export interface DelegationRequestRecord {
   accountId: string;
   agentId: string;
   requestedScopes: string[];
+  /**
+   * The constraints the platform proposed with the request (docs/organisations.md); null: none. An approval keeps
+   * them or makes them stricter.
+   */
+  proposedConstraints: Record<string, unknown> | null;
   state: 'pending' | 'approved' | 'denied';
   certId: string | null;
   decidedAt: number | null;

@@ -3,8 +3,10 @@
  * black-box flow): every step lands on another replica. A publisher organisation verifies its
  * domain against a real DNS server (dnsmasq) and publishes; a personal account holder and an
  * organisation (through an approver who is not its owner) connect; the platform receives both
- * signed `connection.created` webhooks and uses each key; it asks for delegations; the approvers
- * grant fewer scopes; proofs verify per connection on every replica; removing one connection
+ * signed `connection.created` webhooks and uses each key; it asks for delegations, proposing
+ * constraints for one; the approvers grant fewer scopes, one with stricter constraints than
+ * proposed (looser ones refused); proofs verify per connection on every replica, and outside the
+ * approved constraints are denied; removing one connection
  * refuses its key on every replica within the API-key cache's 5 s (docs/storage.md) and leaves
  * the other working; a removed member's session ends on every replica at once.
  */
@@ -59,31 +61,53 @@ if (pg) {
     for (const h of hooks) t.same(transportProblems(h, reg.body.webhook_signing_secret as string), [], 'signed');
     t.match(hooks[1]!.body, { org_id: acmeId, org_name: 'Acme', allowed_scopes: ['data:read'] });
 
-    // The platform uses each key on every replica; the approvers grant fewer scopes.
-    const flows: { key: string; conn: string; agentId: string }[] = [];
-    for (const [h, decider, ask] of [[hooks[0]!, alice, ['data:read', 'data:write']], [hooks[1]!, approver, ['data:read']]] as const) {
+    // The platform uses each key on every replica; the approvers grant fewer scopes. For Acme it
+    // proposes two tenants; Acme's approver (on C) sees the proposal written on B, is refused a
+    // third tenant, and grants one.
+    const flows: { key: string; conn: string; agentId: string; context: Record<string, string> }[] = [];
+    const proposal = { tenants: ['acme', 'acme-eu'] };
+    for (const [h, decider, ask, proposed] of [[hooks[0]!, alice, ['data:read', 'data:write'], null],
+      [hooks[1]!, approver, ['data:read'], proposal]] as const) {
       const key = h.body.api_key as string;
       const conn = h.body.connection_id as string;
       const agent = await platformOn(A!, key).post(`/v1/service/connections/${conn}/agents`, { name: 'bot', agent_type: 'api_agent' });
       const req = await platformOn(B!, key).post(`/v1/service/connections/${conn}/delegation-requests`,
-        { agent_id: agent.body.agent_id, scopes: ask });
+        { agent_id: agent.body.agent_id, scopes: ask, ...(proposed ? { constraints: proposed } : {}) });
       t.equal(req.status, 200, 'asked on B');
-      const ap = await decider.post(`/v1/service/delegations/requests/${req.body.request_id}/approve`, { approved_scope: ['data:read'] });
+      const approve = `/v1/service/delegations/requests/${req.body.request_id}/approve`;
+      let grant: Record<string, unknown> = { approved_scope: ['data:read'] };
+      if (proposed) {
+        t.same((await decider.get(`/v1/service/delegations/requests/${req.body.request_id}`)).body.proposed_constraints,
+          proposed, 'the proposal written on B is read on C');
+        const looser = await decider.post(approve,
+          { approved_scope: ['data:read'], constraints: { tenants: ['acme', 'globex'] } });
+        t.match(looser.body.error,
+          { code: 'constraints_loosened', member: 'tenants', detail: 'globex is not a tenant of the proposal' },
+          'a tenant the proposal does not name is refused');
+        grant = { ...grant, constraints: { tenants: ['acme'] } };
+      }
+      const ap = await decider.post(approve, grant);
       t.equal(ap.status, 200, 'granted fewer (or as many) scopes');
-      flows.push({ key, conn, agentId: agent.body.agent_id as string });
+      t.same(ap.body.constraints, proposed ? { tenants: ['acme'] } : null, 'with the constraints granted');
+      flows.push({ key, conn, agentId: agent.body.agent_id as string, context: proposed ? { tenant: 'acme' } : {} });
     }
-    const verify = async (f: (typeof flows)[number], presentOn: Replica, verifyOn: Replica): Promise<string> => {
+    const verify = async (f: (typeof flows)[number], presentOn: Replica, verifyOn: Replica,
+      context = f.context): Promise<string> => {
       const ch = await platformOn(presentOn, f.key).post('/v1/service/challenge');
       if (ch.status !== 200) return `challenge ${ch.status} ${ch.body?.error?.code}`;
       const pr = await platformOn(presentOn, f.key).post(`/v1/service/connections/${f.conn}/agents/${f.agentId}/present`,
         { challenge: ch.body.challenge });
       if (pr.status !== 200) return `present ${pr.status} ${pr.body?.error?.code}`;
-      const v = await platformOn(verifyOn, f.key).post('/v1/service/verify', { proof_bundle: pr.body.proof_bundle, required_scope: 'data:read' });
-      return v.status === 200 ? `${v.body.decision} ${v.body.decision_reason}` : `verify ${v.status} ${v.body?.error?.code}`;
+      const v = await platformOn(verifyOn, f.key).post('/v1/service/verify',
+        { proof_bundle: pr.body.proof_bundle, required_scope: 'data:read', context });
+      if (v.status !== 200) return `verify ${v.status} ${v.body?.error?.code}`;
+      return [v.body.decision, v.body.decision_reason, v.body.constraint].filter(Boolean).join(' ');
     };
     for (const [p, v] of [[A!, B!], [B!, C!], [C!, A!]] as const) {
       for (const f of flows) t.equal(await verify(f, p, v), 'allow authorized', `present on ${p.name}, verify on ${v.name}`);
     }
+    t.equal(await verify(flows[1]!, A!, B!, { tenant: 'acme-eu' }), 'deny constraint_denied tenants',
+      'a tenant proposed but not granted is denied');
 
     // The platform removes Acme's connection on A: its key stops on every replica; Alice's goes on.
     t.equal((await platformOn(A!, flows[1]!.key).post(`/v1/service/connections/${flows[1]!.conn}/disconnect`)).body.status, 'removed');

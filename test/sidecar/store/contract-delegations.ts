@@ -45,6 +45,25 @@ export async function delegationsContract(t: Test, open: OpenStore): Promise<voi
     t.equal(await s.delegations.getCertificate(randomUUID()), undefined);
   });
 
+  await t.test('a request keeps the constraints the platform proposed, read back and listed as written', async (t) => {
+    const x = await seed(s);
+    const proposed = { methods: ['GET'], path_prefixes: ['/trips'], max_calls: { count: 10, period: 'day' },
+      time_window: { start: '08:00', end: '18:00', days: ['mon', 'tue'] } };
+    const r = { ...request(x), proposedConstraints: proposed };
+    const plain = request(x, NOW + 1);
+    await s.delegations.createRequest(r);
+    await s.delegations.createRequest(plain);
+    t.same((await s.delegations.getRequest(r.id))?.proposedConstraints, proposed, 'JSON read back as written');
+    t.equal((await s.delegations.getRequest(plain.id))?.proposedConstraints, null, 'none proposed: null');
+    const listed = await s.delegations.listRequests(x.accountId);
+    t.same(listed.map((q) => [q.id, q.proposedConstraints]), [[plain.id, null], [r.id, proposed]], 'listed with them');
+    const c = { ...cert(r), constraints: { ...proposed, methods: ['GET'], tenants: ['t1'] } };
+    t.equal(await s.delegations.approveRequest(r.id, c, null), true);
+    const after = await s.delegations.getRequest(r.id);
+    t.same([after?.state, after?.proposedConstraints], ['approved', proposed], 'the proposal stays after the approval');
+    t.same((await s.delegations.getCertificate(c.id))?.constraints, c.constraints, 'the certificate has the approved ones');
+  });
+
   await t.test('the active certificate is the newest approved one; expiry is not checked', async (t) => {
     const x = await seed(s);
     const old = await approved(s, x, NOW + 1);

@@ -67,7 +67,8 @@ export async function seed(s: Store, o: { credits?: number | null; callbackUrl?:
 
 /** A pending delegation request of the seeded agent. */
 export function request(x: Seeded, createdAt = NOW): DelegationRequestRecord {
-  return { id: randomUUID(), connectionId: x.c.id, accountId: x.accountId, agentId: x.agentId, requestedScopes: ['data:read'], state: 'pending', certId: null, decidedAt: null, createdAt };
+  return { id: randomUUID(), connectionId: x.c.id, accountId: x.accountId, agentId: x.agentId, requestedScopes: ['data:read'],
+    proposedConstraints: null, state: 'pending', certId: null, decidedAt: null, createdAt };
 }
 
 /** An approved certificate for request `r`. */

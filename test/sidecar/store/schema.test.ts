@@ -4,7 +4,8 @@
  * strictly increasing versions.
  */
 import t from 'tap';
-import { DECISION_EXPLANATIONS, IDEMPOTENCY_LEDGER, ORGANISATIONS, PUBLISHER_DOMAINS, migrationFor } from '../../../sidecar/store/schema.js';
+import { DECISION_EXPLANATIONS, IDEMPOTENCY_LEDGER, ORGANISATIONS, PROPOSED_CONSTRAINTS, PUBLISHER_DOMAINS,
+  SUB_DELEGATION_CHAINS, migrationFor } from '../../../sidecar/store/schema.js';
 import { MIGRATIONS } from '../../../sidecar/store/sqlite/migrations.js';
 import { PG_MIGRATIONS } from '../../../sidecar/store/postgres/migrations.js';
 
@@ -15,7 +16,8 @@ t.test('migrationFor renders the type names per dialect, whole words only', asyn
 });
 
 t.test('both engines run every shared migration, in order', async (t) => {
-  const shared = [DECISION_EXPLANATIONS, IDEMPOTENCY_LEDGER, ORGANISATIONS, PUBLISHER_DOMAINS];
+  const shared = [DECISION_EXPLANATIONS, IDEMPOTENCY_LEDGER, ORGANISATIONS, PUBLISHER_DOMAINS, SUB_DELEGATION_CHAINS,
+    PROPOSED_CONSTRAINTS];
   for (const [engine, list, dialect] of [['sqlite', MIGRATIONS, 'sqlite'], ['pg', PG_MIGRATIONS, 'pg']] as const) {
     const versions = list.map((m) => m.version);
     t.ok(versions.every((v, i) => i === 0 || v > versions[i - 1]!), `${engine}: versions strictly increase`);
