@@ -28,6 +28,9 @@ import { AuditPage } from './pages/audit.js';
 import { UsagePage } from './pages/usage.js';
 import { WebhooksPage } from './pages/webhooks.js';
 import { MembersPage } from './pages/members.js';
+import { OrganisationsPage } from './pages/organisations.js';
+import { DirectoryPage } from './pages/directory.js';
+import { ConnectionsPage } from './pages/connections.js';
 import { WorkspaceSwitcher } from './ui/workspace.js';
 
 /** What every page can reach: the session and how to re-read it. */
@@ -58,10 +61,13 @@ const NAV: NavItem[] = [
   { href: '/certificates', label: 'Certificates', match: (p) => p === '/certificates', page: CertificatesPage },
   { href: '/agents', label: 'Agents', match: (p) => p === '/agents', page: AgentsPage },
   { href: '/platform', label: 'Platform', match: (p) => p === '/platform', page: PlatformPage },
+  { href: '/connections', label: 'Connections', match: (p) => p === '/connections', page: ConnectionsPage },
+  { href: '/directory', label: 'Directory', match: (p) => p === '/directory', page: DirectoryPage },
   { href: '/audit', label: 'Audit', match: (p) => p === '/audit', page: AuditPage, needs: 'audit_read' },
   { href: '/usage', label: 'Usage', match: (p) => p === '/usage', page: UsagePage, needs: 'audit_read' },
   { href: '/webhooks', label: 'Webhooks', match: (p) => p === '/webhooks', page: WebhooksPage, needs: 'audit_read' },
   { href: '/members', label: 'Members', match: (p) => p === '/members', page: MembersPage },
+  { href: '/organisations', label: 'Organisations', match: (p) => p === '/organisations', page: OrganisationsPage },
 ];
 
 function pageFor(route: Route): { page: ComponentType<{ route: Route }>; nav: string | null } {

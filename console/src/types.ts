@@ -22,6 +22,9 @@ export interface Agent { agent_id: string; name: string; agent_type: string; cus
 export interface DelegationRequest {
   request_id: string; connection_id: string; agent_id: string; requested_scope: string[]; state: 'pending' | 'approved' | 'denied';
   cert_id: string | null; decided_at: string | null; created_at: string;
+  /** Constraints the platform proposes with its request, when the API carries them (either name is read). */
+  constraints?: Record<string, unknown> | null;
+  proposed_constraints?: Record<string, unknown> | null;
 }
 /** A certificate (delegation). */
 export interface Certificate {
@@ -91,4 +94,23 @@ export interface Delivery {
 /** True when a certificate is in force now (approved and not past its expiry). */
 export function isActive(c: Certificate, now = Date.now()): boolean {
   return c.status === 'approved' && (c.expires_at === null || Date.parse(c.expires_at) > now);
+}
+
+/** The organisation's publisher domain (`GET /v1/service/organization/domain`, docs/organisations.md). */
+export interface PublisherDomain {
+  domain: string; record_name: string; record_text: string; state: 'unverified' | 'verified' | 'lapsed';
+  claimed_at: string; verified_at: string | null; lapsed_at: string | null; checked_at: string | null;
+  last_outcome: string | null;
+}
+/** A published platform in the directory (`GET /v1/service/directory`). */
+export interface DirectoryEntry {
+  platform_id: string; name: string; description: string; surface_type: string; scopes: string[];
+  publisher: { organization_id: string; name: string; verified_domain: string };
+}
+/** An organisation just created (`POST /v1/service/organizations`). */
+export interface Organization { organization_id: string; name: string; role: string; created_at: string }
+
+/** The constraints a platform proposed with `r`, when the API carries them; null otherwise. */
+export function proposedConstraints(r: DelegationRequest): Record<string, unknown> | null {
+  return r.proposed_constraints ?? r.constraints ?? null;
 }

@@ -14,6 +14,8 @@ import { checkText } from '../../../src/text.js';
 import { ApiError, api, describeError } from '../api.js';
 import { APPROVALS_POLL_MS, NOTE_RULE } from '../constants.js';
 import { ConfirmDialog, ErrorText, PageTitle, StatusText } from '../ui/common.js';
+import { useApp } from '../app.js';
+import { allows } from '../session.js';
 import { plural, shortId, when } from '../ui/format.js';
 import type { ActionApproval, Agent } from '../types.js';
 
@@ -64,6 +66,8 @@ function refusal(err: unknown): string {
 
 function PendingCard(p: {
   a: ActionApproval; agent: string; fresh: boolean; busy: boolean; now: number; onApprove: () => void; onDeny: () => void;
+  /** The session's role may decide (`approvals_decide`); otherwise no buttons. */
+  decide: boolean;
 }): JSX.Element {
   const { a } = p;
   const m = money(a);
@@ -81,10 +85,10 @@ function PendingCard(p: {
         <dt>Expires</dt><dd>{when(a.expires_at)} ({inTime(a.expires_at, p.now)})</dd>
       </dl>
       <p class="hint">{a.summary}</p>
-      <div class="actions">
+      {p.decide && <div class="actions">
         <button type="button" class="primary approve" disabled={p.busy} onClick={p.onApprove}>Approve<span class="sr-only"> {a.summary}</span></button>
         <button type="button" class="danger deny" disabled={p.busy} onClick={p.onDeny}>Deny…<span class="sr-only"> {a.summary}</span></button>
-      </div>
+      </div>}
     </article>
   );
 }
@@ -115,6 +119,8 @@ function RecentTable(p: { rows: ActionApproval[]; name: (id: string) => string }
 
 /** The approvals page. */
 export function ApprovalsPage(): JSX.Element {
+  const { session } = useApp();
+  const decide = allows(session, 'approvals_decide');
   const [data, setData] = useState<Data | null>(null);
   const [agents, setAgents] = useState<Agent[]>([]);
   const [loadError, setLoadError] = useState<unknown>(null);
@@ -196,12 +202,15 @@ export function ApprovalsPage(): JSX.Element {
     <section>
       <PageTitle>Approvals</PageTitle>
       <p class="hint">Actions your certificates’ approval rules hold back until you decide. New requests appear here by themselves.</p>
+      {!decide && <p class="notice">Your role ({session.workspace?.role}) reads the approvals; approving and
+        denying need an approver or owner.</p>}
       <ErrorText error={loadError ?? error} />
       <StatusText>{status}</StatusText>
       <h2 tabIndex={-1} ref={waiting}>Waiting for you{data ? ` (${data.pending.length})` : ''}</h2>
       {!data ? (!loadError && <p role="status">Loading…</p>) : data.pending.length === 0 ? <p>Nothing is waiting for your approval.</p> : (
         data.pending.map((a) => (
-          <PendingCard key={a.approval_id} a={a} agent={name(a.agent_id)} fresh={fresh.has(a.approval_id)} busy={busy === a.approval_id} now={now}
+          <PendingCard key={a.approval_id} a={a} agent={name(a.agent_id)} fresh={fresh.has(a.approval_id)}
+            busy={busy === a.approval_id} now={now} decide={decide}
             onApprove={() => { void approve(a); }} onDeny={() => { setNote(''); setDenyTarget(a); }} />
         ))
       )}

@@ -13,11 +13,19 @@ import { ConfirmDialog, ErrorText, PageTitle, SecretsOnce, StatusText, useLoad }
 import { when } from '../ui/format.js';
 import type { Connection, Platform, Registration } from '../types.js';
 import { RegisterForm } from './register.js';
+import { OrgPlatformsPage } from './org-platforms.js';
+import { useApp } from '../app.js';
 
 type Secrets = { title: string; secrets: { id: string; label: string; value: string }[] };
 
-/** The platform page. */
+/** The platform page: an organisation's platforms and publishing, or the personal platform. */
 export function PlatformPage(): JSX.Element {
+  const { session } = useApp();
+  return session.workspace?.kind === 'organization' ? <OrgPlatformsPage /> : <PersonalPlatformPage />;
+}
+
+/** The personal workspace's one platform (its person is its owner: every control is theirs). */
+function PersonalPlatformPage(): JSX.Element {
   const d = useLoad(async () => {
     const [p, c] = await Promise.all([
       api<{ platforms: Platform[] }>('GET', '/v1/service/platforms'),
@@ -73,6 +81,8 @@ export function PlatformPage(): JSX.Element {
             <dt>Connection id</dt><dd class="mono">{platform.connection_id ?? '—'}</dd>
             <dt>Connection</dt><dd>{conn ? `${conn.status}${conn.removed_at ? ` (removed ${when(conn.removed_at)})` : ''}` : '—'}</dd>
             <dt>Surface</dt><dd>{platform.surface_type}</dd>
+            <dt>Publish state</dt><dd>{platform.publish_state} <span class="hint">(a personal account's platform
+              stays a draft; publishing in the directory needs an organisation)</span></dd>
             <dt>Scope ceiling</dt><dd>{platform.default_allowed_scopes.join(', ')}</dd>
             <dt>API key expires</dt><dd>{when(platform.expires_at)}</dd>
             <dt>Registered</dt><dd>{when(platform.created_at)}</dd>

@@ -1,8 +1,8 @@
 /**
  * The platform registration form: name, surface, the scope ceiling (from the
  * scope vocabulary of src/scopes.ts, plus custom scopes), description and an
- * optional callback address. The API's validation messages are shown as it
- * gives them.
+ * optional callback address (personal, or one more platform of an
+ * organisation). The API's validation messages are shown as it gives them.
  */
 import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
@@ -15,8 +15,12 @@ const SURFACES = [
   ['agentic_api', 'Agent actions on an API'], ['conversational_ai', 'Conversational AI'], ['meetings', 'Meetings'], ['physical_ai', 'Physical AI'],
 ] as const;
 
-/** The registration form; `onRegistered` receives the answer with its secrets. */
-export function RegisterForm(p: { onRegistered: (r: Registration) => void }): JSX.Element {
+/**
+ * The registration form; `onRegistered` receives the answer with its secrets. `path` is the route
+ * (the personal one by default; an organisation's is `/v1/service/platforms`), `title` its heading.
+ */
+export function RegisterForm(p: { onRegistered: (r: Registration) => void; path?: string; title?: string }):
+  JSX.Element {
   const [name, setName] = useState('');
   const [surface, setSurface] = useState('agentic_api');
   const [scopes, setScopes] = useState<string[]>([]);
@@ -31,17 +35,18 @@ export function RegisterForm(p: { onRegistered: (r: Registration) => void }): JS
     setBusy(true); setError(null);
     const all = [...scopes, ...custom.split(/[\s,]+/).filter(Boolean)];
     try {
-      const r = await api<Registration>('POST', '/v1/service/platforms/personal', {
+      const r = await api<Registration>('POST', p.path ?? '/v1/service/platforms/personal', {
         name, surface_type: surface, default_allowed_scopes: all,
         ...(description ? { description } : {}), ...(callback.trim() ? { callback_url: callback.trim() } : {}),
       });
       p.onRegistered(r);
+      setName(''); setScopes([]); setCustom(''); setDescription(''); setCallback('');
     } catch (err) { setError(err); } finally { setBusy(false); }
   };
 
   return (
     <form class="panel" onSubmit={submit}>
-      <h2>Register your platform</h2>
+      <h2>{p.title ?? 'Register your platform'}</h2>
       <p>Your platform gets a connection and an API key; its agents will ask you for delegations within the scopes you allow here.</p>
       <label for="p-name">Name</label>
       <input id="p-name" value={name} maxLength={200} onInput={(e) => setName((e.target as HTMLInputElement).value)} />

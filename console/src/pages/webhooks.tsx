@@ -8,6 +8,8 @@ import { Fragment } from 'preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { ErrorText, PageTitle, StatusText, useLoad } from '../ui/common.js';
+import { useApp } from '../app.js';
+import { allows } from '../session.js';
 import { shortId, when } from '../ui/format.js';
 import type { Delivery } from '../types.js';
 
@@ -33,6 +35,8 @@ function Attempts(p: { id: string }): JSX.Element {
 
 /** The webhooks page. */
 export function WebhooksPage(): JSX.Element {
+  const { session } = useApp();
+  const manage = allows(session, 'platforms_manage');
   const [state, setState] = useState('');
   const [pages, setPages] = useState<string[]>([]);
   const [open, setOpen] = useState<string | null>(null);
@@ -54,6 +58,8 @@ export function WebhooksPage(): JSX.Element {
   return (
     <section>
       <PageTitle>Webhooks</PageTitle>
+      {!manage && <p class="notice">Your role ({session.workspace?.role}) reads the deliveries; redelivering needs
+        an owner or admin.</p>}
       <div class="panel row wrap">
         <label for="wh-state">State</label>
         <select id="wh-state" value={state} onChange={(e) => { setState((e.target as HTMLSelectElement).value); setPages([]); }}>
@@ -82,8 +88,8 @@ export function WebhooksPage(): JSX.Element {
                   <td class="actions">
                     <button type="button" aria-expanded={open === x.delivery_id} onClick={() => setOpen(open === x.delivery_id ? null : x.delivery_id)}>
                       Attempts<span class="sr-only"> of {x.event} {shortId(x.delivery_id)}</span></button>
-                    <button type="button" onClick={() => { void redeliver(x.delivery_id); }}>Redeliver<span
-                      class="sr-only"> {x.event} {shortId(x.delivery_id)}</span></button>
+                    {manage && <button type="button" onClick={() => { void redeliver(x.delivery_id); }}>Redeliver<span
+                      class="sr-only"> {x.event} {shortId(x.delivery_id)}</span></button>}
                   </td>
                 </tr>
                 {open === x.delivery_id && <tr><td colSpan={7}><Attempts id={x.delivery_id} /></td></tr>}
