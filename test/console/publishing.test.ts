@@ -16,7 +16,7 @@ import { dnsmasqMissing, startDnsmasq } from '../helpers/dnsmasq.js';
 import type { TxtRecords } from '../helpers/dnsmasq.js';
 import { recheckDomains } from '../../sidecar/publishing/recheck.js';
 import { axeViolations, focusedOnceOn, launch, screenshot, tabTo } from './browser.js';
-import { expectNoProblems, sessionInBrowser } from './steps.js';
+import { driver, expectNoProblems, sessionInBrowser } from './steps.js';
 
 if (dnsmasqMissing()) {
   t.pass('skipped: dnsmasq is not installed (.ci/run installs it)', { skip: true });
@@ -29,17 +29,10 @@ if (dnsmasqMissing()) {
     const b = await launch();
     t.teardown(async () => { await b.close(); await sc.close(); });
     const { page } = b;
-    const get = async (path: string): Promise<any> => (await b.context.request.get(sc.url + path)).json(); // eslint-disable-line @typescript-eslint/no-explicit-any
-    const said = (text: string | RegExp): Promise<void> => page.getByRole('status').getByText(text).first().waitFor();
+    const { get, press, type, said } = driver(b, sc);
     const check = async (name: string): Promise<void> => {
       t.same(await axeViolations(page), [], `${name}: no serious or critical accessibility violation`);
       await screenshot(page, name);
-    };
-    const press = async (selector: string): Promise<void> => { await tabTo(page, selector); await page.keyboard.press('Enter'); };
-    const type = async (selector: string, text: string): Promise<void> => {
-      await tabTo(page, selector);
-      await page.keyboard.press('Control+A');
-      await page.keyboard.type(text);
     };
 
     // 1. Create the organisation; a blank name is refused with the API's code.
@@ -64,7 +57,8 @@ if (dnsmasqMissing()) {
     await check('organisations-created');
     await page.keyboard.press('Enter');
     await page.waitForURL((u) => u.pathname === '/console/');
-    t.match((await get('/v1/auth/session')).workspace, { workspace_id: org.workspace_id, kind: 'organization', role: 'owner' },
+    t.match((await get('/v1/auth/session')).workspace,
+      { workspace_id: org.workspace_id, kind: 'organization', role: 'owner' },
       'the session acts in the organisation');
     t.equal(await page.locator('#workspace').inputValue(), org.workspace_id, 'the header\'s switcher says so');
 
@@ -84,12 +78,14 @@ if (dnsmasqMissing()) {
     await said('Claimed travel.example.org. Publish the TXT record below, then verify.');
     const claim = await get('/v1/service/organization/domain');
     t.match(claim, { domain: 'travel.example.org', state: 'unverified', verified_at: null });
-    t.equal(await page.locator('#record-name').inputValue(), '_agent-authz.travel.example.org', 'the record name shown');
+    t.equal(await page.locator('#record-name').inputValue(), '_agent-authz.travel.example.org',
+      'the record name shown');
     t.equal(await page.locator('#record-text').inputValue(), claim.record_text, 'the record text shown');
     t.equal(await current(), 'Verify', 'step 3 is current');
     await press('button:text-is("Verify now")');
     await panelAlert.waitFor();
-    t.equal(await panelAlert.innerText(), 'The TXT record that proves the domain was not found. No TXT record was found at '
+    t.equal(await panelAlert.innerText(), 'The TXT record that proves the domain was not found. '
+      + 'No TXT record was found at '
       + '_agent-authz.travel.example.org. Publish it, wait for DNS, then verify again. (domain_not_verified)',
     'no record: what the DNS said, what to do, and the code');
     t.match(await get('/v1/service/organization/domain'), { state: 'unverified', last_outcome: 'absent' });
@@ -129,8 +125,10 @@ if (dnsmasqMissing()) {
     t.ok(await card('Trip Planner').locator('button:has-text("Publish")').isDisabled(), 'Publish is disabled');
     t.equal(await card('Trip Planner').locator('button:has-text("Publish")').getAttribute('aria-describedby'),
       await card('Trip Planner').locator('[data-refusal]').getAttribute('id'), 'and says why');
-    t.match(await card('Bare Bot').locator('[data-refusal]').innerText(), /^Cannot publish yet: Publishing needs a description\./);
-    const platforms = (await get('/v1/service/platforms')).platforms as { name: string; platform_id: string; publish_state: string }[];
+    t.match(await card('Bare Bot').locator('[data-refusal]').innerText(),
+      /^Cannot publish yet: Publishing needs a description\./);
+    type P = { name: string; platform_id: string; publish_state: string };
+    const platforms = (await get('/v1/service/platforms')).platforms as P[];
     t.same(platforms.map((p) => [p.name, p.publish_state]).sort(), [['Bare Bot', 'draft'], ['Trip Planner', 'draft']],
       'the API has both, drafts');
     await check('publishing-platforms');
@@ -154,7 +152,8 @@ if (dnsmasqMissing()) {
     await press('article[data-platform="Trip Planner"] button:has-text("Unpublish")');
     const cardAlert = card('Trip Planner').locator('[role=alert]');
     await cardAlert.waitFor();
-    t.equal(await cardAlert.innerText(), 'The platform cannot make this move from its publish state. (publish_state_invalid)',
+    t.equal(await cardAlert.innerText(),
+      'The platform cannot make this move from its publish state. (publish_state_invalid)',
       'a move the API refuses: its message and code');
     await page.reload();
     await page.locator('[data-domain-state="lapsed"]').waitFor();

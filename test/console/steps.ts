@@ -83,3 +83,28 @@ export async function verify(platform: Client, bundle: unknown, scope: string, c
 export function expectNoProblems(t: Asserts, b: Browser): void {
   t.same(b.problems, [], 'no page error, console error or CSP violation');
 }
+
+/** A JSON answer as the tests read it. */
+export type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/**
+ * The keyboard and API steps of a test that drives one page as one person: `get` reads the API
+ * with the page's cookies; `press` tabs to a control and presses Enter; `type` tabs to a field and
+ * replaces its text; `said` waits for a status message.
+ */
+export function driver(b: Browser, sc: TestSidecar): {
+  get: (path: string) => Promise<Json>; press: (selector: string) => Promise<void>;
+  type: (selector: string, text: string) => Promise<void>; said: (text: string | RegExp) => Promise<void>;
+} {
+  const { page } = b;
+  return {
+    get: async (path) => (await b.context.request.get(sc.url + path)).json(),
+    press: async (selector) => { await tabTo(page, selector); await page.keyboard.press('Enter'); },
+    type: async (selector, text) => {
+      await tabTo(page, selector);
+      await page.keyboard.press('Control+A');
+      await page.keyboard.type(text);
+    },
+    said: (text) => page.getByRole('status').getByText(text).first().waitFor(),
+  };
+}

@@ -91,7 +91,8 @@ export function DirectoryPage(): JSX.Element {
         <table>
           <caption>Published platforms</caption>
           <thead><tr><th scope="col">Platform</th><th scope="col">Publisher</th><th scope="col">Verified domain</th>
-            <th scope="col">Scopes it may ask for</th><th scope="col"><span class="sr-only">Action</span></th></tr></thead>
+            <th scope="col">Scopes it may ask for</th>
+            <th scope="col"><span class="sr-only">Action</span></th></tr></thead>
           <tbody>{d.data.platforms.map((e) => (
             <tr key={e.platform_id} data-platform={e.name}>
               <td><strong>{e.name}</strong><br /><span class="hint">{e.description}</span></td>

@@ -30,7 +30,8 @@ const enc = encodeURIComponent;
 /** What publishing `p` still needs, as the API's check says (null when it may be published now). */
 function publishRefusal(p: Platform, domain: PublisherDomain | null): PublishRefusal | null {
   if (!(PUBLISH_STATES as readonly string[]).includes(p.publish_state)) return null;
-  const c = checkPublish(p.publish_state as PublishState, { organisation: true, domainVerified: domain?.state === 'verified',
+  const c = checkPublish(p.publish_state as PublishState, {
+    organisation: true, domainVerified: domain?.state === 'verified',
     callbackUrl: p.callback_url, description: p.description });
   return c.ok ? null : c.code;
 }
@@ -106,7 +107,8 @@ function PlatformCard(p: { platform: Platform; domain: PublisherDomain | null; m
           <input id={`cb-${x.platform_id}`} type="url" value={cb} size={40}
             placeholder="https://example.com/agent-authz/webhooks"
             onInput={(e) => setCallback((e.target as HTMLInputElement).value)} />
-          <button type="submit" disabled={busy}>Save<span class="sr-only"> the callback address of {x.name}</span></button>
+          <button type="submit" disabled={busy}>Save<span
+            class="sr-only"> the callback address of {x.name}</span></button>
         </form>
       )}
       <ErrorText error={error} />

@@ -19,7 +19,9 @@ const DOMAIN = '/v1/service/organization/domain';
 
 /** What a DNS outcome means for the person, with what to do next. */
 export function outcomeText(outcome: unknown, recordName: string): string {
-  if (outcome === 'absent') return `No TXT record was found at ${recordName}. Publish it, wait for DNS, then verify again.`;
+  if (outcome === 'absent') {
+    return `No TXT record was found at ${recordName}. Publish it, wait for DNS, then verify again.`;
+  }
   if (outcome === 'mismatch') {
     return `${recordName} has TXT records, but none is the one above. Check the text, then verify again.`;
   }

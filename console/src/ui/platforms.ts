@@ -31,7 +31,8 @@ export async function loadPlatformInfo(): Promise<Map<string, PlatformInfo>> {
     m.set(e.platform_id, { platform_id: e.platform_id, name: e.name, own: false, publisher: e.publisher });
   }
   for (const p of own.platforms) {
-    m.set(p.platform_id, { platform_id: p.platform_id, name: p.name, own: true, publisher: m.get(p.platform_id)?.publisher ?? null });
+    const publisher = m.get(p.platform_id)?.publisher ?? null;
+    m.set(p.platform_id, { platform_id: p.platform_id, name: p.name, own: true, publisher });
   }
   return m;
 }
