@@ -109,7 +109,8 @@ t.test('invite, accept in another browser, switch, members; change the role, rem
     'an approver is offered no member controls');
   t.equal(await gp.getByRole('heading', { name: 'Pending invitations' }).count(), 0, 'nor the invitations');
   t.same(await gp.locator('nav a').allInnerTexts(),
-    ['Overview', 'Requests', 'Approvals', 'Certificates', 'Agents', 'Platform', 'Members'],
+    ['Overview', 'Requests', 'Approvals', 'Certificates', 'Agents', 'Platform', 'Connections', 'Directory', 'Members',
+      'Organisations'],
     'no Audit, Usage or Webhooks for a role without audit_read');
   await check(gp, 'members-approver');
 

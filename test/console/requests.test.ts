@@ -70,8 +70,9 @@ t.test('requests: list, deny with a reason, IPs, tenants and time window, agents
     await page.getByRole('heading', { level: 1, name: 'Delegation requests' }).waitFor();
     const table = page.getByRole('table', { name: '2 pending of 2' });
     await table.waitFor();
-    t.same((await table.locator('tbody tr').allInnerTexts()).map((r) => r.split('\t').slice(0, 3).join(' | ')).sort(),
-      ['pending | order-bot | data:read, data:write', 'pending | report-bot | data:read, data:write']);
+    t.same((await table.locator('tbody tr').allInnerTexts()).map((r) => r.split('\t').slice(0, 4).join(' | ')).sort(),
+      ['pending | order-bot | Ledger API | data:read, data:write', 'pending | report-bot | Ledger API | data:read, data:write'],
+      'state, agent, platform, scopes');
     const shownAgent = await page.locator('#sr-agent').evaluate((s: any) => (s.selectedIndex >= 0 ? s.options[s.selectedIndex].text : '')); // eslint-disable-line @typescript-eslint/no-explicit-any
     t.match(shownAgent, /^(order|report)-bot \(/, 'the self-request form shows the agent it would ask for (not a blank choice)');
     await check(t, 'requests');
