@@ -1,5 +1,7 @@
 /**
- * The platform: registration (POST /v1/service/platforms/personal) with the
+ * The platform page. In an organisation it is org-platforms.tsx (several
+ * platforms, the publisher domain, publishing). In the personal workspace, the
+ * one platform: registration (POST /v1/service/platforms/personal) with the
  * three secrets shown exactly once, then its details, the callback address
  * (PUT .../callback), API-key rotation (the new key shown once) and removal
  * of its connection. Secrets live only in this page's memory. After a

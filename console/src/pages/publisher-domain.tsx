@@ -139,7 +139,7 @@ export function PublisherDomainPanel(p: { manage: boolean; onChange: (d: Publish
           {claim ? <p data-domain-state={claim.state}><span class={`badge ${claim.state === 'verified' ? 'approved'
             : claim.state === 'lapsed' ? 'revoked' : 'pending'}`}>{claim.state}</span> {stateText(claim)}</p>
             : <p>No domain claimed.</p>}
-          {claim?.last_outcome && claim.last_outcome !== 'verified' && claim.state !== 'lapsed'
+          {claim?.last_outcome && claim.last_outcome !== 'verified' && claim.state !== 'lapsed' && !error
             && <p class="hint">Last check: {outcomeText(claim.last_outcome, claim.record_name)}</p>}
           <p class="hint">The sidecar checks a verified domain again every day; if the record is gone the
             verification lapses and your platforms are unpublished.</p>
