@@ -91,7 +91,16 @@ if (dnsmasqMissing()) {
     t.match(await get('/v1/service/organization/domain'), { state: 'unverified', last_outcome: 'absent' });
     await check('publishing-domain-claimed');
 
-    records[claim.record_name] = [[claim.record_text]];
+    records[claim.record_name] = [['v=spf1 -all']];
+    await dns.setRecords(records);
+    await press('button:text-is("Verify now")');
+    await page.getByRole('alert').getByText(/has TXT records, but none is the one above/).waitFor();
+    t.equal(await panelAlert.innerText(), 'The TXT record that proves the domain was not found. '
+      + '_agent-authz.travel.example.org has TXT records, but none is the one above. Check the text, then verify again. (domain_not_verified)',
+      'another record at the name: mismatch, said so');
+    t.match(await get('/v1/service/organization/domain'), { state: 'unverified', last_outcome: 'mismatch' });
+
+    records[claim.record_name] = [['v=spf1 -all'], [claim.record_text]];
     await dns.setRecords(records);
     await press('button:text-is("Verify now")');
     await said('travel.example.org is verified.');
