@@ -3,8 +3,8 @@
  * sidecar and a real DNS server on loopback (dnsmasq), with the keyboard: a person creates an
  * organisation on the Organisations page (a blank name refused with the API's code) and switches
  * to it; on the Platform page the publisher domain goes step by step — a name the API refuses, a
- * claim whose TXT record (name and text) is shown, a check that finds no record (said with its
- * code and what to do), the record published, verified with its date; two platforms registered
+ * claim whose TXT record (name and text) is shown, a check that finds no record and one that finds
+ * another record (each said with its code and what to do), the record published, verified with its date; two platforms registered
  * from the page, each saying what publishing still needs; a callback added, published, in the
  * directory; the record removed and the re-check lapses the claim — the stale page's Unpublish is
  * refused with the API's code, and after a reload the lapse is shown with its date and the platform
