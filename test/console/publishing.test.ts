@@ -8,7 +8,8 @@
  * from the page, each saying what publishing still needs; a callback added, published, in the
  * directory; the record removed and the re-check lapses the claim — the stale page's Unpublish is
  * refused with the API's code, and after a reload the lapse is shown with its date and the platform
- * is unpublished. The API's state is read after each step. axe-core on each view.
+ * is unpublished; back to the personal workspace from the Organisations page. The API's state is read
+ * after each step. axe-core on each view.
  */
 import t from 'tap';
 import { startSidecar } from '../helpers/sidecar.js';
@@ -175,6 +176,16 @@ if (dnsmasqMissing()) {
       'Cannot publish yet: Publishing needs a verified publisher domain.');
     t.same((await get('/v1/service/directory')).platforms, [], 'gone from the directory');
     await check('publishing-lapsed');
+
+    // 6. Back to the personal workspace from the Organisations page.
+    await press('nav a[href="/console/organisations"]');
+    const acting = page.locator('tr[data-workspace="Travel Co"] td').last();
+    await acting.waitFor();
+    t.equal(await acting.innerText(), 'acting here', 'the workspace the session acts in');
+    t.equal(await page.locator('tr[data-workspace="Personal"] button').textContent(), 'Switch to Personal');
+    await press('tr[data-workspace="Personal"] button');
+    await page.waitForURL((u) => u.pathname === '/console/');
+    t.match((await get('/v1/auth/session')).workspace, { kind: 'personal', role: 'owner' }, 'switched back');
     expectNoProblems(t, b);
   });
 }
