@@ -95,7 +95,7 @@ export function PublisherDomainPanel(p: { manage: boolean; onChange: (d: Publish
       <p>Publishing needs a domain your organisation proves it controls with a DNS TXT record. The directory shows
         it next to your platforms.</p>
       <ErrorText error={d.error} />
-      <ol class="domain-steps">
+      {d.data === undefined ? !d.error && <p role="status">Loading…</p> : <ol class="domain-steps">
         <li aria-current={mark(1)}>
           <h3>Claim a domain</h3>
           {claim && <p>Claimed: <strong class="mono">{claim.domain}</strong> on {when(claim.claimed_at)}.
@@ -144,7 +144,7 @@ export function PublisherDomainPanel(p: { manage: boolean; onChange: (d: Publish
           <p class="hint">The sidecar checks a verified domain again every day; if the record is gone the
             verification lapses and your platforms are unpublished.</p>
         </li>
-      </ol>
+      </ol>}
       <ErrorText error={error} />
       <StatusText>{status}</StatusText>
     </section>
