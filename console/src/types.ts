@@ -22,8 +22,7 @@ export interface Agent { agent_id: string; name: string; agent_type: string; cus
 export interface DelegationRequest {
   request_id: string; connection_id: string; agent_id: string; requested_scope: string[]; state: 'pending' | 'approved' | 'denied';
   cert_id: string | null; decided_at: string | null; created_at: string;
-  /** Constraints the platform proposes with its request, when the API carries them (either name is read). */
-  constraints?: Record<string, unknown> | null;
+  /** The constraints a platform proposed with its request (docs/organisations.md); null: none. */
   proposed_constraints?: Record<string, unknown> | null;
 }
 /** A certificate (delegation). */
@@ -110,7 +109,8 @@ export interface DirectoryEntry {
 /** An organisation just created (`POST /v1/service/organizations`). */
 export interface Organization { organization_id: string; name: string; role: string; created_at: string }
 
-/** The constraints a platform proposed with `r`, when the API carries them; null otherwise. */
+/** The constraints a platform proposed with `r`; null when none (an empty object is none too). */
 export function proposedConstraints(r: DelegationRequest): Record<string, unknown> | null {
-  return r.proposed_constraints ?? r.constraints ?? null;
+  const c = r.proposed_constraints;
+  return c && Object.keys(c).length > 0 ? c : null;
 }

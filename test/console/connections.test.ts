@@ -5,7 +5,9 @@
  * the directory (publisher and verified domain), connects choosing fewer scopes than offered (none
  * chosen is refused with the API's code); the platform learns the key from its signed webhook and
  * asks for delegations; the requests appear under Connections with the platform's verified
- * publisher; the owner approves one with fewer scopes and denies another (the platform is told);
+ * publisher and the constraints it proposed; the owner approves one with fewer scopes and stricter
+ * constraints (a looser method refused with the API's code first; the proposed rate limit kept)
+ * and denies another (the platform is told);
  * a member of the organisation sees the same pages without the controls their role may not use,
  * each saying who may act; the owner removes the connection (its key stops working, its pending
  * request is denied, the platform is told). The API's state is read after each step; axe-core on
@@ -96,14 +98,15 @@ if (dnsmasqMissing()) {
       { org_id: acme.organization_id, org_name: 'Acme', allowed_scopes: ['data:read', 'data:write'] });
     const platform = new Client(sc.url);
     platform.apiKey = created.body.api_key as string;
-    const ask = async (name: string, scopes: string[]): Promise<string> => {
+    const ask = async (name: string, scopes: string[], constraints?: object): Promise<string> => {
       const agent = await platform.post(`/v1/service/connections/${connId}/agents`, { name, agent_type: 'api_agent' });
       const r = await platform.post(`/v1/service/connections/${connId}/delegation-requests`,
-        { agent_id: agent.body.agent_id, scopes });
+        { agent_id: agent.body.agent_id, scopes, ...(constraints ? { constraints } : {}) });
       t.equal(r.status, 200, `the platform asks for ${name}`);
       return r.body.request_id as string;
     };
-    const planner = await ask('planner', ['data:read', 'data:write']);
+    const proposal = { methods: ['GET', 'POST'], max_calls: { count: 100, period: 'hour' } };
+    const planner = await ask('planner', ['data:read', 'data:write'], proposal);
     const booker = await ask('booker', ['data:read']);
 
     // Connections: the requests with the platform's verified publisher; approve fewer scopes.
@@ -112,7 +115,8 @@ if (dnsmasqMissing()) {
     await incoming.waitFor();
     const publisher = 'published by Travel Co (verified domain travel.example.org)';
     t.same((await incoming.locator(`tr[data-request="${planner}"] td`).allInnerTexts()).slice(0, 5),
-      ['Trip Planner', publisher, 'planner', 'data:read, data:write', 'none'],
+      ['Trip Planner', publisher, 'planner', 'data:read, data:write',
+        'methods GET, POST; at most 100 calls per hour (UTC)'],
       'platform, verified publisher, agent, scopes asked, constraints proposed');
     t.same((await page.locator(`tr[data-connection="${connId}"] td`).allInnerTexts()).slice(1, 4),
       [publisher, 'data:read, data:write', 'active'], 'the connection with its publisher');
@@ -121,12 +125,31 @@ if (dnsmasqMissing()) {
     await page.getByRole('heading', { level: 1, name: 'Delegation request from planner' }).waitFor();
     t.equal(await page.locator('[data-fact="platform"]').innerText(), `Trip Planner, ${publisher}`,
       'the request names its verified publisher');
+    t.match(await page.locator('#proposed-constraints').innerText(),
+      /^The platform proposed: methods GET, POST; at most 100 calls per hour \(UTC\)\. Those are kept;/);
     await tabTo(page, 'input[name="scope"][value="data:read"]');
+    await page.keyboard.press('Space');
+    // Looser than the proposal (DELETE) is refused with the API's code; GET alone is stricter.
+    for (const m of ['GET', 'DELETE']) {
+      await tabTo(page, `#c-methods-${m}`);
+      await page.keyboard.press('Space');
+    }
+    await press('button:text-is("Approve selected scopes")');
+    const refusal = page.locator('form[aria-labelledby="approve-title"] [role=alert]');
+    await refusal.waitFor();
+    t.match(await refusal.innerText(), /\(constraints_loosened\)$/, 'a looser method: refused, with the code');
+    t.match(await get(`/v1/service/delegations/requests/${planner}`), { state: 'pending' }, 'nothing issued');
+    await tabTo(page, '#c-methods-DELETE');
     await page.keyboard.press('Space');
     await press('button:text-is("Approve selected scopes")');
     await page.locator('p.success').waitFor();
-    t.match(await page.locator('p.success').innerText(), /^Approved: certificate \S+ for data:read;/);
-    t.match(await get(`/v1/service/delegations/requests/${planner}`), { state: 'approved' });
+    t.match(await page.locator('p.success').innerText(),
+      /^Approved: certificate \S+ for data:read; constraints: methods GET; at most 100 calls per hour \(UTC\);/,
+      'fewer scopes, a stricter method, the proposed rate limit kept');
+    const granted = await get(`/v1/service/delegations/requests/${planner}`);
+    t.match(granted, { state: 'approved' });
+    t.same((await get(`/v1/service/delegations/${granted.cert_id}`)).constraints,
+      { methods: ['GET'], max_calls: { count: 100, period: 'hour' } }, 'the certificate\'s constraints in the API');
     const approved = await hook('delegation.approved', 'request_id', planner);
     t.same(approved.body.approved_scope, ['data:read'], 'the platform is told: fewer scopes than asked');
 

@@ -1,7 +1,8 @@
 /**
  * Approving a delegation request: checkboxes limited to the requested scopes
  * (none ticked at first: you give what you choose), an optional expiry, the
- * constraints editor, and deny with an optional reason. Before sending, the
+ * constraints editor (over a platform's proposed constraints, which are
+ * kept unless a part of the editor replaces them), and deny with an optional reason. Before sending, the
  * form checks what the API would refuse with the API's own messages (the
  * error table of src/errors.ts and the validator of src/constraints.ts); what
  * the API still refuses is shown as it says it.
@@ -13,6 +14,7 @@ import { isSensitiveScope } from '../../../src/scopes.js';
 import { api } from '../api.js';
 import { ConfirmDialog, ErrorText } from '../ui/common.js';
 import { fromLocalInput, when } from '../ui/format.js';
+import { proposedConstraints } from '../types.js';
 import type { DelegationRequest } from '../types.js';
 import { ConstraintsEditor, buildConstraints, emptyConstraints } from '../constraints/editor.js';
 import type { ConstraintsState } from '../constraints/editor.js';
@@ -30,6 +32,9 @@ export function ApproveForm(p: { request: DelegationRequest; onDecided: (message
   const [denyOpen, setDenyOpen] = useState(false);
   const [reason, setReason] = useState('');
 
+  // A platform's proposal (docs/organisations.md): kept as it is when the editor is empty; what the
+  // editor sets replaces the proposal's member of the same kind (the API refuses a looser one).
+  const proposed = proposedConstraints(r);
   const approve = async (e: Event): Promise<void> => {
     e.preventDefault();
     setError(null); setCError(null);
@@ -45,7 +50,7 @@ export function ApproveForm(p: { request: DelegationRequest; onDecided: (message
         {
           approved_scope: r.requested_scope.filter((s) => scopes.includes(s)),
           ...(expiresAt ? { expires_at: expiresAt } : {}),
-          ...(c.value ? { constraints: c.value } : {}),
+          ...(c.value ? { constraints: proposed ? { ...proposed, ...c.value } : c.value } : {}),
         });
       p.onDecided(`Approved: certificate ${res.cert_id} for ${res.approved_scope.join(', ')}; `
         + `constraints: ${describeConstraints(res.constraints)}; `
@@ -72,6 +77,9 @@ export function ApproveForm(p: { request: DelegationRequest; onDecided: (message
         </fieldset>
         <label for="expires">Expires (your local time; empty = until you revoke it)</label>
         <input id="expires" type="datetime-local" value={expires} onInput={(e) => setExpires((e.target as HTMLInputElement).value)} />
+        {proposed && <p class="notice" id="proposed-constraints">The platform proposed: {describeConstraints(proposed)}.
+          Those are kept; a part you fill in below replaces the proposed one of its kind and must be as strict or
+          stricter, and a part the proposal leaves out is added.</p>}
         <ConstraintsEditor state={constraints} onChange={setConstraints} errorId="constraints-error" error={cError} scopes={r.requested_scope} />
         <ErrorText error={error} />
         <div class="actions">

@@ -6,7 +6,7 @@
  * (confirmed; `platforms_manage`). Above them, the delegation requests that
  * platforms sent on those connections and that wait for a decision: the
  * platform and its verified publisher, the agent, the scopes asked and the
- * constraints proposed (when the API carries them), with **Review** leading
+ * constraints it proposed, with **Review** leading
  * to the request's page, where an approver grants fewer scopes or denies.
  */
 import type { JSX } from 'preact';

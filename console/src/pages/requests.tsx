@@ -5,7 +5,7 @@
  * After a decision the form is gone, so the focus moves to the outcome. Each
  * request names its platform; one from a platform the workspace connected to
  * shows the platform's verified publisher (ui/platforms.ts) and the
- * constraints it proposes (when the API carries them). Asking, approving and
+ * constraints it proposes. Asking, approving and
  * denying are offered only with `delegations_decide`.
  */
 import type { JSX } from 'preact';
