@@ -196,8 +196,8 @@ export const openapiTransform: SwaggerTransform = ({ schema, url, route }) => {
   if (doc.body === undefined && op?.body !== undefined) doc.body = op.body;
   if (op?.bodyMembers) doc.body = withMembers(doc.body, op.bodyMembers, `${method} ${url} body`);
   if (op?.query) doc.querystring = withMembers(doc.querystring, op.query, `${method} ${url} query`);
-  // Every POST and PUT parses a body when one is sent (415 for another type, 413 over the limit).
-  const hasBody = doc.body !== undefined || method === 'POST' || method === 'PUT';
+  // Every POST, PUT and PATCH parses a body when one is sent (415 for another type, 413 over the limit).
+  const hasBody = doc.body !== undefined || method === 'POST' || method === 'PUT' || method === 'PATCH';
   const other: Record<string, unknown> = {};
   for (const [status, s] of Object.entries(op?.responses ?? {})) other[status] = {
     description: s.description ?? '', $ref: `${String(s.$id)}#` };

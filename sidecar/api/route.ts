@@ -56,7 +56,7 @@ declare module 'fastify' {
 
 /** One route, defined once: what Fastify registers and what the document says of it. */
 export interface RouteSpec {
-  readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  readonly method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** The path as Fastify registers it (`:param`). */
   readonly url: string;
   /** What the `onRequest` auth hook enforces (http/auth.ts). */
@@ -113,7 +113,7 @@ export const pageLimit = (limits: { default: number; max: number }): Readonly<Re
  * request, a header block or URL over 16 KiB and an unsupported `Expect`
  * (refused before routing, runtime/client-error.ts), the authentication
  * refusals, an unavailable store, an unexpected failure; and when it takes a
- * body (every POST and PUT, including those that accept only none or `{}`), a
+ * body (every POST, PUT and PATCH, including those that accept only none or `{}`), a
  * body of another content type or over the size limit.
  * `test/sidecar/ops/openapi-errors.test.ts` sends each of these refusals.
  */

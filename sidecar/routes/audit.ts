@@ -27,7 +27,7 @@ export const AUDIT_EVENT_TYPES = [
     'approval.expired', 'access.evaluated',
   // administrative events of an organisation (docs/organisations.md)
   'organization.created', 'member.invited', 'member.joined', 'member.role_changed', 'member.removed', 'member.left',
-  'invitation.revoked', 'workspace.switched',
+  'invitation.revoked', 'workspace.switched', 'platform.updated',
 ] as const;
 
 const AuditQuery = Type.Object({

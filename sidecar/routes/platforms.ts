@@ -20,8 +20,10 @@ import { removeConnectionNow } from './connect.js';
 import type { PlatformBodyValue } from './registration.js';
 import type { ServiceContext } from '../context.js';
 import {
-  NoBody, TEXT_RULES, agentView, connectionView, iso, ownedConnection, ownedPlatform, platformView, requireText,
+  NoBody, TEXT_RULES, agentView, connectionView, currentPlatformView, iso, ownedConnection, ownedPlatform, platformView,
+  requireText,
 } from '../http/resources.js';
+import { adminEvent } from './organisations.js';
 
 /** An organisation may register this many platforms. */
 export const ORGANISATION_PLATFORM_LIMIT = 100;
@@ -36,6 +38,10 @@ const PlatformBody = Type.Object({
   default_allowed_scopes: Type.Array(Type.Unknown(), { maxItems: 256 }),
   description: Type.Optional(Type.String({ maxLength: 2000 })),
   callback_url: Type.Optional(Type.Union([Type.String({ maxLength: 2048 }), Type.Null()])),
+}, { additionalProperties: false });
+const EditBody = Type.Object({
+  name: Type.Optional(Type.String({ maxLength: 200 })),
+  description: Type.Optional(Type.String({ maxLength: 2000 })),
 }, { additionalProperties: false });
 const AgentBody = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 200 }),
@@ -72,6 +78,15 @@ export const PLATFORMS_ROUTES = {
     schema: { params: IdParam('platform_id'), tags: ['platforms'] },
     operation: op('getPlatform', 'Read a platform', 'One platform, without secrets.', S.Platform, [
       'platform_not_found']),
+  }),
+  updatePlatform: defineRoute({
+    method: 'PATCH', url: '/v1/service/platforms/:platform_id', auth: 'session_csrf', permission: 'platforms_manage',
+    schema: { params: IdParam('platform_id'), body: EditBody, tags: ['platforms'] },
+    operation: op('updatePlatform', 'Edit a platform',
+      'Sets `name` and/or `description` (at least one; the registration\'s text rules). A published platform\'s '
+        + 'directory entry shows the change at once; its description cannot be emptied (`409 description_required`; '
+        + 'unpublish first). Audit event `platform.updated`.',
+      S.Platform, ['platform_not_found', 'description_required']),
   }),
   listConnections: defineRoute({
     method: 'GET', url: '/v1/service/connections', auth: 'session', permission: 'read',
@@ -152,6 +167,28 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
     const p = await ownedPlatform(ctx, accountId, (request.params as { platform_id: string }).platform_id);
     const conns = await ctx.store.platforms.listConnections(accountId);
     return platformView(p, conns.find((c) => c.platformId === p.id)?.id ?? null);
+  });
+
+  mount(app, PLATFORMS_ROUTES.updatePlatform, async (request) => {
+    const s = request.session!;
+    const b = request.body as { name?: string; description?: string };
+    if (b.name === undefined && b.description === undefined) throw new ServiceError(
+      'invalid_request', 'Give name, description or both.', { field: 'body' });
+    const edit = {
+      ...(b.name !== undefined ? { name: requireText(b.name, 'body.name', TEXT_RULES.name) } : {}),
+      ...(b.description !== undefined
+        ? { description: requireText(b.description, 'body.description', TEXT_RULES.description) } : {}),
+    };
+    const platformId = (request.params as { platform_id: string }).platform_id;
+    const r = await ctx.store.platforms.updatePlatform(platformId, s.accountId, edit, (before, after) => {
+      const changed = (['name', 'description'] as const).filter((k) => before[k] !== after[k]);
+      return changed.length === 0 ? [] : [adminEvent(ctx, s.accountId, 'platform.updated', s.personId, {
+        platform_id: before.id, changed, ...Object.fromEntries(changed.map((k) => [k, after[k]])) })];
+    });
+    if (r.outcome === 'not_found') throw new ServiceError('platform_not_found');
+    if (r.outcome === 'description_required') throw new ServiceError('description_required',
+      'A published platform keeps a description; unpublish it first to remove it.', { field: 'body.description' });
+    return currentPlatformView(ctx, s.accountId, platformId);
   });
 
   mount(app, PLATFORMS_ROUTES.listConnections, async (request) => {

@@ -61,7 +61,7 @@ export class PostgresStore implements Store {
     this.changes = changes;
     const r = this.r = new PgRunner(db);
     this.accounts = new SqlAccountStore(r);
-    this.platforms = new SqlPlatformStore(r);
+    this.platforms = new SqlPlatformStore(r, chain);
     this.delegations = new SqlDelegationStore(r);
     this.proofs = new PgProofStore(r, chain);
     this.outbox = new SqlOutboxStore(r);

@@ -7,9 +7,10 @@
 import { FOR_UPDATE, SEQ, all, bytes, get, pgOnly, run, sql } from './core.js';
 import type { Runner, Work } from './core.js';
 import { insertOutboxEvent } from './outbox.js';
+import { appendAudits } from './audit-append.js';
 import type {
-  AgentRecord, ApiKeyRecord, ConnectionRecord, DeniedRequest, OutboxEventInput, PlatformRecord, PlatformStore,
-  RevokedCert,
+  AgentRecord, ApiKeyRecord, AuditEventRecord, ConnectionRecord, DeniedRequest, OutboxEventInput, PlatformEdit,
+  PlatformEditOutcome, PlatformRecord, PlatformStore, RevokedCert,
 } from '../types.js';
 import { agentFromRow, connectionFromRow, keyFromRow, platformFromRow } from '../rows.js';
 import type { AgentRow, ConnectionRow, KeyRow, PlatformRow } from '../rows.js';
@@ -25,8 +26,11 @@ const countPlatforms = (accountId: string): Work<{ n: number } | undefined> =>
 /** Platforms, connections, keys and agents. */
 export class SqlPlatformStore implements PlatformStore {
   private readonly r: Runner;
-  constructor(r: Runner) {
+  private readonly chain: boolean;
+  /** `chain` false writes audit rows without hash links (SIDECAR_AUDIT_CHAIN=off). */
+  constructor(r: Runner, chain = true) {
     this.r = r;
+    this.chain = chain;
   }
 
   async countPlatforms(accountId: string): Promise<number> {
@@ -65,6 +69,26 @@ export class SqlPlatformStore implements PlatformStore {
   async listPlatforms(accountId: string): Promise<PlatformRecord[]> {
     return (await this.r.read(all<PlatformRow>(sql`SELECT * FROM platforms WHERE account_id = ${accountId}
       ORDER BY created_at, id`))).map(platformFromRow);
+  }
+
+  async updatePlatform(
+    platformId: string, accountId: string, edit: PlatformEdit,
+    audit: (before: PlatformRecord, after: PlatformRecord) => AuditEventRecord[],
+  ): Promise<PlatformEditOutcome> {
+    const chain = this.chain;
+    return this.r.tx((function* (): Work<PlatformEditOutcome> {
+      // The row lock orders this edit with a concurrent publish (which needs a description).
+      const row = yield* get<PlatformRow>(sql`SELECT * FROM platforms WHERE id = ${platformId}
+        AND account_id = ${accountId}${FOR_UPDATE}`);
+      if (row === undefined) return { outcome: 'not_found' };
+      const before = platformFromRow(row);
+      const after = { ...before, name: edit.name ?? before.name, description: edit.description ?? before.description };
+      if (before.publishState === 'published' && after.description === '') return { outcome: 'description_required' };
+      yield* run(sql`UPDATE platforms SET name = ${after.name}, description = ${after.description}
+        WHERE id = ${platformId}`);
+      yield* appendAudits(audit(before, after), chain);
+      return { outcome: 'updated', before, after };
+    })());
   }
 
   async setCallbackUrl(platformId: string, url: string | null): Promise<void> {

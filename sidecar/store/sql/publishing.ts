@@ -93,8 +93,10 @@ export class SqlPublishingStore implements PublishingStore {
   }
 
   async setPublishState(platformId: string, accountId: string, from: PublishState, to: PublishState): Promise<boolean> {
+    // A platform is published only with a description, even if an edit emptied it since it was read.
+    const described = to === 'published' ? sql` AND description <> ''` : sql``;
     return (await this.r.write(run(sql`UPDATE platforms SET publish_state = ${to} WHERE id = ${platformId}
-      AND account_id = ${accountId} AND publish_state = ${from}`))) === 1;
+      AND account_id = ${accountId} AND publish_state = ${from}${described}`))) === 1;
   }
 
   async connect(c: ConnectionRecord, k: ApiKeyRecord, event: OutboxEventInput):

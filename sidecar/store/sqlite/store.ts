@@ -72,7 +72,7 @@ export class SqliteStore implements Store {
     const r = this.r = new SqliteRunner(this.db);
     const chain = opts.auditChain ?? true;
     this.accounts = new SqlAccountStore(r);
-    this.platforms = new SqlPlatformStore(r);
+    this.platforms = new SqlPlatformStore(r, chain);
     this.delegations = new SqlDelegationStore(r);
     this.proofs = new SqliteProofStore(r, chain);
     this.outbox = new SqliteOutboxStore(r);

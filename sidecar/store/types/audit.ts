@@ -14,7 +14,7 @@ export interface AuditEventRecord {
     | 'approval.requested' | 'approval.granted' | 'approval.denied' | 'approval.expired'
     | 'access.evaluated'
     | 'organization.created' | 'member.invited' | 'member.joined' | 'member.role_changed' | 'member.removed'
-    | 'member.left' | 'invitation.revoked' | 'workspace.switched';
+    | 'member.left' | 'invitation.revoked' | 'workspace.switched' | 'platform.updated';
   connectionId: string | null;
   agentId: string | null;
   certId: string | null;

@@ -2,6 +2,7 @@
  * The store interface (types.ts), by subject: platforms, their connections
  * and API keys, and agents.
  */
+import type { AuditEventRecord } from './audit.js';
 import type { OutboxEventInput } from './outbox.js';
 
 /** A platform and its connection, as registered. */
@@ -63,6 +64,17 @@ export interface RevokedCert { certId: string; agentId: string }
 /** A pending request denied as a side effect (connection removal). */
 export interface DeniedRequest { requestId: string; agentId: string }
 
+/** The members of a platform an edit sets (absent: unchanged). */
+export interface PlatformEdit { name?: string; description?: string }
+
+/**
+ * How an edit ended: `updated` (with the platform before and after), `not_found` (no such platform
+ * of the workspace) or `description_required` (a published platform's description cannot be emptied).
+ */
+export type PlatformEditOutcome =
+  | { outcome: 'updated'; before: PlatformRecord; after: PlatformRecord }
+  | { outcome: 'not_found' | 'description_required' };
+
 /** Platforms, connections, API keys and agents. */
 export interface PlatformStore {
   countPlatforms(accountId: string): Promise<number>;
@@ -76,6 +88,15 @@ export interface PlatformStore {
   ): Promise<boolean>;
   getPlatform(id: string): Promise<PlatformRecord | undefined>;
   listPlatforms(accountId: string): Promise<PlatformRecord[]>;
+  /**
+   * Sets the platform's name and/or description, if it is `accountId`'s, with the audit rows
+   * `audit` builds from the platform before and after, in one transaction. A published platform
+   * keeps a description: emptying it changes nothing (`description_required`).
+   */
+  updatePlatform(
+    platformId: string, accountId: string, edit: PlatformEdit,
+    audit: (before: PlatformRecord, after: PlatformRecord) => AuditEventRecord[],
+  ): Promise<PlatformEditOutcome>;
   setCallbackUrl(platformId: string, url: string | null): Promise<void>;
   /** Marks the callback disabled (receiver answered 410). */
   disableCallback(platformId: string, now: number): Promise<void>;

@@ -3,11 +3,12 @@
  * key and event; the platform limit checked inside the transaction, also under
  * concurrency), callbacks, connections, key rotation (grace only for the
  * newest previous key; one active key after concurrent rotations), connection
- * removal (once, with every side effect, or nothing), and agents.
+ * removal (once, with every side effect, or nothing), agents, and editing a platform (name and
+ * description with its audit row in one transaction; a published platform keeps a description).
  */
 import { randomUUID } from 'node:crypto';
 import type { Test } from 'tap';
-import type { ApiKeyRecord, ConnectionRecord, PlatformRecord } from '../../../sidecar/store/types.js';
+import type { ApiKeyRecord, AuditEventRecord, ConnectionRecord, PlatformRecord } from '../../../sidecar/store/types.js';
 import type { OpenStore } from './contract.js';
 import { NOW, approved, count, ev, newPrefix, request, seed, storeFor, together, values } from './contract-fixtures.js';
 
@@ -137,4 +138,37 @@ export async function platformsContract(t: Test, open: OpenStore): Promise<void>
     t.same(await s.platforms.listAgents({ accountId: randomUUID() }), []);
     t.equal(await s.platforms.getAgent(randomUUID()), undefined);
   });
+
+  await t.test('updatePlatform: name and description with the audit row; a published platform keeps a description',
+    async (t) => {
+      const x = await seed(s);
+      const audit = (b: PlatformRecord, a: PlatformRecord): AuditEventRecord[] => [{
+        id: randomUUID(), accountId: x.accountId, eventType: 'platform.updated', connectionId: null, agentId: null,
+        certId: null, requiredScope: null, details: { platform_id: b.id, from: b.name, to: a.name }, createdAt: NOW,
+      }];
+      const chain = async (): Promise<unknown[]> =>
+        (await s.audit.readChain(x.accountId, 0, 100)).map((r) => [r.eventType, r.details]);
+      const other = await seed(s);
+      t.same(await s.platforms.updatePlatform(x.p.id, other.accountId, { name: 'stolen' }, audit),
+        { outcome: 'not_found' }, 'only the workspace\'s own platform');
+      t.same(await s.platforms.updatePlatform(randomUUID(), x.accountId, { name: 'n' }, audit), { outcome: 'not_found' });
+      t.same(await chain(), [], 'a refused edit writes no audit row');
+
+      const r = await s.platforms.updatePlatform(x.p.id, x.accountId, { name: 'Renamed' }, audit);
+      t.match(r, { outcome: 'updated', before: { name: 'p', description: 'd' }, after: { name: 'Renamed', description: 'd' } });
+      t.same(await s.platforms.getPlatform(x.p.id), { ...x.p, name: 'Renamed' }, 'only the name changed');
+      t.same(await chain(), [['platform.updated', { platform_id: x.p.id, from: 'p', to: 'Renamed' }]]);
+      t.equal((await s.platforms.getPlatform(other.p.id))?.name, 'p', 'the other workspace\'s platform is untouched');
+
+      await s.platforms.updatePlatform(x.p.id, x.accountId, { description: '' }, () => []);
+      t.equal((await s.platforms.getPlatform(x.p.id))?.description, '', 'a draft\'s description can be emptied');
+      t.equal(await s.publishing.setPublishState(x.p.id, x.accountId, 'draft', 'published'), false,
+        'no publishing without a description');
+      await s.platforms.updatePlatform(x.p.id, x.accountId, { description: 'Does things.' }, () => []);
+      t.equal(await s.publishing.setPublishState(x.p.id, x.accountId, 'draft', 'published'), true);
+      t.same(await s.platforms.updatePlatform(x.p.id, x.accountId, { name: 'X', description: '' }, audit),
+        { outcome: 'description_required' });
+      t.match(await s.platforms.getPlatform(x.p.id), { name: 'Renamed', description: 'Does things.' }, 'nothing changed');
+      t.equal((await chain()).length, 1, 'and no audit row');
+    });
 }
