@@ -23,6 +23,7 @@ const BODIES: Record<string, (ids: Record<string, string>) => unknown> = {
   presentProof: () => ({ challenge: 'A'.repeat(43) }),
   createAgent: () => ({ name: 'x', agent_type: 'api_agent' }),
   setCallbackUrl: () => ({ callback_url: null }),
+  updatePlatform: () => ({ name: 'cross-tenant probe' }),
 };
 
 async function tenant(sc: TestSidecar, name: string): Promise<Tenant> {
