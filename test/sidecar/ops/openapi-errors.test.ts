@@ -16,7 +16,7 @@
 import t from 'tap';
 import { Ajv } from 'ajv';
 import { Client, login, present, specFlow, startSidecar } from '../../helpers/sidecar.js';
-import { authHeaders, operationsOf, probesFor, sampleBody, send, urlOf } from './openapi-probes.js';
+import { authHeaders, operationsOf, probesFor, sampleBody, send, takesBody, urlOf } from './openapi-probes.js';
 import type { Answer, Creds, DocOperation, Probe, ProbeFixture, ServedDoc } from './openapi-probes.js';
 import { STATE_PROBES } from './openapi-state-probes.js';
 
@@ -112,7 +112,7 @@ t.test('every documented operation answers bad requests with documented errors',
   // each time: some of them succeed, such as logout).
   for (const op of ops.filter((o) => o.auth === 'session' || o.auth === 'session_csrf')) {
     const fresh = credsOf(await login(sc, `probe-new-${op.operationId.toLowerCase()}@example.com`));
-    const body = op.method === 'POST' || op.method === 'PUT' ? JSON.stringify(sampleBody(op, fx.samples) ?? {}) : undefined;
+    const body = takesBody(op.method) ? JSON.stringify(sampleBody(op, fx.samples) ?? {}) : undefined;
     await run(op, {
       kind: 'state', name: 'an account that has not finished onboarding', method: op.method, url: urlOf(op, fx.ids), mustRefuse: false,
       headers: { ...authHeaders(op.auth, fresh), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) }, ...(body !== undefined ? { body } : {}),
@@ -136,7 +136,7 @@ t.test('every documented operation answers bad requests with documented errors',
   // Expired credentials: sessions after their 15 minutes, API keys after their year.
   sc.clock.advance(16 * 60_000);
   for (const op of ops.filter((o) => o.auth === 'session' || o.auth === 'session_csrf')) {
-    const body = op.method === 'POST' || op.method === 'PUT' ? '{}' : undefined;
+    const body = takesBody(op.method) ? '{}' : undefined;
     await run(op, { kind: 'auth', name: 'an expired session', method: op.method, url: urlOf(op, fx.ids), mustRefuse: true,
       headers: { ...authHeaders(op.auth, fx.other), ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body } : {}) });
   }

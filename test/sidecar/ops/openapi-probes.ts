@@ -174,12 +174,15 @@ export function wrongType(schema: Schema): unknown {
 const LONG_ID = 'x'.repeat(101);
 const OVER_ROUTER_LIMIT = 'x'.repeat(201);
 
+/** Whether requests of `method` carry a JSON body (POST, PUT and PATCH). */
+export const takesBody = (method: string): boolean => method === 'POST' || method === 'PUT' || method === 'PATCH';
+
 /** Every generic probe of one operation, with the owner's valid credentials unless the probe is about them. */
 export function probesFor(op: DocOperation, fx: ProbeFixture): Probe[] {
   const out: Probe[] = [];
   const json = { 'content-type': 'application/json' };
   const valid = authHeaders(op.auth, fx.owner);
-  const hasBody = op.method === 'POST' || op.method === 'PUT';
+  const hasBody = takesBody(op.method);
   const sample = sampleBody(op, fx.samples);
   const bodyText = hasBody ? JSON.stringify(sample ?? {}) : undefined;
   const withBody = (headers: Record<string, string>): Pick<Probe, 'headers' | 'body'> =>
