@@ -54,7 +54,7 @@ export interface CallOptions {
 }
 
 /** Calls the API; resolves with the JSON body of a 2xx answer, rejects with {@link ApiError}. */
-export async function api<T>(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown, o: CallOptions = {}, retried = false): Promise<T> {
+export async function api<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH', path: string, body?: unknown, o: CallOptions = {}, retried = false): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
   const csrf = readCookie(CSRF_COOKIE);

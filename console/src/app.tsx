@@ -38,6 +38,8 @@ export interface AppState {
   session: Session; reloadSession: () => Promise<Session | null>;
   /** The person's workspaces may have changed (an invitation accepted): the switcher reads them again. */
   workspacesChanged: () => void;
+  /** The API ended the session (leaving an organisation): back to sign-in, saying `notice`. */
+  sessionEnded: (notice: string) => void;
 }
 /** The app state context (set inside the layout, for signed-in pages). */
 export const AppContext = createContext<AppState | null>(null);
@@ -154,7 +156,13 @@ export function App(): JSX.Element {
     );
   }
   const workspacesChanged = (): void => setWorkspaces((n) => n + 1);
-  const state: AppState = { session, reloadSession, workspacesChanged };
+  const sessionEnded = (text: string): void => {
+    keeper.cancel();
+    setNotice(text);
+    setSession(null);
+    navigate('/sign-in', { replace: true });
+  };
+  const state: AppState = { session, reloadSession, workspacesChanged, sessionEnded };
   const onboarding = session.onboarding_step !== 'complete';
   const { page: Page, nav } = onboarding ? { page: OnboardingPage, nav: null } : pageFor(route);
   return (

@@ -4,8 +4,8 @@
  * then each platform with its `publish_state`, what publishing still needs
  * (a verified publisher domain, a callback address, a description: the API's
  * own check, `checkPublish` of src/publishing.ts, so the page says what the
- * API would refuse, and why, before anyone clicks), Publish or Unpublish, its
- * callback address, and a form that registers one more platform (the three
+ * API would refuse, and why, before anyone clicks), Publish or Unpublish, Edit
+ * (its name and description, platform-edit.tsx), its callback address, and a form that registers one more platform (the three
  * secrets shown once). A refusal the API still gives (the state changed
  * meanwhile) is shown as it says it, with its code. Without
  * `platforms_manage` the page reads and says who may act.
@@ -21,6 +21,7 @@ import { allows } from '../session.js';
 import { ErrorText, PageTitle, SecretsOnce, StatusText, useLoad } from '../ui/common.js';
 import { when } from '../ui/format.js';
 import type { Platform, PublisherDomain, Registration } from '../types.js';
+import { EditPlatform } from './platform-edit.js';
 import { PublisherDomainPanel } from './publisher-domain.js';
 import { RegisterForm } from './register.js';
 
@@ -88,6 +89,7 @@ function PlatformCard(p: { platform: Platform; domain: PublisherDomain | null; m
         <dt>Scopes it may ask for</dt><dd>{x.default_allowed_scopes.join(', ')}</dd>
         <dt>Registered</dt><dd>{when(x.created_at)}</dd>
       </dl>
+      {p.manage && <EditPlatform platform={x} onSaved={(saved) => { p.say(`Saved ${saved.name}.`); p.reload(); }} />}
       {x.publish_state !== 'published' && <Requirements platform={x} domain={p.domain} />}
       {p.manage && (
         <div class="actions">
@@ -100,7 +102,7 @@ function PlatformCard(p: { platform: Platform; domain: PublisherDomain | null; m
         </div>
       )}
       {refusal && <p id={reasonId} class="hint" data-refusal={refusal}>Cannot publish yet: {ERRORS[refusal].message}
-        {refusal === 'description_required' && ' A description is given when the platform is registered.'}</p>}
+        {refusal === 'description_required' && ' Edit the platform to add one.'}</p>}
       {p.manage && (
         <form class="row wrap" onSubmit={saveCallback}>
           <label for={`cb-${x.platform_id}`}>Callback URL of {x.name}</label>

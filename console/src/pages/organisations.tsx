@@ -5,7 +5,11 @@
  * an organisation (`POST /v1/service/organizations`; the creator is its first
  * owner and the session stays where it is). After creating, the page offers
  * to switch to the new organisation; switching is explicit (and audited), as
- * with the header's switcher.
+ * with the header's switcher. Acting in an organisation, "Leave" ends the
+ * person's membership (`POST /v1/service/organization/leave`, after a
+ * confirmation) and with it this session: the console returns to sign-in. The
+ * last owner cannot leave; the dialog shows the API's refusal with its code
+ * (`last_owner`).
  */
 import type { JSX } from 'preact';
 import { useRef, useState } from 'preact/hooks';
@@ -13,13 +17,13 @@ import { api } from '../api.js';
 import { useApp } from '../app.js';
 import { navigate } from '../router.js';
 import type { Workspace } from '../session.js';
-import { ErrorText, PageTitle, StatusText, useLoad } from '../ui/common.js';
+import { ConfirmDialog, ErrorText, PageTitle, StatusText, useLoad } from '../ui/common.js';
 import { workspaceName } from '../ui/workspace.js';
 import type { Organization } from '../types.js';
 
 /** The organisations page. */
 export function OrganisationsPage(): JSX.Element {
-  const { session, reloadSession, workspacesChanged } = useApp();
+  const { session, reloadSession, workspacesChanged, sessionEnded } = useApp();
   const current = session.workspace?.workspace_id ?? session.account_id;
   const d = useLoad(() => api<{ workspaces: Workspace[] }>('GET', '/v1/service/workspaces'), [current]);
   const [name, setName] = useState('');
@@ -27,6 +31,8 @@ export function OrganisationsPage(): JSX.Element {
   const [error, setError] = useState<unknown>(null);
   const [status, setStatus] = useState('');
   const [busy, setBusy] = useState(false);
+  const [leaving, setLeaving] = useState(false);
+  const org = session.workspace?.kind === 'organization' ? session.workspace : null;
   const switchRef = useRef<HTMLButtonElement>(null);
 
   const create = async (e: Event): Promise<void> => {
@@ -81,6 +87,22 @@ export function OrganisationsPage(): JSX.Element {
           onInput={(e) => setName((e.target as HTMLInputElement).value)} />
         <button type="submit" class="primary" disabled={busy}>Create organisation</button>
       </form>
+      {org && (
+        <div class="panel">
+          <h2>Leave {workspaceName(org)}</h2>
+          <p>Ends your membership of {workspaceName(org)} and your sessions in it, this one included: you sign in
+            again. The last owner cannot leave.</p>
+          <button type="button" class="danger" onClick={() => setLeaving(true)}>Leave {workspaceName(org)}…</button>
+        </div>
+      )}
+      <ConfirmDialog open={leaving} title="Leave the organisation?" confirmLabel="Leave" danger
+        onClose={() => setLeaving(false)}
+        onConfirm={async () => {
+          await api('POST', '/v1/service/organization/leave');
+          sessionEnded(`You left ${org ? workspaceName(org) : 'the organisation'}. Sign in again.`);
+        }}>
+        <p>You will no longer see {org ? workspaceName(org) : 'it'}; an owner can invite you again.</p>
+      </ConfirmDialog>
       {created && created.organization_id !== current && (
         <p class="notice">
           <button type="button" class="primary" ref={switchRef}

@@ -2,7 +2,8 @@
  * The platform page. In an organisation it is org-platforms.tsx (several
  * platforms, the publisher domain, publishing). In the personal workspace, the
  * one platform: registration (POST /v1/service/platforms/personal) with the
- * three secrets shown exactly once, then its details, the callback address
+ * three secrets shown exactly once, then its details (the name and description
+ * editable, platform-edit.tsx), the callback address
  * (PUT .../callback), API-key rotation (the new key shown once) and removal
  * of its connection. Secrets live only in this page's memory. After a
  * rotation the focus goes to the new key (the dialog would return it to the
@@ -15,6 +16,7 @@ import { ConfirmDialog, ErrorText, PageTitle, SecretsOnce, StatusText, useLoad }
 import { when } from '../ui/format.js';
 import type { Connection, Platform, Registration } from '../types.js';
 import { RegisterForm } from './register.js';
+import { EditPlatform } from './platform-edit.js';
 import { OrgPlatformsPage } from './org-platforms.js';
 import { useApp } from '../app.js';
 
@@ -88,7 +90,9 @@ function PersonalPlatformPage(): JSX.Element {
             <dt>Scope ceiling</dt><dd>{platform.default_allowed_scopes.join(', ')}</dd>
             <dt>API key expires</dt><dd>{when(platform.expires_at)}</dd>
             <dt>Registered</dt><dd>{when(platform.created_at)}</dd>
+            <dt>Description</dt><dd>{platform.description || '—'}</dd>
           </dl>
+          <EditPlatform platform={platform} onSaved={(saved) => { setStatus(`Saved ${saved.name}.`); d.reload(); }} />
           <form class="panel" onSubmit={saveCallback}>
             <h2>Webhook callback address</h2>
             {platform.callback_disabled_at && <p class="warning">Deliveries were disabled on {when(platform.callback_disabled_at)} after
