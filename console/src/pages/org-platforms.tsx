@@ -4,8 +4,9 @@
  * then each platform with its `publish_state`, what publishing still needs
  * (a verified publisher domain, a callback address, a description: the API's
  * own check, `checkPublish` of src/publishing.ts, so the page says what the
- * API would refuse, and why, before anyone clicks), Publish or Unpublish, Edit
- * (its name and description, platform-edit.tsx), its callback address, and a form that registers one more platform (the three
+ * API would refuse, and why, before anyone clicks), Publish or Unpublish,
+ * Edit (its name and description, platform-edit.tsx), its callback address,
+ * and a form that registers one more platform (the three
  * secrets shown once). A refusal the API still gives (the state changed
  * meanwhile) is shown as it says it, with its code. Without
  * `platforms_manage` the page reads and says who may act.
@@ -89,7 +90,8 @@ function PlatformCard(p: { platform: Platform; domain: PublisherDomain | null; m
         <dt>Scopes it may ask for</dt><dd>{x.default_allowed_scopes.join(', ')}</dd>
         <dt>Registered</dt><dd>{when(x.created_at)}</dd>
       </dl>
-      {p.manage && <EditPlatform platform={x} onSaved={(saved) => { p.say(`Saved ${saved.name}.`); p.reload(); }} />}
+      {p.manage && <EditPlatform platform={x}
+        onSaved={(saved) => { p.say(`Saved ${saved.name}.`); p.reload(); }} />}
       {x.publish_state !== 'published' && <Requirements platform={x} domain={p.domain} />}
       {p.manage && (
         <div class="actions">

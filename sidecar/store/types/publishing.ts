@@ -57,7 +57,10 @@ export interface PublishingStore {
   recordCheck(orgId: string, token: string, outcome: DomainCheckOutcome, now: number): Promise<DomainCheckResult>;
   /** Verified claims last checked at or before `checkedBefore`, oldest first. */
   domainsDue(checkedBefore: number, limit: number): Promise<PublisherDomainRecord[]>;
-  /** Moves the platform from `from` to `to` if it is in `from` and belongs to `accountId` (to `published`: if described). */
+  /**
+   * Moves the platform from `from` to `to` if it is in `from` and belongs to `accountId`; to
+   * `published` only if it has a description.
+   */
   setPublishState(platformId: string, accountId: string, from: PublishState, to: PublishState): Promise<boolean>;
   /**
    * Connects the workspace `c.accountId` to the published platform `c.platformId`: the connection,
