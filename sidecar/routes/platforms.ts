@@ -42,7 +42,9 @@ const PlatformBody = Type.Object({
 const EditBody = Type.Object({
   name: Type.Optional(Type.String({ maxLength: 200 })),
   description: Type.Optional(Type.String({ maxLength: 2000 })),
-}, { additionalProperties: false });
+}, {
+  additionalProperties: false, description: 'At least one of `name` and `description`; `""` removes the description.',
+});
 const AgentBody = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 200 }),
   agent_type: Type.String({ maxLength: 64 }),
