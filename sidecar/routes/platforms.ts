@@ -1,7 +1,8 @@
 /**
  * Platform, connection and agent routes: registration (spec endpoint 6),
  * agent creation (endpoint 7), and the operations the spec leaves out —
- * listing and reading, API-key rotation and connection removal.
+ * listing and reading, editing a platform's name and description (audited;
+ * docs/organisations.md, "Publishing"), API-key rotation and connection removal.
  */
 import { ONBOARDED, defineRoute, mount, op } from '../api/route.js';
 import type { RouteSpec } from '../api/route.js';
