@@ -56,3 +56,12 @@ export async function compiledSidecarMain(): Promise<string> {
   }
   return (cached = main);
 }
+
+/**
+ * The path of another compiled module of the same build as {@link compiledSidecarMain} (`rel` as under `dist/`,
+ * e.g. `gateway-plugin/standalone/main.js`), for tests that start the gateway or load the receiver as plain
+ * JavaScript instead of through tsx.
+ */
+export async function compiledFile(rel: string): Promise<string> {
+  return path.join(path.dirname(path.dirname(await compiledSidecarMain())), rel);
+}
