@@ -1,6 +1,7 @@
 /**
- * End-to-end acceptance with REAL processes: the sidecar (`sidecar/main.ts`)
- * and the standalone gateway (`gateway-plugin/standalone/main.ts --config <yaml>`) run
+ * End-to-end acceptance with REAL processes: the sidecar (`sidecar/main.js`)
+ * and the standalone gateway (`gateway-plugin/standalone/main.js --config <yaml>`), compiled
+ * from the current sources (test/helpers/compiled-sidecar.ts), run with plain node
  * as child processes; the test drives the spec flow over HTTP (a real SMTP
  * receiver in the test catches the login code) and owns a recording upstream.
  *
@@ -23,6 +24,7 @@ import { stringify } from 'yaml';
 import { present, presentChallenge, remoteSidecar, specFlow, startMailSink } from '../helpers/sidecar.js';
 import { gatewayConfig, metricSum, proofHeader, send, startUpstream } from './helpers.js';
 import { freePort } from '../helpers/net.js';
+import { compiledFile, compiledSidecarMain } from '../helpers/compiled-sidecar.js';
 
 t.setTimeout(40_000);
 
@@ -37,9 +39,10 @@ interface Child {
   stop(): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Spawns `node --import tsx <args>` in the repo root with exactly `env` (plus PATH). */
+/** Spawns `node <args>` in the repo root with exactly `env` (plus PATH). */
 function spawnNode(name: string, args: string[], env: Record<string, string>): Child {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args,
+    { cwd: ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (c: Buffer) => { out += c.toString(); });
   child.stderr.on('data', (c: Buffer) => { out += c.toString(); });
@@ -88,7 +91,7 @@ const mail = await startMailSink();
 const up = await startUpstream();
 const sidecarPort = await freePort();
 const sidecarUrl = `http://127.0.0.1:${sidecarPort}`;
-const sidecar = spawnNode('sidecar', ['sidecar/main.ts'], {
+const sidecar = spawnNode('sidecar', [await compiledSidecarMain()], {
   SIDECAR_HOST: '127.0.0.1',
   SIDECAR_PORT: String(sidecarPort),
   SIDECAR_DATA_DIR: join(dir, 'data'),
@@ -128,7 +131,8 @@ await writeFile(configFile, stringify(gatewayConfig(up.url, sidecarUrl, {
     { method: 'GET', path: '/public/status', public: true },
   ],
 })));
-gateway = spawnNode('gateway', ['gateway-plugin/standalone/main.ts', '--config', configFile], { [KEY_ENV]: apiKey });
+const gatewayMain = await compiledFile('gateway-plugin/standalone/main.js');
+gateway = spawnNode('gateway', [gatewayMain, '--config', configFile], { [KEY_ENV]: apiKey });
 const gw = `http://127.0.0.1:${gatewayPort}`;
 const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
 await waitReady(gateway, gw, ['/healthz', '/readyz']);

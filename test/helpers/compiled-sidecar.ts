@@ -87,3 +87,12 @@ export async function compiledSidecarBin(): Promise<string> {
   }
   return copy;
 }
+
+/**
+ * The path of another compiled module of the same build as {@link compiledSidecarMain} (`rel` as under `dist/`,
+ * e.g. `gateway-plugin/standalone/main.js`), for tests that start the gateway or load the receiver as plain
+ * JavaScript instead of through tsx.
+ */
+export async function compiledFile(rel: string): Promise<string> {
+  return path.join(path.dirname(path.dirname(await compiledSidecarMain())), rel);
+}

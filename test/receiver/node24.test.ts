@@ -1,5 +1,6 @@
 /**
- * The receiver as a real process on Node 24 (the `node@24` devDependency's binary, with
+ * The receiver as a real process on Node 24 (the `node@24` devDependency's binary, running the receiver
+ * compiled from the current sources under plain node, with
  * better-sqlite3 built for its ABI into `.cache/node24-sqlite/`, as the sidecar's Node 24
  * test does), with each kind of dedup store: memory, SQLite, and a custom DedupStore.
  *
@@ -12,16 +13,19 @@
  */
 import t from 'tap';
 import { spawn } from 'node:child_process';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { ensureNode24SqliteBinding, NODE24, NODE24_SQLITE_PRELOAD } from '../shared/node24.js';
 import { SECRET, signed, tempDir } from './helpers.js';
+import { compiledSidecarMain } from '../helpers/compiled-sidecar.js';
 
 // The first run builds better-sqlite3 for Node 24 (a few minutes on two cores).
 t.setTimeout(15 * 60_000);
 ensureNode24SqliteBinding((s) => t.comment(s), { quiet: true });
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const FIXTURE = join(import.meta.dirname, 'fixtures/app.ts');
+const FIXTURE = join(import.meta.dirname, 'fixtures/app.mjs');
+/** The receiver compiled from the current sources (the fixture's RECEIVER_MODULES): plain node, no tsx. */
+const RECEIVER_MODULES = join(dirname(dirname(await compiledSidecarMain())), 'receiver');
 /** Runs per store and exit mode: the abort came in 5 of 12 runs before the fix. */
 const RUNS = 3;
 
@@ -29,9 +33,12 @@ interface Run { code: number | null; signal: NodeJS.Signals | null; out: string;
 
 /** One receiver process: two deliveries and a duplicate, then SIGTERM; at most 30 s. */
 async function runOnce(store: string, exit: 'close' | 'exit', file: string): Promise<Run> {
-  const child = spawn(NODE24, ['--import', NODE24_SQLITE_PRELOAD, '--import', 'tsx', FIXTURE], {
+  const child = spawn(NODE24, ['--import', NODE24_SQLITE_PRELOAD, FIXTURE], {
     cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'],
-    env: { PATH: process.env.PATH ?? '', RECEIVER_STORE: store, RECEIVER_EXIT: exit, RECEIVER_FILE: file, RECEIVER_SECRET: SECRET },
+    env: {
+      PATH: process.env.PATH ?? '', RECEIVER_STORE: store, RECEIVER_EXIT: exit, RECEIVER_FILE: file, RECEIVER_SECRET: SECRET,
+      RECEIVER_MODULES,
+    },
   });
   let out = '';
   child.stdout.on('data', (c: Buffer) => { out += c.toString(); });

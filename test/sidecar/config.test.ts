@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import {
   ConfigError, DEFAULTS, ENV_VARS, MAX_CRYPTO_WORKERS, REMOVED_ENV_VARS, configWith, defaultCryptoWorkers, dollarsToMicros, loadConfig,
 } from '../../sidecar/config/index.js';
+import { compiledSidecarMain } from '../helpers/compiled-sidecar.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const KEY32 = Buffer.alloc(32, 7).toString('base64');
@@ -184,7 +185,8 @@ t.test('the entry point exits non-zero with one line naming SIDECAR_PORT', async
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SIDECAR_') && k !== 'NODE_ENV') env[k] = v;
   env.SIDECAR_PORT = 'abc';
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'sidecar/main.ts')], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const main = await compiledSidecarMain();
+  const child = spawn(process.execPath, [main], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });

@@ -162,7 +162,7 @@ if (pgc) {
   await t.test('retention on PostgreSQL leaves a signed anchor, pruning while the others append', async (t) => {
     const rest = all.filter((x) => x !== stopped);
     const R = await startReplica(t, g, 'R', {
-      entry: 'test/sidecar/postgres/fixtures/replica.ts',
+      entry: 'test/sidecar/postgres/fixtures/replica.mjs',
       env: { ...CHECKPOINTS, SIDECAR_AUDIT_RETENTION_DAYS: '1', AUTHZ_TEST_CLOCK_OFFSET_MS: String(DAY), AUTHZ_TEST_RETENTION_ON_SIGNAL: '2' },
     });
     const rowsBefore = Number((await sql<{ n: string }>('SELECT COUNT(*) AS n FROM audit_events'))[0]!.n);

@@ -4,7 +4,7 @@
  * (`node <main.js>`, as `npm start` runs dist/; test/helpers/compiled-sidecar.ts:
  * about 1.4 CPU s less per start than tsx) with its own port and data
  * directory, the shared `SIDECAR_DATABASE_URL` and master key, and a real SMTP
- * sink. `fixtures/replica.ts` can be started instead (with tsx) when a test
+ * sink. `fixtures/replica.mjs` can be started instead (plain node, on the same compiled build) when a test
  * needs build options that have no setting (the webhook worker's lease).
  */
 import { spawn } from 'node:child_process';
@@ -50,21 +50,24 @@ export const newMasterKey = (): string => crypto.randomBytes(32).toString('base6
 
 /**
  * Starts one replica; resolves once `/readyz` answers 200 (at most 60 s). `entry` is a script to
- * run with tsx instead of the compiled sidecar (see the file header).
+ * run instead of the compiled sidecar's main.js, with AUTHZ_TEST_COMPILED set to that build's root (see the file
+ * header).
  * The process is killed in `t`'s teardown.
  */
 export async function startReplica(t: Test, g: ReplicaGroup, name: string,
   o: { env?: Record<string, string>; entry?: string } = {}): Promise<Replica> {
   const port = await freePort();
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `authz-${name}-`));
-  const argv = o.entry !== undefined ? ['--import', 'tsx', o.entry] : [await compiledSidecarMain()];
+  const main = await compiledSidecarMain();
+  const argv = o.entry !== undefined ? [o.entry] : [main];
   const child = spawn(process.execPath, argv, {
     cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       PATH: process.env.PATH ?? '', SIDECAR_HOST: '127.0.0.1', SIDECAR_PORT: String(port), SIDECAR_DATA_DIR: dataDir,
       SIDECAR_SMTP_URL: g.mail.url, SIDECAR_INSECURE_COOKIES: '1', SIDECAR_LOG_LEVEL: 'warn', SIDECAR_SEND_CODE_PER_MINUTE: '1000',
       SIDECAR_DATABASE_URL: g.dbUrl, SIDECAR_MASTER_KEY: g.masterKey, SIDECAR_WEBHOOK_ALLOW_INSECURE: '1',
-      SIDECAR_CRYPTO_WORKERS: '1', SIDECAR_DATABASE_POOL_MAX: '8', ...o.env,
+      SIDECAR_CRYPTO_WORKERS: '1', SIDECAR_DATABASE_POOL_MAX: '8',
+      AUTHZ_TEST_COMPILED: path.dirname(path.dirname(main)), ...o.env,
     },
   });
   let out = '';

@@ -1,6 +1,6 @@
 /**
  * Webhooks with several replicas on one PostgreSQL database (replica
- * processes from fixtures/replica.ts: the sidecar with a 20 s lease and an
+ * processes from fixtures/replica.mjs: the sidecar with a 20 s lease and an
  * 18 s send timeout, so that a lease runs out within the test):
  *
  * 1. Three replicas drain one outbox: every event arrives exactly once, with
@@ -22,7 +22,7 @@ import type { Replica, ReplicaGroup } from './replicas.js';
 // the starting replica meets a live lease; the lease is as short as that allows.
 const LEASE_MS = 20_000;
 const SEND_TIMEOUT_MS = LEASE_MS - 2_000;
-const ENTRY = 'test/sidecar/postgres/fixtures/replica.ts';
+const ENTRY = 'test/sidecar/postgres/fixtures/replica.mjs';
 const ENV = { AUTHZ_TEST_WEBHOOK_LEASE_MS: String(LEASE_MS), AUTHZ_TEST_WEBHOOK_TIMEOUT_MS: String(SEND_TIMEOUT_MS), AUTHZ_TEST_WEBHOOK_POLL_MS: '200' };
 
 t.setTimeout(180_000);
