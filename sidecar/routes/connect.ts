@@ -140,8 +140,9 @@ export async function registerConnectRoutes(app: FastifyInstance, ctx: ServiceCo
     });
     const apiKey = { id: crypto.randomUUID(), connectionId: conn.id, prefix: key.prefix, digest: key.digest,
       status: 'active' as const, validUntil: now + API_KEY_LIFETIME_MS, createdAt: now };
-    const made = await ctx.store.publishing.connect(conn, apiKey, event, connectionRows(ctx, conn, p.accountId,
-      'connection.created', { person: request.session!.personId }, { allowed_scopes: scopes, api_key_prefix: key.prefix }));
+    const audits = connectionRows(ctx, conn, p.accountId, 'connection.created', { person: request.session!.personId },
+      { allowed_scopes: scopes, api_key_prefix: key.prefix });
+    const made = await ctx.store.publishing.connect(conn, apiKey, event, audits);
     if (made === 'not_published') throw new ServiceError('platform_not_found');
     if (made === 'already_connected') throw new ServiceError('already_connected');
     ctx.nudgeWebhooks();

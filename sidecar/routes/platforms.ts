@@ -147,8 +147,8 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
     if (!account || account.onboardingStep !== 'complete') throw new ServiceError('onboarding_incomplete');
     if (account.accountType !== 'individual') throw new ServiceError(
       'account_type_not_supported', 'Personal platforms are for individual accounts.');
-    return registerPlatform(ctx, accountId, request.body as PlatformBodyValue, { limit: PERSONAL_PLATFORM_LIMIT, orgName: null,
-      actorId: request.session!.personId });
+    return registerPlatform(ctx, accountId, request.body as PlatformBodyValue,
+      { limit: PERSONAL_PLATFORM_LIMIT, orgName: null, actorId: request.session!.personId });
   });
 
   mount(app, PLATFORMS_ROUTES.registerPlatform, async (request) => {
@@ -222,9 +222,10 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
       (previousPrefix) => buildEvent(
         ctx, { type: 'connection.key_rotated', accountId, platformId: conn.platformId, connectionId: conn.id, now,
         fields: { connection_id: conn.id, api_key_prefix: key.prefix, previous_prefix: previousPrefix } }),
-      (previousPrefix) => [adminRow(ctx, accountId, 'connection.key_rotated', { actor_account_id: request.session!.personId,
-        connection_id: conn.id, platform_id: conn.platformId, api_key_prefix: key.prefix, previous_prefix: previousPrefix,
-        previous_key_valid_until: iso(graceUntil) }, conn.id)]);
+      (previousPrefix) => [adminRow(ctx, accountId, 'connection.key_rotated', {
+        actor_account_id: request.session!.personId, connection_id: conn.id, platform_id: conn.platformId,
+        api_key_prefix: key.prefix, previous_prefix: previousPrefix, previous_key_valid_until: iso(graceUntil),
+      }, conn.id)]);
     ctx.caches.apiKeys.invalidateConnection(conn.id);
     if (!prev) throw new ServiceError('connection_not_found', 'The connection was removed.');
     ctx.nudgeWebhooks();

@@ -12,8 +12,8 @@ import type { Runner, Work } from './core.js';
 import type { DomainCheckOutcome } from '../../publishing/dns.js';
 import type { PublishState } from '../../../src/publishing.js';
 import type {
-  ApiKeyRecord, AuditEventRecord, ConnectionRecord, DirectoryEntry, DomainCheckResult, OutboxEventInput, PublisherDomainRecord,
-  PublishingStore,
+  ApiKeyRecord, AuditEventRecord, ConnectionRecord, DirectoryEntry, DomainCheckResult, OutboxEventInput,
+  PublisherDomainRecord, PublishingStore,
 } from '../types.js';
 
 interface DomainRow {
