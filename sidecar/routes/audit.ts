@@ -27,7 +27,9 @@ export const AUDIT_EVENT_TYPES = [
     'approval.expired', 'access.evaluated',
   // administrative events of an organisation (docs/organisations.md)
   'organization.created', 'member.invited', 'member.joined', 'member.role_changed', 'member.removed', 'member.left',
-  'invitation.revoked', 'workspace.switched', 'platform.updated',
+  'invitation.revoked', 'workspace.switched', 'platform.updated', 'platform.created', 'platform.published',
+  'platform.unpublished', 'domain.claimed', 'domain.verified', 'domain.lapsed', 'connection.created',
+  'connection.removed', 'connection.key_rotated',
 ] as const;
 
 const AuditQuery = Type.Object({

@@ -4,7 +4,7 @@
  * and the platform learns the new connection's API key only from the signed `connection.created`
  * webhook (as an app learns of an installation); with that key the platform asks for delegations
  * for its agents, which the account holder's approvers grant (fewer scopes if they like) or deny;
- * either side removes the connection.
+ * either side removes the connection. Connecting and removing are audit events of both workspaces.
  */
 import crypto from 'node:crypto';
 import { Type } from '@sinclair/typebox';
@@ -23,6 +23,8 @@ import { NoBody, connectionView, iso, requireScopes } from '../http/resources.js
 import { API_KEY_LIFETIME_MS } from './registration.js';
 import { requestView } from './delegations.js';
 import { constraintsFrom } from './proposals.js';
+import { connectionRows } from '../audit/admin-events.js';
+import type { AdminActor } from '../audit/admin-events.js';
 
 const ConnectBody = Type.Object({ allowed_scopes: Type.Array(Type.Unknown(), { maxItems: 256 }) },
   { additionalProperties: false });
@@ -77,15 +79,19 @@ function within(list: unknown[], offered: readonly string[], field: string): str
   return scopes;
 }
 
-/** Removes `conn` (either side): revokes its certificates, denies its requests, and tells the platform. */
+/**
+ * Removes `conn` (either side, `actor`): revokes its certificates, denies its requests, tells the platform, and
+ * writes `connection.removed` into the audit chains of the connection's workspace and the platform's publisher.
+ */
 export async function removeConnectionNow(
-  ctx: ServiceContext, conn: ConnectionRecord,
+  ctx: ServiceContext, conn: ConnectionRecord, actor: AdminActor,
 ): Promise<Static<typeof S.ConnectionRemoval>> {
   if (conn.status === 'removed') {
     return { connection_id: conn.id, status: 'removed', removed_at: iso(conn.removedAt), revoked_cert_ids: [] };
   }
   const accountId = conn.accountId;
   const now = ctx.clock();
+  const publisherId = (await ctx.store.platforms.getPlatform(conn.platformId))?.accountId ?? accountId;
   ctx.caches.apiKeys.invalidateConnection(conn.id);
   const revoked = await ctx.store.platforms.removeConnection(conn.id, now, (certs, denied) => [
     ...certs.map((c) => buildEvent(ctx, { type: 'delegation.revoked', accountId, platformId: conn.platformId,
@@ -98,7 +104,8 @@ export async function removeConnectionNow(
         reason: 'connection_removed' } })),
     buildEvent(ctx, { type: 'connection.removed', accountId, platformId: conn.platformId, connectionId: conn.id, now,
       fields: { connection_id: conn.id, org_id: accountId, removed_at: iso(now) } }),
-  ]);
+  ], (certs, denied) => connectionRows(ctx, conn, publisherId, 'connection.removed', actor,
+    { revoked_cert_ids: certs.map((c) => c.certId), denied_request_ids: denied.map((r) => r.requestId) }));
   ctx.caches.apiKeys.invalidateConnection(conn.id);
   for (const c of revoked ?? []) ctx.caches.markRevoked(c.certId);
   ctx.nudgeWebhooks();
@@ -133,7 +140,9 @@ export async function registerConnectRoutes(app: FastifyInstance, ctx: ServiceCo
     });
     const apiKey = { id: crypto.randomUUID(), connectionId: conn.id, prefix: key.prefix, digest: key.digest,
       status: 'active' as const, validUntil: now + API_KEY_LIFETIME_MS, createdAt: now };
-    const made = await ctx.store.publishing.connect(conn, apiKey, event);
+    const audits = connectionRows(ctx, conn, p.accountId, 'connection.created', { person: request.session!.personId },
+      { allowed_scopes: scopes, api_key_prefix: key.prefix });
+    const made = await ctx.store.publishing.connect(conn, apiKey, event, audits);
     if (made === 'not_published') throw new ServiceError('platform_not_found');
     if (made === 'already_connected') throw new ServiceError('already_connected');
     ctx.nudgeWebhooks();
@@ -167,6 +176,6 @@ export async function registerConnectRoutes(app: FastifyInstance, ctx: ServiceCo
     const auth = request.apiKey!;
     const conn = await ctx.store.platforms.getConnection((request.params as { connection_id: string }).connection_id);
     if (!conn || conn.id !== auth.connectionId) throw new ServiceError('connection_not_found');
-    return removeConnectionNow(ctx, conn);
+    return removeConnectionNow(ctx, conn, { platform: true });
   });
 }

@@ -21,6 +21,7 @@ import type { ServiceContext } from '../context.js';
 import type { AuditEventRecord, MembershipOutcome } from '../store/types.js';
 import { NoBody, TEXT_RULES, iso, requireText } from '../http/resources.js';
 import { clearSessionCookies } from '../http/auth.js';
+import { adminRow } from '../audit/admin-events.js';
 
 const NameBody = Type.Object({ name: Type.String({ maxLength: 400 }) }, { additionalProperties: false });
 const SwitchBody = Type.Object({ workspace_id: Type.String({ maxLength: 100 }) }, { additionalProperties: false });
@@ -33,10 +34,7 @@ export function adminEvent(
   ctx: ServiceContext, workspaceId: string, type: AuditEventRecord['eventType'], actorId: string,
   details: Record<string, unknown> = {},
 ): AuditEventRecord {
-  return {
-    id: crypto.randomUUID(), accountId: workspaceId, eventType: type, connectionId: null, agentId: null, certId: null,
-    requiredScope: null, details: { actor_account_id: actorId, ...details }, createdAt: ctx.clock(),
-  };
+  return adminRow(ctx, workspaceId, type, { actor_account_id: actorId, ...details });
 }
 
 /** The role in a request body, or 400 naming the field. */

@@ -25,6 +25,7 @@ import {
   requireText,
 } from '../http/resources.js';
 import { adminEvent } from './organisations.js';
+import { adminRow } from '../audit/admin-events.js';
 
 /** An organisation may register this many platforms. */
 export const ORGANISATION_PLATFORM_LIMIT = 100;
@@ -146,7 +147,8 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
     if (!account || account.onboardingStep !== 'complete') throw new ServiceError('onboarding_incomplete');
     if (account.accountType !== 'individual') throw new ServiceError(
       'account_type_not_supported', 'Personal platforms are for individual accounts.');
-    return registerPlatform(ctx, accountId, request.body as PlatformBodyValue, { limit: PERSONAL_PLATFORM_LIMIT, orgName: null });
+    return registerPlatform(ctx, accountId, request.body as PlatformBodyValue,
+      { limit: PERSONAL_PLATFORM_LIMIT, orgName: null, actorId: request.session!.personId });
   });
 
   mount(app, PLATFORMS_ROUTES.registerPlatform, async (request) => {
@@ -155,7 +157,7 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
     if (org?.accountType !== 'organization' || request.session!.organisationId === null) throw new ServiceError(
       'account_type_not_supported', 'Switch to an organisation to register its platforms; a personal account has one.');
     return registerPlatform(ctx, accountId, request.body as PlatformBodyValue,
-      { limit: ORGANISATION_PLATFORM_LIMIT, orgName: org.orgName ?? null });
+      { limit: ORGANISATION_PLATFORM_LIMIT, orgName: org.orgName ?? null, actorId: request.session!.personId });
   });
 
   mount(app, PLATFORMS_ROUTES.listPlatforms, async (request) => {
@@ -219,7 +221,11 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
       graceUntil,
       (previousPrefix) => buildEvent(
         ctx, { type: 'connection.key_rotated', accountId, platformId: conn.platformId, connectionId: conn.id, now,
-        fields: { connection_id: conn.id, api_key_prefix: key.prefix, previous_prefix: previousPrefix } }));
+        fields: { connection_id: conn.id, api_key_prefix: key.prefix, previous_prefix: previousPrefix } }),
+      (previousPrefix) => [adminRow(ctx, accountId, 'connection.key_rotated', {
+        actor_account_id: request.session!.personId, connection_id: conn.id, platform_id: conn.platformId,
+        api_key_prefix: key.prefix, previous_prefix: previousPrefix, previous_key_valid_until: iso(graceUntil),
+      }, conn.id)]);
     ctx.caches.apiKeys.invalidateConnection(conn.id);
     if (!prev) throw new ServiceError('connection_not_found', 'The connection was removed.');
     ctx.nudgeWebhooks();
@@ -232,7 +238,7 @@ export async function registerPlatformRoutes(app: FastifyInstance, ctx: ServiceC
   mount(app, PLATFORMS_ROUTES.removeConnection, async (request) => {
     const accountId = request.session!.accountId;
     return removeConnectionNow(ctx, await ownedConnection(ctx, accountId,
-      (request.params as { connection_id: string }).connection_id));
+      (request.params as { connection_id: string }).connection_id), { person: request.session!.personId });
   });
 
   mount(app, PLATFORMS_ROUTES.createAgent, async (request) => {

@@ -2,7 +2,8 @@
  * Publishing (issue 32; docs/organisations.md, "Publishing"): an organisation claims a publisher
  * domain and proves it with a DNS TXT record (checked against `SIDECAR_DNS_SERVERS`, re-checked by
  * publishing/recheck.ts); a platform moves between `draft`, `published` and `unpublished` under
- * src/publishing.ts; signed-in account holders read the directory of published platforms.
+ * src/publishing.ts; signed-in account holders read the directory of published platforms. Each
+ * change is an audit event of the organisation (docs/audit.md, "Administrative events").
  */
 import crypto from 'node:crypto';
 import { Type } from '@sinclair/typebox';
@@ -22,6 +23,7 @@ import { checkDomain } from '../publishing/dns.js';
 import type { PublisherDomainRecord } from '../store/types.js';
 import { NoBody, currentPlatformView, iso, ownedPlatform } from '../http/resources.js';
 import { sessionOrganisation } from './organisations.js';
+import { adminRow, domainCheckRows } from '../audit/admin-events.js';
 
 /** Most platforms the directory lists. */
 export const DIRECTORY_LIMIT = 500;
@@ -102,7 +104,12 @@ export async function registerPublishingRoutes(app: FastifyInstance, ctx: Servic
     const name = canonicalDomain((request.body as { domain: string }).domain);
     if (name === null) throw new ServiceError('invalid_domain', undefined, { field: 'body.domain' });
     const token = b64urlEncode(crypto.randomBytes(32));
-    return domainView(await ctx.store.publishing.claimDomain(orgId, name, token, ctx.clock()));
+    const by = { actor_account_id: request.session!.personId };
+    return domainView(await ctx.store.publishing.claimDomain(orgId, name, token, ctx.clock(), (unpublished) => [
+      adminRow(ctx, orgId, 'domain.claimed', { ...by, domain: name }),
+      ...unpublished.map((id) => adminRow(ctx, orgId, 'platform.unpublished',
+        { ...by, platform_id: id, cause: 'domain_claimed', domain: name })),
+    ]));
   });
 
   mount(app, PUBLISHING_ROUTES.getDomain, async (request) => domainView(await claimOf(sessionOrganisation(request))));
@@ -111,7 +118,9 @@ export async function registerPublishingRoutes(app: FastifyInstance, ctx: Servic
     const orgId = sessionOrganisation(request);
     const d = await claimOf(orgId);
     const found = await checkDomain(ctx.dns, d.domain, d.token);
-    const result = await ctx.store.publishing.recordCheck(orgId, d.token, found.outcome, ctx.clock());
+    const result = await ctx.store.publishing.recordCheck(orgId, d.token, found.outcome, ctx.clock(),
+      (r, unpublished) => domainCheckRows(ctx, orgId, d.domain, found.outcome, { person: request.session!.personId }, r,
+        unpublished));
     if (result === 'taken') throw new ServiceError('domain_taken');
     if (found.outcome !== 'verified') {
       throw new ServiceError('domain_not_verified', undefined, { outcome: found.outcome, record_name: found.name });
@@ -119,8 +128,10 @@ export async function registerPublishingRoutes(app: FastifyInstance, ctx: Servic
     return domainView(await claimOf(orgId));
   });
 
-  const move = async (orgId: string, platformId: string, to: PublishState, from: PublishState) => {
-    if (!(await ctx.store.publishing.setPublishState(platformId, orgId, from, to))) {
+  const move = async (orgId: string, platformId: string, to: PublishState, from: PublishState, personId: string) => {
+    const row = adminRow(ctx, orgId, to === 'published' ? 'platform.published' : 'platform.unpublished',
+      { actor_account_id: personId, platform_id: platformId, from });
+    if (!(await ctx.store.publishing.setPublishState(platformId, orgId, from, to, [row]))) {
       throw new ServiceError('publish_state_invalid', 'The platform\'s publish state changed; read it and try again.');
     }
     return currentPlatformView(ctx, orgId, platformId);
@@ -135,7 +146,7 @@ export async function registerPublishingRoutes(app: FastifyInstance, ctx: Servic
       callbackUrl: p.callbackUrl, description: p.description,
     });
     if (!check.ok) throw new ServiceError(check.code);
-    return move(orgId, p.id, check.state, p.publishState as PublishState);
+    return move(orgId, p.id, check.state, p.publishState as PublishState, request.session!.personId);
   });
 
   mount(app, PUBLISHING_ROUTES.unpublishPlatform, async (request) => {
@@ -143,7 +154,7 @@ export async function registerPublishingRoutes(app: FastifyInstance, ctx: Servic
     const p = await ownedPlatform(ctx, orgId, (request.params as { platform_id: string }).platform_id);
     const next = nextPublishState(p.publishState as PublishState, 'unpublish');
     if (!next.ok) throw new ServiceError(next.code);
-    return move(orgId, p.id, next.state, p.publishState as PublishState);
+    return move(orgId, p.id, next.state, p.publishState as PublishState, request.session!.personId);
   });
 
   mount(app, PUBLISHING_ROUTES.listDirectory, async () => ({

@@ -1,8 +1,9 @@
 /**
  * Platform registration (spec endpoint 6), shared by the personal route (one draft platform) and
  * the organisation's (several, docs/organisations.md): the platform, its first connection and API
- * key in one transaction with the `connection.created` webhook, under a per-workspace limit that
- * the transaction re-checks (concurrent registrations cannot both pass).
+ * key in one transaction with the `connection.created` webhook and the `platform.created` and
+ * `connection.created` audit rows, under a per-workspace limit that the transaction re-checks
+ * (concurrent registrations cannot both pass).
  */
 import crypto from 'node:crypto';
 import type { Static } from '@sinclair/typebox';
@@ -15,6 +16,8 @@ import { buildEvent } from '../events.js';
 import { newApiKey } from '../auth/api-key.js';
 import type { ServiceContext } from '../context.js';
 import { TEXT_RULES, iso, requireScopes, requireText } from '../http/resources.js';
+import { adminRow, connectionRows } from '../audit/admin-events.js';
+import type { ConnectionRecord } from '../store/types.js';
 
 /** Surface types accepted at registration (`agentic_api` is the agent-action surface). */
 export const SURFACE_TYPES = ['agentic_api', 'conversational_ai', 'meetings', 'physical_ai'] as const;
@@ -38,11 +41,12 @@ export function checkCallbackUrl(ctx: ServiceContext, url: string): void {
 }
 
 /**
- * Registers a platform of `accountId` (a workspace) from `b`, at most `limit` per workspace; the
- * webhook's `org_name` is `orgName`. Throws `platform_limit_reached` at the limit.
+ * Registers a platform of `accountId` (a workspace) from `b` by the person `actorId`, at most `limit` per
+ * workspace; the webhook's `org_name` is `orgName`. Throws `platform_limit_reached` at the limit.
  */
 export async function registerPlatform(
-  ctx: ServiceContext, accountId: string, b: PlatformBodyValue, o: { limit: number; orgName: string | null },
+  ctx: ServiceContext, accountId: string, b: PlatformBodyValue,
+  o: { limit: number; orgName: string | null; actorId: string },
 ): Promise<Static<typeof S.PlatformRegistration>> {
   if (!(SURFACE_TYPES as readonly string[]).includes(b.surface_type)) {
     throw new ServiceError('invalid_request', `surface_type must be one of ${SURFACE_TYPES.join(', ')}.`, {
@@ -70,6 +74,8 @@ export async function registerPlatform(
       allowed_scopes: scopes, callback_url: callbackUrl, api_key: key.key, webhook_signing_secret: webhookSecret,
     },
   });
+  const conn: ConnectionRecord = { id: connectionId, platformId, accountId, allowedScopes: scopes, status: 'active',
+    removedAt: null, createdAt: now };
   const created = await ctx.store.platforms.createPlatform(
     {
       id: platformId, accountId, name, description, surfaceType: b.surface_type, publishState: 'draft',
@@ -78,12 +84,15 @@ export async function registerPlatform(
       webhookSecretEnc: ctx.box.seal(Buffer.from(webhookSecret), AAD.webhookSecret(platformId)),
       expiresAt, createdAt: now,
     },
-    { id: connectionId, platformId, accountId, allowedScopes: scopes, status: 'active', removedAt: null,
-      createdAt: now },
+    conn,
     { id: crypto.randomUUID(), connectionId, prefix: key.prefix, digest: key.digest, status: 'active',
       validUntil: expiresAt, createdAt: now },
     event,
     o.limit,
+    [adminRow(ctx, accountId, 'platform.created', { actor_account_id: o.actorId, platform_id: platformId, name,
+      surface_type: b.surface_type }),
+    ...connectionRows(ctx, conn, accountId, 'connection.created', { person: o.actorId },
+      { allowed_scopes: scopes, api_key_prefix: key.prefix })],
   );
   // Re-checked inside the transaction: concurrent registrations cannot both pass.
   if (!created) throw new ServiceError('platform_limit_reached');

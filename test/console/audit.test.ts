@@ -1,10 +1,10 @@
 /**
  * The audit view's filters and cursor pagination in Debian's Chromium against
- * a real sidecar, with the keyboard alone. 130 events in three batches (two
+ * a real sidecar, with the keyboard alone. 130 decision events in three batches (two
  * agents, allows and denies, one second apart on the sidecar's clock, two
  * minutes between the batches) are more than the first page the console
- * shows (one API page of 100 when no filter applies in the page): "Load older
- * events" adds the other 30, and the rows, compared one by one (time to the
+ * shows (one API page of 100 when no filter applies in the page), after the
+ * registration's two administrative events: "Load older events" adds the other 32, and the rows, compared one by one (time to the
  * millisecond, type, decision, reason, scope, agent) with the API's own audit
  * read, have no duplicate and no gap. The event-type, agent and time filters,
  * chosen with the keyboard, show exactly what the API's read with the same
@@ -100,8 +100,11 @@ t.test('audit: load older events, event-type, agent and time filters — keyboar
   };
 
   const all = await audit();
-  t.equal(all.length, 130, 'the API has the 130 events');
-  t.equal(new Set(all.map((e) => e.occurred_at)).size, 130, 'each at its own time (so each row can be told apart)');
+  t.equal(all.length, 132, 'the API has the 132 events');
+  t.same(all.slice(130).map((e) => e.event_type), ['connection.created', 'platform.created'],
+    'the oldest two: the registration\'s administrative events (newest first)');
+  t.equal(new Set(all.slice(0, 130).map((e) => e.occurred_at)).size, 130,
+    'each decision event at its own time (so each row can be told apart)');
 
   await t.test('the newest page, then "Load older events" with the keyboard: no row duplicated or missing', async (t) => {
     await page.goto(`${sc.url}/console/audit`);
@@ -119,11 +122,11 @@ t.test('audit: load older events, event-type, agent and time filters — keyboar
     // Past the filters and a "Why?" on each of the 50 decision events shown.
     await tabTo(page, 'button:text-is("Load older events")', { max: 150 });
     await page.keyboard.press('Enter');
-    await rowCount(130);
-    await status.filter({ hasText: '30 older events added.' }).waitFor();
+    await rowCount(132);
+    await status.filter({ hasText: '32 older events added.' }).waitFor();
     const rows = await shown();
-    t.same(rows, expected(all), 'all 130, in order: the same as the API\'s read');
-    t.equal(new Set(rows.map((r) => r[0])).size, 130, 'no row twice');
+    t.same(rows, expected(all), 'all 132, in order: the same as the API\'s read');
+    t.equal(new Set(rows.map((r) => r.join('\u0000'))).size, 132, 'no row twice');
     t.equal(await older.count(), 0, 'nothing older: the button is gone');
     t.match(await focusedOnceOn(page, `#ev-${all[100]!.event_id}`), new RegExp(`^tr#ev-${all[100]!.event_id} `), 'the button is gone: the focus is on the first row it added, not lost');
   });

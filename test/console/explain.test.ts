@@ -73,7 +73,8 @@ t.test('audit: "Why?" opens the explanation of each decision — keyboard only',
   await page.keyboard.press('Space');
   t.equal(await page.getByRole('button', { name: 'Why?', exact: true }).count(), 3,
     'a "Why?" on each of the three decision events');
-  t.equal(await page.locator('table.audit > tbody > tr').count(), 6, 'three presents and three decisions');
+  t.equal(await page.locator('table.audit > tbody > tr').count(), 8,
+    'three presents and three decisions, after the registration\'s two administrative events');
   for (const a of [allow, overLimit, notDelegated]) {
     t.equal(await page.locator(`#ev-${a.decision_id}`).count(), 1,
       'the decision event\'s row: its event id is the decision id');

@@ -26,7 +26,13 @@ import { Explanation } from './explanation.js';
 /** Matching events shown per step, and API pages scanned at most per step. */
 const PAGE = 25;
 const MAX_SCAN = 10;
-const TYPES = ['proof.presented', 'proof.verified', 'proof.rejected', 'approval.requested', 'approval.granted', 'approval.denied', 'approval.expired'];
+/** The event types to filter on: decisions, then administrative events (docs/audit.md). */
+const TYPES = ['proof.presented', 'proof.verified', 'proof.rejected', 'approval.requested', 'approval.granted',
+  'approval.denied', 'approval.expired',
+  'organization.created', 'member.invited', 'member.joined', 'member.role_changed', 'member.removed', 'member.left',
+  'invitation.revoked', 'workspace.switched', 'platform.created', 'platform.updated', 'platform.published',
+  'platform.unpublished', 'domain.claimed', 'domain.verified', 'domain.lapsed', 'connection.created',
+  'connection.removed', 'connection.key_rotated'];
 const DECISIONS = ['allow', 'deny', 'indeterminate'];
 
 interface Filters { event_type: string; agent_id: string; decision: string; from: string; to: string }

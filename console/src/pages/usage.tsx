@@ -33,7 +33,8 @@ export function usageByDay(events: AuditEvent[], balanceMicros: number, priceMic
   }
   const byDay = new Map(out.map((d) => [d.day, d]));
   for (const e of events) {
-    if (e.event_type === 'proof.presented') continue;
+    // Only decisions: not presents, approvals or administrative events (docs/audit.md).
+    if (typeof e.details?.decision !== 'string') continue;
     const b = byDay.get(dayKey(new Date(e.occurred_at)));
     if (!b) continue;
     b.calls += 1;

@@ -71,7 +71,7 @@ export class PostgresStore implements Store {
     this.decisions = new SqlDecisionStore(r);
     this.idempotency = new SqlIdempotencyStore(r);
     this.organisations = new SqlOrganisationStore(r, chain);
-    this.publishing = new SqlPublishingStore(r);
+    this.publishing = new SqlPublishingStore(r, chain);
   }
 
   async ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }> {

@@ -11,7 +11,7 @@
  * locks the account's chain head (several replicas append at once) and computes
  * each link frame from the content hash computed here, with the one definition
  * in src/. The unique index on (account_id, chain_position) refuses a second
- * row at one position on both.
+ * row at one position on both. `appendAuditsByAccount` appends the rows of several accounts.
  */
 import { AUDIT_LINK_TAG, chainAfter, contentHash } from '../../../src/audit-chain.js';
 import { dialectOf, get, list, run, sql } from './core.js';
@@ -62,4 +62,15 @@ export function* appendAudits(rows: readonly AuditEventRecord[], chain: boolean)
         VALUES (${a.accountId}, ${link.position}, ${link.hash}, 0, ${a.createdAt})`);
     }
   }
+}
+
+/**
+ * Appends `rows` of one or more accounts, each account's rows in their given order, the accounts in
+ * id order: two transactions that both touch two chains lock their heads in one order (no deadlock
+ * on PostgreSQL).
+ */
+export function* appendAuditsByAccount(rows: readonly AuditEventRecord[], chain: boolean): Work<void> {
+  const byAccount = new Map<string, AuditEventRecord[]>();
+  for (const r of rows) byAccount.set(r.accountId, [...(byAccount.get(r.accountId) ?? []), r]);
+  for (const id of [...byAccount.keys()].sort()) yield* appendAudits(byAccount.get(id)!, chain);
 }

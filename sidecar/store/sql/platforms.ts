@@ -1,13 +1,13 @@
 /**
  * {@link PlatformStore} on either engine: platforms, connections, API keys and
- * agents, with their outbox events in the same transaction. The checks that
+ * agents, with their outbox events and audit rows in the same transaction. The checks that
  * SQLite's single writer serializes take row locks on PostgreSQL: the account
  * row for the platform limit, the connection row for rotation and removal.
  */
 import { FOR_UPDATE, SEQ, all, bytes, get, pgOnly, run, sql } from './core.js';
 import type { Runner, Work } from './core.js';
 import { insertOutboxEvent } from './outbox.js';
-import { appendAudits } from './audit-append.js';
+import { appendAudits, appendAuditsByAccount } from './audit-append.js';
 import type {
   AgentRecord, ApiKeyRecord, AuditEventRecord, ConnectionRecord, DeniedRequest, OutboxEventInput, PlatformEdit,
   PlatformEditOutcome, PlatformRecord, PlatformStore, RevokedCert,
@@ -39,7 +39,9 @@ export class SqlPlatformStore implements PlatformStore {
 
   async createPlatform(
     p: PlatformRecord, c: ConnectionRecord, k: ApiKeyRecord, event: OutboxEventInput | null, maxPlatforms: number,
+    audits: readonly AuditEventRecord[],
   ): Promise<boolean> {
+    const chain = this.chain;
     return this.r.tx((function* () {
       // The account row lock serializes creates of one account, so the count cannot go stale.
       yield* pgOnly(sql`SELECT 1 FROM accounts WHERE id = ${p.accountId} FOR UPDATE`);
@@ -57,6 +59,7 @@ export class SqlPlatformStore implements PlatformStore {
           ${c.removedAt}, ${c.createdAt})`);
       yield* insertKey(k);
       if (event) yield* insertOutboxEvent(event);
+      yield* appendAudits(audits, chain);
       return true;
     })());
   }
@@ -120,7 +123,9 @@ export class SqlPlatformStore implements PlatformStore {
   async rotateApiKey(
     connectionId: string, next: ApiKeyRecord, graceUntil: number | null,
     event: (previousPrefix: string | null) => OutboxEventInput,
+    audit: (previousPrefix: string | null) => AuditEventRecord[],
   ): Promise<ApiKeyRecord | undefined> {
+    const chain = this.chain;
     return this.r.tx((function* () {
       // The connection row lock serializes rotations and removal of one connection.
       if (!(yield* get(sql`SELECT * FROM connections WHERE id = ${connectionId}
@@ -134,13 +139,16 @@ export class SqlPlatformStore implements PlatformStore {
         WHERE connection_id = ${connectionId} AND status = 'active'`);
       yield* insertKey(next);
       yield* insertOutboxEvent(event(prev?.prefix ?? null));
+      yield* appendAuditsByAccount(audit(prev?.prefix ?? null), chain);
       return prev && keyFromRow(prev);
     })());
   }
 
   async removeConnection(
     connectionId: string, now: number, events: (revoked: RevokedCert[], denied: DeniedRequest[]) => OutboxEventInput[],
+    audit: (revoked: RevokedCert[], denied: DeniedRequest[]) => AuditEventRecord[],
   ): Promise<RevokedCert[] | undefined> {
+    const chain = this.chain;
     return this.r.tx((function* () {
       const removed = yield* run(sql`UPDATE connections SET status = 'removed', removed_at = ${now}
         WHERE id = ${connectionId} AND status = 'active'`);
@@ -156,6 +164,7 @@ export class SqlPlatformStore implements PlatformStore {
         WHERE connection_id = ${connectionId} AND state = 'pending' RETURNING id, agent_id, ${SEQ} AS seq`))
         .sort((a, b) => a.seq - b.seq).map((x) => ({ requestId: x.id, agentId: x.agent_id }));
       for (const e of events(revoked, denied)) yield* insertOutboxEvent(e);
+      yield* appendAuditsByAccount(audit(revoked, denied), chain);
       return revoked;
     })());
   }

@@ -1,17 +1,19 @@
 /**
  * {@link PublishingStore} on either engine: publisher domains, publish states, the directory. A
  * lapse or a new claim unpublishes the organisation's platforms in the transaction that records
- * it, so no published platform is ever without a verified domain.
+ * it, so no published platform is ever without a verified domain. Each change writes the audit
+ * rows its caller builds in the same transaction (audit-append.ts).
  */
 import { all, get, pgOnly, run, sql } from './core.js';
 import { insertOutboxEvent } from './outbox.js';
 import { insertKey } from './platforms.js';
+import { appendAudits, appendAuditsByAccount } from './audit-append.js';
 import type { Runner, Work } from './core.js';
 import type { DomainCheckOutcome } from '../../publishing/dns.js';
 import type { PublishState } from '../../../src/publishing.js';
 import type {
-  ApiKeyRecord, ConnectionRecord, DirectoryEntry, DomainCheckResult, OutboxEventInput, PublisherDomainRecord,
-  PublishingStore,
+  ApiKeyRecord, AuditEventRecord, ConnectionRecord, DirectoryEntry, DomainCheckResult, OutboxEventInput,
+  PublisherDomainRecord, PublishingStore,
 } from '../types.js';
 
 interface DomainRow {
@@ -24,26 +26,33 @@ const domain = (r: DomainRow): PublisherDomainRecord => ({
   lapsedAt: r.lapsed_at, checkedAt: r.checked_at, lastOutcome: r.last_outcome as DomainCheckOutcome | null,
 });
 
-function* unpublishAll(orgId: string): Work<number> {
-  return yield* run(sql`UPDATE platforms SET publish_state = 'unpublished' WHERE account_id = ${orgId}
-    AND publish_state = 'published'`);
+/** Unpublishes the organisation's published platforms; returns their ids, sorted. */
+function* unpublishAll(orgId: string): Work<string[]> {
+  return (yield* all<{ id: string }>(sql`UPDATE platforms SET publish_state = 'unpublished' WHERE account_id = ${orgId}
+    AND publish_state = 'published' RETURNING id`)).map((r) => r.id).sort();
 }
 
 /** Publisher domains, publish states and the directory. */
 export class SqlPublishingStore implements PublishingStore {
   private readonly r: Runner;
-  constructor(r: Runner) {
+  private readonly chain: boolean;
+  /** `chain` false writes audit rows without hash links (SIDECAR_AUDIT_CHAIN=off). */
+  constructor(r: Runner, chain = true) {
     this.r = r;
+    this.chain = chain;
   }
 
-  async claimDomain(orgId: string, name: string, token: string, now: number): Promise<PublisherDomainRecord> {
+  async claimDomain(
+    orgId: string, name: string, token: string, now: number, audit: (unpublished: string[]) => AuditEventRecord[],
+  ): Promise<PublisherDomainRecord> {
+    const chain = this.chain;
     return this.r.tx((function* () {
       yield* run(sql`INSERT INTO publisher_domains (org_id, domain, token, claimed_at)
         VALUES (${orgId}, ${name}, ${token}, ${now})
         ON CONFLICT (org_id) DO UPDATE SET domain = excluded.domain, token = excluded.token,
         claimed_at = excluded.claimed_at, verified_at = NULL, lapsed_at = NULL, checked_at = NULL,
         last_outcome = NULL`);
-      yield* unpublishAll(orgId);
+      yield* appendAudits(audit(yield* unpublishAll(orgId)), chain);
       return domain((yield* get<DomainRow>(sql`SELECT * FROM publisher_domains WHERE org_id = ${orgId}`))!);
     })());
   }
@@ -55,7 +64,9 @@ export class SqlPublishingStore implements PublishingStore {
 
   async recordCheck(
     orgId: string, token: string, outcome: DomainCheckOutcome, now: number,
+    audit: (result: DomainCheckResult, unpublished: string[]) => AuditEventRecord[],
   ): Promise<DomainCheckResult> {
+    const chain = this.chain;
     return this.r.tx((function* (): Work<DomainCheckResult> {
       const row = yield* get<DomainRow>(sql`SELECT * FROM publisher_domains WHERE org_id = ${orgId}
         AND token = ${token}`);
@@ -74,14 +85,16 @@ export class SqlPublishingStore implements PublishingStore {
           THEN CAST(${now} AS BIGINT) ELSE verified_at END, lapsed_at = NULL, checked_at = ${now},
           last_outcome = ${outcome}
           WHERE org_id = ${orgId}`);
-        return live ? 'unchanged' : 'verified';
+        if (live) return 'unchanged';
+        yield* appendAudits(audit('verified', []), chain);
+        return 'verified';
       }
       const lapse = live && outcome !== 'unreachable';
       yield* run(sql`UPDATE publisher_domains SET checked_at = ${now}, last_outcome = ${outcome},
         lapsed_at = CASE WHEN ${lapse ? 1 : 0} = 1 THEN CAST(${now} AS BIGINT) ELSE lapsed_at END
         WHERE org_id = ${orgId}`);
       if (!lapse) return 'unchanged';
-      yield* unpublishAll(orgId);
+      yield* appendAudits(audit('lapsed', yield* unpublishAll(orgId)), chain);
       return 'lapsed';
     })());
   }
@@ -92,15 +105,23 @@ export class SqlPublishingStore implements PublishingStore {
       ORDER BY checked_at, org_id LIMIT ${limit}`))).map(domain);
   }
 
-  async setPublishState(platformId: string, accountId: string, from: PublishState, to: PublishState): Promise<boolean> {
+  async setPublishState(
+    platformId: string, accountId: string, from: PublishState, to: PublishState, audits: readonly AuditEventRecord[],
+  ): Promise<boolean> {
     // A platform is published only with a description, even if an edit emptied it since it was read.
     const described = to === 'published' ? sql` AND description <> ''` : sql``;
-    return (await this.r.write(run(sql`UPDATE platforms SET publish_state = ${to} WHERE id = ${platformId}
-      AND account_id = ${accountId} AND publish_state = ${from}${described}`))) === 1;
+    const chain = this.chain;
+    return this.r.tx((function* () {
+      const moved = (yield* run(sql`UPDATE platforms SET publish_state = ${to} WHERE id = ${platformId}
+        AND account_id = ${accountId} AND publish_state = ${from}${described}`)) === 1;
+      if (moved) yield* appendAudits(audits, chain);
+      return moved;
+    })());
   }
 
-  async connect(c: ConnectionRecord, k: ApiKeyRecord, event: OutboxEventInput):
+  async connect(c: ConnectionRecord, k: ApiKeyRecord, event: OutboxEventInput, audits: readonly AuditEventRecord[]):
     Promise<'connected' | 'not_published' | 'already_connected'> {
+    const chain = this.chain;
     return this.r.tx((function* () {
       yield* pgOnly(sql`SELECT 1 FROM accounts WHERE id = ${c.accountId} FOR UPDATE`);
       const p = yield* get(sql`SELECT 1 AS x FROM platforms WHERE id = ${c.platformId}
@@ -115,6 +136,7 @@ export class SqlPublishingStore implements PublishingStore {
           ${c.createdAt})`);
       yield* insertKey(k);
       yield* insertOutboxEvent(event);
+      yield* appendAuditsByAccount(audits, chain);
       return 'connected' as const;
     })());
   }

@@ -82,7 +82,7 @@ export class SqliteStore implements Store {
     this.decisions = new SqlDecisionStore(r);
     this.idempotency = new SqlIdempotencyStore(r);
     this.organisations = new SqlOrganisationStore(r, chain);
-    this.publishing = new SqlPublishingStore(r);
+    this.publishing = new SqlPublishingStore(r, chain);
   }
 
   async ping(): Promise<{ ok: boolean; schemaVersion: number; expectedVersion: number }> {

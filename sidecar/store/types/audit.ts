@@ -14,7 +14,10 @@ export interface AuditEventRecord {
     | 'approval.requested' | 'approval.granted' | 'approval.denied' | 'approval.expired'
     | 'access.evaluated'
     | 'organization.created' | 'member.invited' | 'member.joined' | 'member.role_changed' | 'member.removed'
-    | 'member.left' | 'invitation.revoked' | 'workspace.switched' | 'platform.updated';
+    | 'member.left' | 'invitation.revoked' | 'workspace.switched' | 'platform.updated'
+    | 'platform.created' | 'platform.published' | 'platform.unpublished'
+    | 'domain.claimed' | 'domain.verified' | 'domain.lapsed'
+    | 'connection.created' | 'connection.removed' | 'connection.key_rotated';
   connectionId: string | null;
   agentId: string | null;
   certId: string | null;

@@ -79,12 +79,13 @@ export type PlatformEditOutcome =
 export interface PlatformStore {
   countPlatforms(accountId: string): Promise<number>;
   /**
-   * Creates platform + connection + API key + `connection.created` outbox event atomically,
-   * unless the account already has `maxPlatforms` platforms (checked in the same transaction);
-   * returns false then.
+   * Creates platform + connection + API key + `connection.created` outbox event + the `audits`
+   * rows (of the platform's account) atomically, unless the account already has `maxPlatforms`
+   * platforms (checked in the same transaction); returns false then, writing nothing.
    */
   createPlatform(
     p: PlatformRecord, c: ConnectionRecord, k: ApiKeyRecord, event: OutboxEventInput | null, maxPlatforms: number,
+    audits: readonly AuditEventRecord[],
   ): Promise<boolean>;
   getPlatform(id: string): Promise<PlatformRecord | undefined>;
   listPlatforms(accountId: string): Promise<PlatformRecord[]>;
@@ -107,21 +108,24 @@ export interface PlatformStore {
   /**
    * Rotates atomically: the active key becomes `rotated` (valid until
    * `graceUntil`, null = stops at once), `next` becomes active, and the event
-   * built from the previous key's prefix is enqueued. Returns the previous
-   * key, or undefined when the connection is not active.
+   * and the audit rows built from the previous key's prefix are written. Returns
+   * the previous key, or undefined (nothing written) when the connection is not active.
    */
   rotateApiKey(
     connectionId: string, next: ApiKeyRecord, graceUntil: number | null,
     event: (previousPrefix: string | null) => OutboxEventInput,
+    audit: (previousPrefix: string | null) => AuditEventRecord[],
   ): Promise<ApiKeyRecord | undefined>;
   /**
    * Removes a connection: its keys stop working, its active certificates are
    * revoked, its pending requests are denied, and the events built by `events`
-   * are enqueued, all atomically.
-   * Returns the revoked certificates, or undefined if it was not active.
+   * are enqueued and the audit rows built by `audit` (of one or more accounts)
+   * appended, all atomically.
+   * Returns the revoked certificates, or undefined (nothing written) if it was not active.
    */
   removeConnection(
     connectionId: string, now: number, events: (revoked: RevokedCert[], denied: DeniedRequest[]) => OutboxEventInput[],
+    audit: (revoked: RevokedCert[], denied: DeniedRequest[]) => AuditEventRecord[],
   ): Promise<RevokedCert[] | undefined>;
   createAgent(a: AgentRecord): Promise<void>;
   getAgent(id: string): Promise<AgentRecord | undefined>;

@@ -141,7 +141,7 @@ t.test('outage and recovery of both collectors while decisions are made: every e
   otlp.mode = 'ok';
   await decide(1);
   ids = await auditIds();
-  t.equal(ids.length, 2 * 7, 'seven presents and seven verifies');
+  t.equal(ids.length, 2 + 2 * 7, 'the registration\'s two administrative events, seven presents and seven verifies');
   t.ok(await http.until(() => httpLines(http).size >= ids.length, WAIT_MS), 'http: caught up after the recovery');
   t.ok(await otlp.until(() => otlpRecords(otlp).size >= ids.length, WAIT_MS), 'otlp: caught up after the recovery');
   t.ok(allArrived(t, 'http', httpLines(http), ids) >= 1, 'http: the cut batch was sent again');

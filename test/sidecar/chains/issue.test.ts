@@ -161,7 +161,7 @@ t.test('an agent of another connection of the same account: refused, nothing iss
       createdAt: now },
     { id: randomUUID(), connectionId, prefix: `aak_${randomUUID().slice(0, 8)}`, digest: randomUUID(), status: 'active',
       validUntil: now + 86_400_000, createdAt: now },
-    null, 10), 'a second connection');
+    null, 10, []), 'a second connection');
   const elsewhere = randomUUID();
   await s.platforms.createAgent({ id: elsewhere, connectionId, accountId: owner, name: 'elsewhere',
     agentType: 'api_agent', custodyMode: 'custodial', publicKey: '{}', secretEnc: sealed, createdAt: now });

@@ -48,8 +48,10 @@ t.test('spec flow: allow, not_delegated, reuse, revoke, present after revoke, au
   const c = await challenge(f.platform);
   expectError(t, await presentRaw(f, c), 404, 'no_active_delegation', 'present after revoke');
 
-  // The audit trail, newest first.
-  const events = await auditAll(f.user);
+  // The audit trail, newest first; the oldest two are the registration's (platform.created, connection.created).
+  const trail = await auditAll(f.user);
+  t.same(trail.slice(-2).map((e) => e.event_type), ['connection.created', 'platform.created'], 'the registration\'s');
+  const events = trail.slice(0, -2);
   t.same(events.map((e) => [e.event_type, e.details.decision ?? null, e.details.decision_reason ?? null, e.required_scope]), [
     ['proof.rejected', 'deny', 'delegation_revoked', 'data:write'],
     ['proof.rejected', 'deny', 'delegation_revoked', 'data:read'],

@@ -37,21 +37,21 @@ t.test('retention leaves a signed anchor that audit verify accepts, and misses w
   await verify(f);
 
   const r = await runRetention(sc.app.ctx);
-  t.equal(r.audit, 6, 'the three day-old presents and verifies were removed');
+  t.equal(r.audit, 8, 'the registration\'s two events and the three day-old presents and verifies were removed');
   const file = path.join(sc.dataDir, DB_FILE_NAME);
   const live = new Database(file, { readonly: true });
   t.teardown(() => live.close());
   const anchors = live.prepare("SELECT account_id, position, head, kind, key_id FROM audit_checkpoints WHERE kind = 'anchor'").all() as Cp[];
-  t.same(anchors.map((a) => [a.account_id, a.position, a.key_id]), [[accountId, 6, keyId]], 'one anchor, at the last removed position, signed with the service key');
+  t.same(anchors.map((a) => [a.account_id, a.position, a.key_id]), [[accountId, 8, keyId]], 'one anchor, at the last removed position, signed with the service key');
   const first = live.prepare('SELECT chain_position, prev_hash FROM audit_events WHERE account_id = ? ORDER BY chain_position LIMIT 1').get(accountId) as { chain_position: number; prev_hash: string };
-  t.same(first, { chain_position: 7, prev_hash: anchors[0]!.head }, 'the remaining chain starts right after the anchor and links to its head');
+  t.same(first, { chain_position: 9, prev_hash: anchors[0]!.head }, 'the remaining chain starts right after the anchor and links to its head');
   const m = await fetch(`${sc.url}/metrics`).then((x) => x.text());
   t.match(m, /agent_authz_audit_checkpoints_total\{kind="anchor"\} 1\b/, 'the anchor is counted');
 
   const ok = await verifyCli(['--db', file, '--key-id', keyId, '--json']);
   t.equal(ok.code, 0, `the live file verifies: ${ok.stdout}${ok.stderr}`);
   const report = JSON.parse(ok.stdout) as { accounts: { accountId: string; firstPosition: number; lastPosition: number; problem: unknown }[] };
-  t.match(report.accounts.find((a) => a.accountId === accountId), { firstPosition: 7, lastPosition: 8, problem: null });
+  t.match(report.accounts.find((a) => a.accountId === accountId), { firstPosition: 9, lastPosition: 10, problem: null });
 
   // A consistent copy of the live database (the online backup API), then the anchor deleted or changed.
   const copy = async (name: string, sql: string): Promise<string> => {
@@ -66,7 +66,7 @@ t.test('retention leaves a signed anchor that audit verify accepts, and misses w
   t.same((JSON.parse(gone.stdout) as { problems: { accountId: string; kind: string; position: number }[] }).problems.map((p) => [p.accountId, p.kind, p.position]),
     [[accountId, 'unanchored_start', 1]], 'the start is reported as unanchored');
   const text = await verifyCli(['--db', await copy('no-anchor-text', "DELETE FROM audit_checkpoints WHERE account_id = ? AND kind = 'anchor'")]);
-  t.match(text.stdout, /BROKEN at position 1: unanchored_start: the chain starts at position 7 without a signed retention anchor at 6/);
+  t.match(text.stdout, /BROKEN at position 1: unanchored_start: the chain starts at position 9 without a signed retention anchor at 8/);
   const forged = await verifyCli(['--db', await copy('forged-anchor', `UPDATE audit_checkpoints SET head = '${'0'.repeat(64)}' WHERE account_id = ? AND kind = 'anchor'`), '--key-id', keyId, '--json']);
   t.equal(forged.code, 1, 'a changed anchor: broken');
   // A forged anchor does not count as one: the first broken position is still the unanchored start.

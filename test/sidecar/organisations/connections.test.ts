@@ -9,7 +9,8 @@
  * constraints; the approvers grant fewer scopes, one with stricter constraints (looser ones are
  * refused), one keeping the proposal; proofs verify per connection within the approved constraints
  * and are denied outside them; removing one connection (from the platform's side) denies its
- * proofs and leaves the other working; the process then stops on SIGTERM with exit 0.
+ * proofs and leaves the other working; each connection and its removal is an audit event of both the
+ * account holder and the publisher, with no secret in it; the process then stops on SIGTERM with exit 0.
  */
 import t from 'tap';
 import { Client, expectError, onboard } from '../../helpers/sidecar.js';
@@ -42,6 +43,7 @@ if (dnsmasqMissing()) {
 
     // Two account holders connect: a person, and an organisation through its admin.
     const alice = await onboard(sc, 'alice@example.com');
+    const aliceId = (await alice.get('/v1/auth/session')).body.account_id as string;
     const { c: acmeOwner, orgId: acmeId } = await orgOwner(sc, 'owner@acme.example.org', 'Acme');
     const acmeAdmin = await addMember(acmeOwner, sc, acmeId, 'admin@acme.example.org', 'admin');
     const acmeApprover = await addMember(acmeOwner, sc, acmeId, 'approver@acme.example.org', 'approver');
@@ -166,6 +168,28 @@ if (dnsmasqMissing()) {
     t.equal(await verify(flows[0]!, inParis), 'allow authorized', 'the other connection is untouched');
     await waitFor('connection.removed', 10_000, () => rx.hits.find((h) => h.body.event === 'connection.removed' && h.body.connection_id === flows[1]!.conn));
     t.equal((await acmeOwner.get(`/v1/service/connections/${flows[1]!.conn}`)).body.status, 'removed', 'Acme sees it removed');
+
+    // The audit: each connection in its workspace's chain and in the publisher's, who acted, no secret.
+    const rows = async (c: Client, type: string) => ((await c.get(`/v1/service/audit/personal?limit=200&event_type=${type}`))
+      .body.events as { details: Record<string, unknown> }[]).reverse().map((e) => e.details);
+    const [aId, bId] = [aConn.body.connection_id, bConn.body.connection_id];
+    const adminId = (await acmeAdmin.get('/v1/auth/session')).body.account_id;
+    t.match(await rows(acmeOwner, 'connection.created'), [{ actor_account_id: adminId, connection_id: bId,
+      platform_id: reg.body.platform_id, allowed_scopes: ['data:read', 'data:write'] }], 'Acme\'s connection, by its admin');
+    t.same(await rows(acmeOwner, 'connection.removed'), [{ actor: 'platform', connection_id: bId,
+      platform_id: reg.body.platform_id, revoked_cert_ids: removed.body.revoked_cert_ids, denied_request_ids: [] }],
+      'removed by the platform');
+    t.same((await rows(pub, 'connection.created')).map((d) => [d.connection_id, d.workspace_id, d.actor_workspace_id]),
+      [[reg.body.connection_id, undefined, undefined], [aId, aliceId, aliceId], [bId, acmeId, acmeId]],
+      'the publisher\'s chain: its own registration, then each account holder\'s connection');
+    t.same(await rows(pub, 'connection.removed'), [{ actor: 'platform', connection_id: bId,
+      platform_id: reg.body.platform_id, workspace_id: acmeId }], 'the publisher\'s record of the removal');
+    const everything = JSON.stringify([(await pub.get('/v1/service/audit/personal?limit=200')).body,
+      (await acmeOwner.get('/v1/service/audit/personal?limit=200')).body,
+      (await alice.get('/v1/service/audit/personal?limit=200')).body]);
+    for (const s of [aHook.body.api_key, bHook.body.api_key, secret, reg.body.api_key, reg.body.signing_secret]) {
+      t.equal(everything.includes(s as string), false, 'no key or secret in any audit row');
+    }
     t.equal(pubId.length > 0, true);
     const code = await proc.stop();
     t.equal(code, 0, code === 0 ? 'SIGTERM stops the sidecar with exit 0'

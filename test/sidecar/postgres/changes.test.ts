@@ -45,7 +45,7 @@ if (pg) {
     const c = await approved(writer, x);
     await writer.delegations.revokeCertificate(c.id, 'r', NOW + 5, null);
     await until('the revocation', () => hooks.revoked.includes(c.id));
-    await writer.platforms.rotateApiKey(x.c.id, { ...x.k, id: randomUUID(), prefix: newPrefix() }, null, () => ev(x.accountId, x.p.id, x.c.id, 'rotated'));
+    await writer.platforms.rotateApiKey(x.c.id, { ...x.k, id: randomUUID(), prefix: newPrefix() }, null, () => ev(x.accountId, x.p.id, x.c.id, 'rotated'), () => []);
     await until('the key change', () => hooks.keys.includes(x.c.id));
     t.pass('revocation and key rotation notified');
     t.equal(reader.changes!.live, true);

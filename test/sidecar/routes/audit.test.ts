@@ -1,7 +1,8 @@
 /**
  * GET /v1/service/audit/personal (spec endpoint 14) and the usage read:
  * event fields, newest-first order, cursor pagination, filters, limit
- * bounds, authentication and account isolation.
+ * bounds, authentication and account isolation. Each trail starts with the registration's two
+ * administrative events (platform.created, connection.created), the decision events after them.
  */
 import t from 'tap';
 import { Client, specFlow, startSidecar } from '../../helpers/sidecar.js';
@@ -15,6 +16,8 @@ let sc: TestSidecar;
 let f: Flow;
 let other: Flow;
 let all: AuditEvent[];
+/** The decision events: all but the oldest two (the registration's). */
+let decisions: AuditEvent[];
 t.before(async () => {
   sc = await startSidecar();
   f = await specFlow(sc, 'audit@example.com', { approve: ['data:read'] });
@@ -29,17 +32,21 @@ t.before(async () => {
   }
   expectDecision(t, await verify(other.platform, await bundleFor(other), 'data:read'), 'allow', 'authorized');
   all = await auditAll(f.user);
+  decisions = all.slice(0, -2);
 });
 t.teardown(async () => { await sc.close(); });
 
 t.test('events: fields, order, decision details', async (t) => {
-  t.equal(all.length, 11, '6 presented + 5 decisions');
-  t.same(all.map((e) => e.event_type).reverse(), [
+  t.equal(all.length, 13, 'the registration\'s 2, then 6 presented + 5 decisions');
+  t.same(all.map((e) => e.event_type).reverse(), ['platform.created', 'connection.created',
     'proof.presented', 'proof.verified', 'proof.presented', 'proof.rejected', 'proof.presented', 'proof.verified',
     'proof.presented', 'proof.rejected', 'proof.presented', 'proof.verified', 'proof.presented',
   ]);
-  for (let i = 1; i < all.length; i++) t.ok(all[i - 1]!.occurred_at > all[i]!.occurred_at, `newest first (${i})`);
-  for (const e of all) {
+  for (let i = 1; i < all.length; i++) t.ok(all[i - 1]!.occurred_at >= all[i]!.occurred_at, `newest first (${i})`);
+  for (let i = 1; i < decisions.length; i++) {
+    t.ok(decisions[i - 1]!.occurred_at > decisions[i]!.occurred_at, `decisions one second apart (${i})`);
+  }
+  for (const e of decisions) {
     t.same(Object.keys(e).sort(), ['agent_id', 'cert_id', 'connection_id', 'details', 'event_id', 'event_type', 'occurred_at', 'required_scope']);
     t.equal(e.agent_id, f.agentId);
     t.equal(e.cert_id, f.certId);
@@ -56,7 +63,7 @@ t.test('events: fields, order, decision details', async (t) => {
     }
   }
   const def = await auditPage(f.user, '');
-  t.equal(def.events.length, 11, 'default limit covers 11');
+  t.equal(def.events.length, 13, 'default limit covers 13');
 });
 
 t.test('cursor pagination', async (t) => {
@@ -71,9 +78,9 @@ t.test('cursor pagination', async (t) => {
     if (!cursor) break;
     t.match(cursor, /^\d+$/, 'opaque numeric cursor');
   }
-  t.same(sizes, [4, 4, 3]);
+  t.same(sizes, [4, 4, 4, 1]);
   t.same(seen.map((e) => e.event_id), all.map((e) => e.event_id), 'pages concatenate to the whole list');
-  const exact = await auditPage(f.user, 'limit=11');
+  const exact = await auditPage(f.user, 'limit=13');
   t.equal(exact.next_cursor, null, 'no cursor when the page holds the rest');
   const one = await auditPage(f.user, 'limit=1');
   t.equal(one.events[0]!.event_id, all[0]!.event_id);
@@ -102,8 +109,8 @@ t.test('filters: event_type and agent_id, with pagination', async (t) => {
 });
 
 t.test('limit bounds and bad parameters', async (t) => {
-  t.equal((await auditPage(f.user, 'limit=200')).events.length, 11, 'limit=200 is accepted');
-  t.equal((await auditPage(f.user, 'limit=25')).events.length, 11, 'limit=25 is accepted');
+  t.equal((await auditPage(f.user, 'limit=200')).events.length, 13, 'limit=200 is accepted');
+  t.equal((await auditPage(f.user, 'limit=25')).events.length, 13, 'limit=25 is accepted');
   for (const q of ['limit=201', 'limit=1000', 'limit=99999', 'limit=0', 'limit=-1', 'limit=1.5', 'limit=abc', 'limit=', 'limit=1e2']) {
     const r = await f.user.get(`${AUDIT}?${q}`);
     expectError(t, r, 400, 'invalid_request', q);
@@ -121,7 +128,7 @@ t.test('authentication and isolation', async (t) => {
   expectError(t, await keyOnly.get(`${AUDIT}?limit=25`), 401, 'auth_required', 'an API key is not a session');
   expectError(t, await keyOnly.get('/v1/service/usage/personal'), 401, 'auth_required', 'usage needs a session too');
   const theirs = await auditAll(other.user);
-  t.equal(theirs.length, 2, 'the other account sees only its own two events');
+  t.equal(theirs.length, 4, 'the other account sees only its own four events (registration, present, verify)');
   t.notOk(theirs.some((e) => all.some((x) => x.event_id === e.event_id)));
   const forged = new Client(sc.url);
   forged.jar.set('service_session', 'x'.repeat(43));

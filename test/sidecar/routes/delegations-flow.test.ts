@@ -74,7 +74,8 @@ t.test('delegations: issue, revoke, list', async (t) => {
 
     const audit = await user.get('/v1/service/audit/personal?limit=25');
     t.same(audit.body.events.filter((e: { event_type: string }) => e.event_type !== 'proof.presented').map((e: { event_type: string }) => e.event_type),
-      ['proof.rejected', 'proof.rejected', 'proof.verified'], 'audit newest first');
+      ['proof.rejected', 'proof.rejected', 'proof.verified', 'connection.created', 'platform.created'],
+      'audit newest first (the registration\'s administrative events the oldest)');
 
     t.same(await outboxTypes(sc, user), ['connection.created', 'delegation.approved', 'delegation.revoked'], 'exactly these events');
     const api = await user.get('/v1/service/webhooks/deliveries?limit=100');

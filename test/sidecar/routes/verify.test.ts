@@ -157,6 +157,6 @@ t.test('credits: N verifies succeed, the next is 402, usage is consistent', asyn
     'usage after exhaustion',
   );
   t.equal(end.verify_calls * end.price_per_verify_micros, N * 2000 - end.balance_micros, 'balance = credits - calls x price');
-  const decisions = (await auditAll(g.user)).filter((e) => e.event_type !== 'proof.presented');
+  const decisions = (await auditAll(g.user)).filter((e) => e.event_type.startsWith('proof.') && e.event_type !== 'proof.presented');
   t.equal(decisions.length, end.allows + end.denies, 'one audit row per decision');
 });

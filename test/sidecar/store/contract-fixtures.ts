@@ -28,6 +28,19 @@ export function ev(accountId: string, platformId: string, connectionId: string |
   return { id: randomUUID(), accountId, platformId, connectionId, eventType: type, bodyEnc: new Uint8Array([1, 2, 3, createdAt % 251]), createdAt };
 }
 
+/** An administrative audit row of `accountId` with a fresh id. */
+export function auditRow(
+  accountId: string, eventType: AuditEventRecord['eventType'], details: Record<string, unknown> = {},
+): AuditEventRecord {
+  return { id: randomUUID(), accountId, eventType, connectionId: null, agentId: null, certId: null, requiredScope: null,
+    details, createdAt: NOW };
+}
+
+/** An account's chain as [event type, details] pairs, in chain order. */
+export async function chainOf(s: Store, accountId: string): Promise<[string, Record<string, unknown>][]> {
+  return (await s.audit.readChain(accountId, 0, 500)).map((r) => [r.eventType, r.details]);
+}
+
 /** What {@link seed} made. */
 export interface Seeded {
   accountId: string;
@@ -56,7 +69,7 @@ export async function seed(s: Store, o: { credits?: number | null; callbackUrl?:
   };
   const c: ConnectionRecord = { id: randomUUID(), platformId: p.id, accountId: acct.id, allowedScopes: p.defaultAllowedScopes, status: 'active', removedAt: null, createdAt: now };
   const k: ApiKeyRecord = { id: randomUUID(), connectionId: c.id, prefix: newPrefix(), digest: 'a'.repeat(64), status: 'active', validUntil: now + 1e9, createdAt: now };
-  if (!(await s.platforms.createPlatform(p, c, k, null, 10))) throw new Error('seed: createPlatform refused');
+  if (!(await s.platforms.createPlatform(p, c, k, null, 10, []))) throw new Error('seed: createPlatform refused');
   const agentId = randomUUID();
   await s.platforms.createAgent({
     id: agentId, connectionId: c.id, accountId: acct.id, name: 'agent', agentType: 'api_agent', custodyMode: 'custodial',

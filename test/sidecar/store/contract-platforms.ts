@@ -3,14 +3,17 @@
  * key and event; the platform limit checked inside the transaction, also under
  * concurrency), callbacks, connections, key rotation (grace only for the
  * newest previous key; one active key after concurrent rotations), connection
- * removal (once, with every side effect, or nothing), agents, and editing a platform (name and
+ * removal (once, with every side effect, or nothing; the audit rows of creating, rotating and removing
+ * written with the change, in two chains for a removal), agents, and editing a platform (name and
  * description with its audit row in one transaction; a published platform keeps a description).
  */
 import { randomUUID } from 'node:crypto';
 import type { Test } from 'tap';
 import type { ApiKeyRecord, AuditEventRecord, ConnectionRecord, PlatformRecord } from '../../../sidecar/store/types.js';
 import type { OpenStore } from './contract.js';
-import { NOW, approved, count, ev, newPrefix, request, seed, storeFor, together, values } from './contract-fixtures.js';
+import {
+  NOW, approved, auditRow, chainOf, count, ev, newPrefix, request, seed, storeFor, together, values,
+} from './contract-fixtures.js';
 
 /** Runs the platforms part. */
 export async function platformsContract(t: Test, open: OpenStore): Promise<void> {
@@ -27,20 +30,25 @@ export async function platformsContract(t: Test, open: OpenStore): Promise<void>
       const c = { ...x.c, id: randomUUID(), platformId: p.id, createdAt: NOW + n };
       return [p, c, { ...x.k, id: randomUUID(), connectionId: c.id, prefix: newPrefix() }];
     };
-    const results = values(t, await together(6, (i) => { const [p, c, k] = mk(i + 1); return s.platforms.createPlatform(p, c, k, ev(x.accountId, p.id, c.id, 'connection.created'), 3); }));
+    const made = (p: PlatformRecord) => [auditRow(x.accountId, 'platform.created', { platform_id: p.id })];
+    const results = values(t, await together(6, (i) => { const [p, c, k] = mk(i + 1); return s.platforms.createPlatform(p, c, k, ev(x.accountId, p.id, c.id, 'connection.created'), 3, made(p)); }));
     t.equal(count(results, true), 2, '6 concurrent creates with a limit of 3 (1 exists): exactly 2');
     t.equal(await s.platforms.countPlatforms(x.accountId), 3);
     t.equal((await s.outbox.listDeliveries({ accountId: x.accountId, limit: 50 })).length, 2, 'one event per created platform, none for refused ones');
     t.same((await s.platforms.listPlatforms(x.accountId)).map((p) => p.createdAt), [...(await s.platforms.listPlatforms(x.accountId)).map((p) => p.createdAt)].sort((a, b) => a - b), 'listed oldest first');
     t.equal((await s.platforms.listConnections(x.accountId)).length, 3);
+    const created = (await s.platforms.listPlatforms(x.accountId)).slice(1).map((p) => p.id).sort();
+    t.same((await chainOf(s, x.accountId)).map(([type, d]) => [type, d.platform_id]).sort(),
+      created.map((id) => ['platform.created', id]), 'one audit row per created platform, none for refused ones');
 
     // Fails late (the key prefix is taken): no platform, connection or event remains.
     const [p, c, k] = mk(9);
-    await t.rejects(s.platforms.createPlatform(p, c, { ...k, prefix: x.k.prefix }, ev(x.accountId, p.id, c.id, 'connection.created'), 10));
+    await t.rejects(s.platforms.createPlatform(p, c, { ...k, prefix: x.k.prefix }, ev(x.accountId, p.id, c.id, 'connection.created'), 10, made(p)));
     t.equal(await s.platforms.getPlatform(p.id), undefined, 'no platform');
     t.equal(await s.platforms.getConnection(c.id), undefined, 'no connection');
     t.equal(await s.platforms.countPlatforms(x.accountId), 3);
     t.equal((await s.outbox.listDeliveries({ accountId: x.accountId, limit: 50 })).length, 2, 'no event');
+    t.equal((await chainOf(s, x.accountId)).length, 2, 'no audit row');
   });
 
   await t.test('callbacks: set (re-enables), disable once', async (t) => {
@@ -60,26 +68,31 @@ export async function platformsContract(t: Test, open: OpenStore): Promise<void>
   await t.test('rotateApiKey: grace for the newest previous key only; atomic; one active key after a race', async (t) => {
     const x = await seed(s);
     const k2: ApiKeyRecord = { ...x.k, id: randomUUID(), prefix: newPrefix(), digest: 'b'.repeat(64) };
-    const prev = await s.platforms.rotateApiKey(x.c.id, k2, NOW + 5_000, (pp) => ev(x.accountId, x.p.id, x.c.id, `rotated:${pp}`));
+    const rotated = (pp: string | null) => [auditRow(x.accountId, 'connection.key_rotated', { previous_prefix: pp })];
+    const prev = await s.platforms.rotateApiKey(x.c.id, k2, NOW + 5_000, (pp) => ev(x.accountId, x.p.id, x.c.id, `rotated:${pp}`), rotated);
     t.same(prev, x.k, 'returns the previous key');
     t.same(await s.platforms.getApiKeyByPrefix(x.k.prefix), { ...x.k, status: 'rotated', validUntil: NOW + 5_000 });
     const k3: ApiKeyRecord = { ...x.k, id: randomUUID(), prefix: newPrefix() };
-    await s.platforms.rotateApiKey(x.c.id, k3, NOW + 6_000, (pp) => ev(x.accountId, x.p.id, x.c.id, `rotated:${pp}`));
+    await s.platforms.rotateApiKey(x.c.id, k3, NOW + 6_000, (pp) => ev(x.accountId, x.p.id, x.c.id, `rotated:${pp}`), rotated);
     t.equal((await s.platforms.getApiKeyByPrefix(x.k.prefix))?.validUntil, null, 'the older rotated key lost its grace');
     t.same(await s.platforms.getApiKeyByPrefix(k2.prefix), { ...k2, status: 'rotated', validUntil: NOW + 6_000 });
     t.equal((await s.platforms.getApiKeyByPrefix(k3.prefix))?.status, 'active');
     const types = (await s.outbox.listDeliveries({ accountId: x.accountId, limit: 10 })).map((d) => d.eventType).sort();
     t.same(types, [`rotated:${k2.prefix}`, `rotated:${x.k.prefix}`].sort(), 'one event each, built from the previous prefix');
+    const rows = [['connection.key_rotated', { previous_prefix: x.k.prefix }],
+      ['connection.key_rotated', { previous_prefix: k2.prefix }]];
+    t.same(await chainOf(s, x.accountId), rows, 'one audit row each, built from the previous prefix');
 
     // Fails late (the new prefix is taken): the active key stays, no event.
-    await t.rejects(s.platforms.rotateApiKey(x.c.id, { ...k3, id: randomUUID() }, null, () => ev(x.accountId, x.p.id, x.c.id, 'rotated:bad')));
+    await t.rejects(s.platforms.rotateApiKey(x.c.id, { ...k3, id: randomUUID() }, null, () => ev(x.accountId, x.p.id, x.c.id, 'rotated:bad'), rotated));
     t.equal((await s.platforms.getApiKeyByPrefix(k3.prefix))?.status, 'active', 'still active');
     t.equal((await s.platforms.getApiKeyByPrefix(k2.prefix))?.validUntil, NOW + 6_000, 'grace unchanged');
     t.equal((await s.outbox.listDeliveries({ accountId: x.accountId, limit: 10 })).length, 2, 'no event');
+    t.same(await chainOf(s, x.accountId), rows, 'no audit row');
 
     const y = await seed(s);
     const next = Array.from({ length: 6 }, () => ({ ...y.k, id: randomUUID(), prefix: newPrefix() }));
-    const prevs = values(t, await together(6, (i) => s.platforms.rotateApiKey(y.c.id, next[i]!, null, (pp) => ev(y.accountId, y.p.id, y.c.id, `rotated:${pp}`))));
+    const prevs = values(t, await together(6, (i) => s.platforms.rotateApiKey(y.c.id, next[i]!, null, (pp) => ev(y.accountId, y.p.id, y.c.id, `rotated:${pp}`), () => [])));
     const statuses = await Promise.all([y.k, ...next].map(async (k) => (await s.platforms.getApiKeyByPrefix(k.prefix))?.status));
     t.equal(count(statuses, 'active'), 1, '6 concurrent rotations: exactly one active key');
     t.equal(count(statuses, 'rotated'), 6);
@@ -95,17 +108,23 @@ export async function platformsContract(t: Test, open: OpenStore): Promise<void>
     const taken = ev(x.accountId, x.p.id, x.c.id, 'taken');
     await s.platforms.setCallbackUrl(x.p.id, null);
     await s.delegations.revokeCertificate((await approved(s, x, NOW + 3)).id, 'setup', NOW + 3, taken);
-    await t.rejects(s.platforms.removeConnection(x.c.id, NOW + 8, () => [{ ...taken }]));
+    // The audit rows go to two chains: the connection's workspace's and (here) a publisher's.
+    const publisher = await seed(s);
+    const removedRows = (certs: { certId: string }[]) => [
+      auditRow(x.accountId, 'connection.removed', { revoked: certs.map((c) => c.certId) }),
+      auditRow(publisher.accountId, 'connection.removed', { workspace_id: x.accountId })];
+    await t.rejects(s.platforms.removeConnection(x.c.id, NOW + 8, () => [{ ...taken }], removedRows));
     t.equal((await s.platforms.getConnection(x.c.id))?.status, 'active', 'connection still active');
     t.equal((await s.platforms.getApiKeyByPrefix(x.k.prefix))?.status, 'active', 'key still active');
     t.equal((await s.delegations.getCertificate(c1.id))?.status, 'approved', 'certificate still approved');
     t.equal((await s.delegations.getRequest(pending.id))?.state, 'pending', 'request still pending');
+    t.same([await chainOf(s, x.accountId), await chainOf(s, publisher.accountId)], [[], []], 'no audit row');
 
     const outcomes = values(t, await together(4, (i) => s.platforms.removeConnection(x.c.id, NOW + 9 + i, (certs, denied) => [
       ...certs.map((c) => ev(x.accountId, x.p.id, x.c.id, `revoked:${c.certId}`)),
       ...denied.map((d) => ev(x.accountId, x.p.id, x.c.id, `denied:${d.requestId}`)),
       ev(x.accountId, x.p.id, x.c.id, 'connection.removed'),
-    ])));
+    ], removedRows)));
     const winners = outcomes.filter((o) => o !== undefined);
     t.equal(winners.length, 1, '4 concurrent removals: one');
     t.same(winners[0], [{ certId: c1.id, agentId: x.agentId }], 'returns the certificates it revoked');
@@ -120,7 +139,11 @@ export async function platformsContract(t: Test, open: OpenStore): Promise<void>
     const types = (await s.outbox.listDeliveries({ accountId: x.accountId, limit: 10 })).map((d) => d.eventType).sort();
     t.same(types, ['connection.removed', `denied:${pending.id}`, `revoked:${c1.id}`, 'taken'].sort());
     t.ok((await s.delegations.revokedCertificateIds()).includes(c1.id));
-    t.equal(await s.platforms.rotateApiKey(x.c.id, { ...x.k, id: randomUUID(), prefix: newPrefix() }, null, () => ev(x.accountId, x.p.id, x.c.id, 'x')), undefined, 'no rotation after removal');
+    t.same(await chainOf(s, x.accountId), [['connection.removed', { revoked: [c1.id] }]], 'one row in the workspace\'s chain');
+    t.same(await chainOf(s, publisher.accountId), [['connection.removed', { workspace_id: x.accountId }]],
+      'and one in the publisher\'s');
+    t.equal(await s.platforms.rotateApiKey(x.c.id, { ...x.k, id: randomUUID(), prefix: newPrefix() }, null, () => ev(x.accountId, x.p.id, x.c.id, 'x'), () => [auditRow(x.accountId, 'connection.key_rotated')]), undefined, 'no rotation after removal');
+    t.equal((await chainOf(s, x.accountId)).length, 1, 'and no audit row');
   });
 
   await t.test('agents: created, read, listed by account and by connection', async (t) => {
@@ -162,10 +185,10 @@ export async function platformsContract(t: Test, open: OpenStore): Promise<void>
 
       await s.platforms.updatePlatform(x.p.id, x.accountId, { description: '' }, () => []);
       t.equal((await s.platforms.getPlatform(x.p.id))?.description, '', 'a draft\'s description can be emptied');
-      t.equal(await s.publishing.setPublishState(x.p.id, x.accountId, 'draft', 'published'), false,
+      t.equal(await s.publishing.setPublishState(x.p.id, x.accountId, 'draft', 'published', []), false,
         'no publishing without a description');
       await s.platforms.updatePlatform(x.p.id, x.accountId, { description: 'Does things.' }, () => []);
-      t.equal(await s.publishing.setPublishState(x.p.id, x.accountId, 'draft', 'published'), true);
+      t.equal(await s.publishing.setPublishState(x.p.id, x.accountId, 'draft', 'published', []), true);
       t.same(await s.platforms.updatePlatform(x.p.id, x.accountId, { name: 'X', description: '' }, audit),
         { outcome: 'description_required' });
       t.match(await s.platforms.getPlatform(x.p.id), { name: 'Renamed', description: 'Does things.' }, 'nothing changed');
