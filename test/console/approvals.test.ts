@@ -148,7 +148,16 @@ t.test('approval rule, budget and rate limit; approve, deny with a note, expired
   await tabTo(page, 'article.approval button.approve');
   // Hold the page's poll (its timers) while the server's time passes the expiry, so the card is
   // still there to be decided; then let it run again.
-  await page.clock.pauseAt(await page.evaluate(() => Date.now() + 1));
+  // pauseAt refuses a time already past, and under load the page's clock can pass `now + 1`
+  // before the call lands (a CI run did): aim 250 ms ahead, and try again (bounded) if it passed.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await page.clock.pauseAt(await page.evaluate(() => Date.now() + 250));
+      break;
+    } catch (err) {
+      if (attempt >= 5 || !/fast-forward to the past/.test(String(err))) throw err;
+    }
+  }
   sc.clock.advance(sc.config.approvalTtlSeconds * 1000 + 1000);
   await page.keyboard.press('Enter');
   const alert = page.locator('#main .error[role=alert]');
