@@ -24,9 +24,9 @@ import { when } from '../ui/format.js';
 import type { Platform, PublisherDomain, Registration } from '../types.js';
 import { EditPlatform } from './platform-edit.js';
 import { PublisherDomainPanel } from './publisher-domain.js';
-import { RegisterForm } from './register.js';
+import { RegisterForm, registrationSecrets } from './register.js';
+import type { Secrets } from './register.js';
 
-type Secrets = { title: string; secrets: { id: string; label: string; value: string }[] };
 const enc = encodeURIComponent;
 
 /** What publishing `p` still needs, as the API's check says (null when it may be published now). */
@@ -129,14 +129,7 @@ export function OrgPlatformsPage(): JSX.Element {
   const [secrets, setSecrets] = useState<Secrets | null>(null);
   const [status, setStatus] = useState('');
   const registered = (r: Registration): void => {
-    setSecrets({
-      title: `Platform “${r.name}” registered — its secrets`,
-      secrets: [
-        { id: 'secret-api-key', label: 'API key', value: r.api_key },
-        { id: 'secret-signing', label: 'Signing secret', value: r.signing_secret },
-        { id: 'secret-webhook', label: 'Webhook signing secret', value: r.webhook_signing_secret },
-      ],
-    });
+    setSecrets(registrationSecrets(r));
     d.reload();
   };
   return (

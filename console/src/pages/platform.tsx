@@ -15,12 +15,11 @@ import { api } from '../api.js';
 import { ConfirmDialog, ErrorText, PageTitle, SecretsOnce, StatusText, useLoad } from '../ui/common.js';
 import { when } from '../ui/format.js';
 import type { Connection, Platform, Registration } from '../types.js';
-import { RegisterForm } from './register.js';
+import { RegisterForm, registrationSecrets } from './register.js';
+import type { Secrets } from './register.js';
 import { EditPlatform } from './platform-edit.js';
 import { OrgPlatformsPage } from './org-platforms.js';
 import { useApp } from '../app.js';
-
-type Secrets = { title: string; secrets: { id: string; label: string; value: string }[] };
 
 /** The platform page: an organisation's platforms and publishing, or the personal platform. */
 export function PlatformPage(): JSX.Element {
@@ -45,14 +44,7 @@ function PersonalPlatformPage(): JSX.Element {
   const rotated = useRef(false);
 
   const registered = (r: Registration): void => {
-    setSecrets({
-      title: `Platform “${r.name}” registered — its secrets`,
-      secrets: [
-        { id: 'secret-api-key', label: 'API key', value: r.api_key },
-        { id: 'secret-signing', label: 'Signing secret', value: r.signing_secret },
-        { id: 'secret-webhook', label: 'Webhook signing secret', value: r.webhook_signing_secret },
-      ],
-    });
+    setSecrets(registrationSecrets(r));
     d.reload();
   };
 

@@ -15,6 +15,21 @@ const SURFACES = [
   ['agentic_api', 'Agent actions on an API'], ['conversational_ai', 'Conversational AI'], ['meetings', 'Meetings'], ['physical_ai', 'Physical AI'],
 ] as const;
 
+/** Secrets shown once (`SecretsOnce`): a heading and the values with their labels. */
+export type Secrets = { title: string; secrets: { id: string; label: string; value: string }[] };
+
+/** The secrets of a registration's answer, as both platform pages show them once. */
+export function registrationSecrets(r: Registration): Secrets {
+  return {
+    title: `Platform “${r.name}” registered — its secrets`,
+    secrets: [
+      { id: 'secret-api-key', label: 'API key', value: r.api_key },
+      { id: 'secret-signing', label: 'Signing secret', value: r.signing_secret },
+      { id: 'secret-webhook', label: 'Webhook signing secret', value: r.webhook_signing_secret },
+    ],
+  };
+}
+
 /**
  * The registration form; `onRegistered` receives the answer with its secrets. `path` is the route
  * (the personal one by default; an organisation's is `/v1/service/platforms`), `title` its heading.
