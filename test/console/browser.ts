@@ -13,7 +13,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Locator, Page } from 'playwright-core';
 
 /** The repository root. */
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -98,6 +98,19 @@ export function focused(page: Page): Promise<string> {
 export async function focusedOnceOn(page: Page, selector: string, ms = 5000): Promise<string> {
   await page.locator(`${selector}:focus`).waitFor({ timeout: ms }).catch(() => undefined);
   return focused(page);
+}
+
+/**
+ * The locator's text once it matches `re`; after `ms` without a match, its text then (for the
+ * assertion's message). For a page that says "done" before it re-renders what changed: a test
+ * must wait for the new text rather than read the element at once.
+ */
+export async function textOnceMatches(locator: Locator, re: RegExp, ms = 5000): Promise<string> {
+  const end = Date.now() + ms;
+  for (let text = await locator.innerText(); ; text = await locator.innerText()) {
+    if (re.test(text) || Date.now() >= end) return text;
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 /**

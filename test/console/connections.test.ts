@@ -20,7 +20,7 @@ import { dnsmasqMissing, startDnsmasq } from '../helpers/dnsmasq.js';
 import { orgOwner } from '../helpers/organisations.js';
 import { startHookReceiver, transportProblems, waitFor } from '../sidecar/webhooks/fixtures/hooks.js';
 import type { Hit } from '../sidecar/webhooks/fixtures/hooks.js';
-import { axeViolations, focusedOnceOn, launch, screenshot, tabTo } from './browser.js';
+import { axeViolations, focusedOnceOn, launch, screenshot, tabTo, textOnceMatches } from './browser.js';
 import { driver, expectNoProblems, sessionInBrowser } from './steps.js';
 
 if (dnsmasqMissing()) {
@@ -214,7 +214,7 @@ if (dnsmasqMissing()) {
     await check('connections-remove');
     await press('dialog button:text-is("Remove connection")');
     await said('Removed the connection to Trip Planner; 1 certificate revoked. The platform is told.');
-    t.match(await page.locator(`tr[data-connection="${connId}"]`).innerText(), /\tremoved /);
+    t.match(await textOnceMatches(page.locator(`tr[data-connection="${connId}"]`), /\tremoved /), /\tremoved /);
     t.match(await get(`/v1/service/connections/${connId}`), { status: 'removed' });
     t.match(await get(`/v1/service/delegations/requests/${waiting}`), { state: 'denied' },
       'its pending request is denied');

@@ -11,7 +11,7 @@
  */
 import t from 'tap';
 import { startSidecar } from '../helpers/sidecar.js';
-import { axeViolations, focusedOnceOn, launch, screenshot } from './browser.js';
+import { axeViolations, focusedOnceOn, launch, screenshot, textOnceMatches } from './browser.js';
 import { driver, expectNoProblems, sessionInBrowser } from './steps.js';
 
 t.test('edit a platform\'s name and description; leave an organisation', async (t) => {
@@ -110,7 +110,8 @@ t.test('edit a platform\'s name and description; leave an organisation', async (
   await guest.page.keyboard.press('Enter');
   await g.said('Saved My Helper.');
   t.match(await g.get(`/v1/service/platforms/${mine.platform_id}`), { name: 'My Helper', description: 'Reads my calendar.' });
-  t.match(await guest.page.locator('dl.facts').innerText(), /My Helper[\s\S]*Reads my calendar\./);
+  const facts = /My Helper[\s\S]*Reads my calendar\./;
+  t.match(await textOnceMatches(guest.page.locator('dl.facts'), facts), facts);
   expectNoProblems(t, owner);
   expectNoProblems(t, guest);
 });

@@ -16,7 +16,7 @@ import { startSidecar } from '../helpers/sidecar.js';
 import { dnsmasqMissing, startDnsmasq } from '../helpers/dnsmasq.js';
 import type { TxtRecords } from '../helpers/dnsmasq.js';
 import { recheckDomains } from '../../sidecar/publishing/recheck.js';
-import { axeViolations, focusedOnceOn, launch, screenshot, tabTo } from './browser.js';
+import { axeViolations, focusedOnceOn, launch, screenshot, tabTo, textOnceMatches } from './browser.js';
 import { driver, expectNoProblems, sessionInBrowser } from './steps.js';
 
 if (dnsmasqMissing()) {
@@ -171,7 +171,7 @@ if (dnsmasqMissing()) {
       /^lapsed Lapsed on .+ \(verified on .+\): the last check found no record\. Your platforms were unpublished;/);
     t.match(await get('/v1/service/organization/domain'), { state: 'lapsed', last_outcome: 'absent' });
     t.equal((await get(`/v1/service/platforms/${trip.platform_id}`)).publish_state, 'unpublished');
-    t.match(await card('Trip Planner').locator('h3').innerText(), /unpublished$/);
+    t.match(await textOnceMatches(card('Trip Planner').locator('h3'), /unpublished$/), /unpublished$/);
     t.equal(await card('Trip Planner').locator('[data-refusal]').innerText(),
       'Cannot publish yet: Publishing needs a verified publisher domain.');
     t.same((await get('/v1/service/directory')).platforms, [], 'gone from the directory');

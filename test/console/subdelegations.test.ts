@@ -16,7 +16,7 @@ import type { Locator } from 'playwright-core';
 import type { Flow } from '../helpers/sidecar.js';
 import { mustSubDelegate, newAgent, proofOf } from '../sidecar/chains/helpers.js';
 import { verify } from '../sidecar/decide/helpers.js';
-import { axeViolations, focusedOnceOn, launch, screenshot, tabTo } from './browser.js';
+import { axeViolations, focusedOnceOn, launch, screenshot, tabTo, textOnceMatches } from './browser.js';
 import { apiClient, expectNoProblems, sessionInBrowser } from './steps.js';
 
 const short = (id: string): string => `cert-${id.slice(5, 13)}`;
@@ -66,7 +66,7 @@ t.test('the tree of sub-delegations; revoking the middle node revokes its child 
   /** The node's text: its id, agent, scopes, then `rest` (a pattern). */
   const says = async (id: string, agentName: string, scopes: string, rest: string): Promise<string> => {
     const re = new RegExp(`^${short(id)}\\s+${agentName}\\s+${scopes}\\s+${rest}`);
-    t.match(await node(id).innerText(), re, `${agentName}: ${rest}`);
+    t.match(await textOnceMatches(node(id), re), re, `${agentName}: ${rest}`);
     return rest;
   };
   await node(leaf).waitFor();
@@ -102,7 +102,7 @@ t.test('the tree of sub-delegations; revoking the middle node revokes its child 
   const done = new RegExp(`^Revoked ${short(mid)} and 1 certificate below it at .+\\. `
     + 'Verify denies their proofs from now on\\.$');
   await page.getByRole('status').getByText(done).waitFor();
-  await node(leaf).getByText('revoked').waitFor();
+  await node(leaf).getByText(/^revoked /).waitFor();
   t.match(await focusedOnceOn(page, 'section > h2[tabindex]'), /^h2 "Sub-delegations"/,
     'the focus goes to the tree, not to the page\'s end');
   await says(mid, 'research-bot', 'data:read', 'revoked \\S+ \\S+ — “Research finished\\.”$');
