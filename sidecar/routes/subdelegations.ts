@@ -20,8 +20,7 @@ import { canonicalize } from '../../src/canonical.js';
 import { CERT_TYPE, certificateHash, signCertificate } from '../../src/certificate.js';
 import type { CertificatePayload, DelegationCertificate } from '../../src/certificate.js';
 import { delegationRightOf, depthOf, grantOf } from '../../src/chain.js';
-import type { Constraints } from '../../src/constraints.js';
-import { validateConstraints } from '../../src/constraints.js';
+import { constraintsFrom } from './proposals.js';
 import { createSigner } from '../../src/crypto/hybrid.js';
 import { ServiceError } from '../../src/errors.js';
 import { checkNarrowing } from '../../src/narrowing.js';
@@ -161,12 +160,7 @@ export async function registerSubDelegationRoutes(app: FastifyInstance, ctx: Ser
     if (b.scopes.length === 0) throw new ServiceError('empty_scope', undefined, { field: 'body.scopes' });
     const scopes = [...requireScopes(b.scopes, 'body.scopes')].sort();
     const expiresAt = requestedExpiry(b.expires_at, parent, now);
-    let constraints: Constraints | null = null;
-    if (b.constraints !== undefined && b.constraints !== null && Object.keys(b.constraints).length > 0) {
-      const err = validateConstraints(b.constraints);
-      if (err) throw new ServiceError('invalid_constraints', `${err}.`, { field: 'body.constraints' });
-      constraints = b.constraints as Constraints;
-    }
+    const constraints = constraintsFrom(b.constraints, 'body.constraints');
     const depth = depthOf(parent) + 1;
     if (right > parentRight - 1 || depth + right > ctx.config.maxDelegationDepth) {
       throw new ServiceError('delegation_widens', `max_delegation_depth: at most ${Math.min(parentRight - 1,
