@@ -102,6 +102,10 @@ t.test('a sub-delegation never widens', async (t) => {
     expectError(t, r, 400, 'delegation_widens', `${member}: ${JSON.stringify(change).slice(0, 80)}`);
     t.equal(r.body.error.member, member, `names ${member}`);
   }
+  const bad = await subDelegate(f, f.agentId,
+    { to_agent_id: to, scopes: ['payments:send'], constraints: { ...base, tenants: 'acme' } });
+  expectError(t, bad, 400, 'invalid_constraints', 'malformed constraints: refused before narrowing is judged');
+  t.equal(bad.body.error.field, 'body.constraints', 'naming the member');
   const ok = await subDelegate(f, f.agentId, { to_agent_id: to, scopes: ['payments:send'], constraints: base });
   t.equal(ok.status, 200, `narrower in every member: issued (${ok.text.slice(0, 200)})`);
   t.equal(ok.body.expires_at, new Date(Date.parse((await f.user.get(`/v1/service/delegations/${f.certId}`)).body
