@@ -46,8 +46,8 @@ export const WEBHOOKS_ROUTES = {
     permission: 'platforms_manage',
     schema: { params: IdParam('platform_id'), body: CallbackBody, tags: ['webhooks'] },
     operation: op('setCallbackUrl', 'Set the webhook callback address',
-      'Sets or clears (null) where webhooks go; re-enables a disabled callback.', S.Platform, [
-        'platform_not_found', 'invalid_callback_url']),
+      'Sets or clears (null) where webhooks go; re-enables a disabled callback. A published platform keeps one.',
+      S.Platform, ['platform_not_found', 'invalid_callback_url', 'callback_url_required']),
   }),
   listWebhookDeliveries: defineRoute({
     method: 'GET', url: '/v1/service/webhooks/deliveries', auth: 'session', permission: 'audit_read',
@@ -82,7 +82,9 @@ export async function registerWebhookRoutes(app: FastifyInstance, ctx: ServiceCo
     const p = await ownedPlatform(ctx, accountId, (request.params as { platform_id: string }).platform_id);
     const url = (request.body as { callback_url: string | null }).callback_url;
     if (url !== null) checkCallbackUrl(ctx, url);
-    await ctx.store.platforms.setCallbackUrl(p.id, url);
+    if (!(await ctx.store.platforms.setCallbackUrl(p.id, url))) {
+      throw new ServiceError('callback_url_required', 'A published platform keeps a callback URL; unpublish it first.');
+    }
     ctx.nudgeWebhooks();
     return currentPlatformView(ctx, accountId, p.id);
   });

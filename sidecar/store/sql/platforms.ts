@@ -94,9 +94,11 @@ export class SqlPlatformStore implements PlatformStore {
     })());
   }
 
-  async setCallbackUrl(platformId: string, url: string | null): Promise<void> {
-    await this.r.write(run(sql`UPDATE platforms SET callback_url = ${url}, callback_disabled_at = NULL
-      WHERE id = ${platformId}`));
+  async setCallbackUrl(platformId: string, url: string | null): Promise<boolean> {
+    // Checked in the statement, so a clear racing a publish cannot leave a published platform without one.
+    const kept = url === null ? sql` AND publish_state <> 'published'` : sql``;
+    return (await this.r.write(run(sql`UPDATE platforms SET callback_url = ${url}, callback_disabled_at = NULL
+      WHERE id = ${platformId}${kept}`))) === 1;
   }
 
   async disableCallback(platformId: string, now: number): Promise<void> {

@@ -108,8 +108,8 @@ export class SqlPublishingStore implements PublishingStore {
   async setPublishState(
     platformId: string, accountId: string, from: PublishState, to: PublishState, audits: readonly AuditEventRecord[],
   ): Promise<boolean> {
-    // A platform is published only with a description, even if an edit emptied it since it was read.
-    const described = to === 'published' ? sql` AND description <> ''` : sql``;
+    // A platform is published only with a description and a callback, even if an edit cleared one since it was read.
+    const described = to === 'published' ? sql` AND description <> '' AND callback_url IS NOT NULL` : sql``;
     const chain = this.chain;
     return this.r.tx((function* () {
       const moved = (yield* run(sql`UPDATE platforms SET publish_state = ${to} WHERE id = ${platformId}

@@ -98,7 +98,11 @@ export interface PlatformStore {
     platformId: string, accountId: string, edit: PlatformEdit,
     audit: (before: PlatformRecord, after: PlatformRecord) => AuditEventRecord[],
   ): Promise<PlatformEditOutcome>;
-  setCallbackUrl(platformId: string, url: string | null): Promise<void>;
+  /**
+   * Sets (or clears, `null`) the callback URL and re-enables a disabled callback. A published
+   * platform keeps a callback: clearing it changes nothing and answers false.
+   */
+  setCallbackUrl(platformId: string, url: string | null): Promise<boolean>;
   /** Marks the callback disabled (receiver answered 410). */
   disableCallback(platformId: string, now: number): Promise<void>;
   getConnection(id: string): Promise<ConnectionRecord | undefined>;

@@ -3,7 +3,7 @@
  * /v1/service/platforms/{platform_id}` sets the name and/or the description under the
  * registration's text rules, so a platform registered without a description can be published; a
  * published platform's directory entry shows an edit at once, and its description cannot be
- * emptied (`409 description_required`); every edit that changes something is a `platform.updated`
+ * emptied (`409 description_required`) nor its callback cleared (`409 callback_url_required`); every edit that changes something is a `platform.updated`
  * audit event; roles without `platforms_manage` and other workspaces are refused. Publishing runs
  * against a real DNS server on loopback (dnsmasq).
  */
@@ -128,7 +128,16 @@ if (dnsmasqMissing()) {
     }
     t.match(await entry(), [{ name: 'Acme Trips', description: 'Books trips and hotels.' }], 'nothing changed');
 
+    const callback = (url: string | null) => acme.req('PUT', `/v1/service/platforms/${id}/callback`, { callback_url: url });
+    expectError(t, await callback(null), 409, 'callback_url_required', 'a published platform keeps a callback');
+    t.equal((await acme.get(`/v1/service/platforms/${id}`)).body.callback_url, 'http://127.0.0.1:9/hook', 'kept');
+    t.equal((await callback('http://127.0.0.1:9/other')).body.callback_url, 'http://127.0.0.1:9/other',
+      'a published platform may change its callback');
+
     t.equal((await acme.post(`/v1/service/platforms/${id}/unpublish`)).body.publish_state, 'unpublished');
+    t.equal((await callback(null)).body.callback_url, null, 'unpublished, the callback can be cleared');
+    expectError(t, await publish(), 409, 'callback_url_required', 'and it cannot be published again without one');
+    await callback('http://127.0.0.1:9/hook');
     t.match((await edit(acme, id, { description: '' })).body, { description: '', publish_state: 'unpublished' },
       'unpublished, the description can be removed');
     expectError(t, await publish(), 409, 'description_required', 'and it cannot be published again without one');

@@ -5,7 +5,7 @@
  * newest previous key; one active key after concurrent rotations), connection
  * removal (once, with every side effect, or nothing; the audit rows of creating, rotating and removing
  * written with the change, in two chains for a removal), agents, and editing a platform (name and
- * description with its audit row in one transaction; a published platform keeps a description).
+ * description with its audit row in one transaction; a published platform keeps a description and a callback).
  */
 import { randomUUID } from 'node:crypto';
 import type { Test } from 'tap';
@@ -61,7 +61,7 @@ export async function platformsContract(t: Test, open: OpenStore): Promise<void>
     await s.platforms.setCallbackUrl(x.p.id, 'https://example.com/new');
     const p = await s.platforms.getPlatform(x.p.id);
     t.same([p?.callbackUrl, p?.callbackDisabledAt], ['https://example.com/new', null], 'a new URL re-enables');
-    await s.platforms.setCallbackUrl(x.p.id, null);
+    t.equal(await s.platforms.setCallbackUrl(x.p.id, null), true);
     t.equal((await s.platforms.getPlatform(x.p.id))?.callbackUrl, null);
   });
 
@@ -164,7 +164,7 @@ export async function platformsContract(t: Test, open: OpenStore): Promise<void>
 
   await t.test('updatePlatform: name and description with the audit row; a published platform keeps a description',
     async (t) => {
-      const x = await seed(s);
+      const x = await seed(s, { callbackUrl: 'https://example.com/hook' });
       const audit = (b: PlatformRecord, a: PlatformRecord): AuditEventRecord[] => [{
         id: randomUUID(), accountId: x.accountId, eventType: 'platform.updated', connectionId: null, agentId: null,
         certId: null, requiredScope: null, details: { platform_id: b.id, from: b.name, to: a.name }, createdAt: NOW,
@@ -194,4 +194,19 @@ export async function platformsContract(t: Test, open: OpenStore): Promise<void>
       t.match(await s.platforms.getPlatform(x.p.id), { name: 'Renamed', description: 'Does things.' }, 'nothing changed');
       t.equal((await chain()).length, 1, 'and no audit row');
     });
+
+  await t.test('a published platform keeps a callback; publishing re-checks it in its statement', async (t) => {
+    const x = await seed(s);
+    t.equal(await s.publishing.setPublishState(x.p.id, x.accountId, 'draft', 'published', []), false,
+      'no publishing without a callback');
+    t.equal(await s.platforms.setCallbackUrl(x.p.id, 'https://example.com/hook'), true);
+    t.equal(await s.publishing.setPublishState(x.p.id, x.accountId, 'draft', 'published', []), true);
+    t.equal(await s.platforms.setCallbackUrl(x.p.id, null), false, 'clearing it is refused');
+    t.equal((await s.platforms.getPlatform(x.p.id))?.callbackUrl, 'https://example.com/hook', 'nothing changed');
+    t.equal(await s.platforms.setCallbackUrl(x.p.id, 'https://example.com/new'), true, 'another one is fine');
+    t.equal(await s.publishing.setPublishState(x.p.id, x.accountId, 'published', 'unpublished', []), true);
+    t.equal(await s.platforms.setCallbackUrl(x.p.id, null), true, 'unpublished, it can be cleared');
+    t.equal(await s.publishing.setPublishState(x.p.id, x.accountId, 'unpublished', 'published', []), false,
+      'and it cannot be published again without one');
+  });
 }

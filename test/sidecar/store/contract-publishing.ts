@@ -13,10 +13,12 @@ import type { AuditEventRecord, DomainCheckResult } from '../../../sidecar/store
 
 /** Runs the publishing part. */
 export async function publishingContract(t: Test, open: OpenStore): Promise<void> {
+  /** Published platforms keep a callback URL (docs/organisations.md). */
+  const HOOK = 'https://example.com/hook';
   const s = await storeFor(t, open);
 
   await t.test('claim, verify, take, lapse, directory', async (t) => {
-    const [a, b] = [await seed(s), await seed(s)];
+    const [a, b] = [await seed(s, { callbackUrl: HOOK }), await seed(s, { callbackUrl: HOOK })];
     // The audit rows each change asks for: what the store passed, to see it in the chain.
     const claimed = (orgId: string) => (unpublished: string[]): AuditEventRecord[] =>
       [auditRow(orgId, 'domain.claimed', { unpublished })];
@@ -73,7 +75,7 @@ export async function publishingContract(t: Test, open: OpenStore): Promise<void
   });
 
   await t.test('connecting: only to a published platform, once per workspace, with its key and event', async (t) => {
-    const [pub, user] = [await seed(s), await seed(s)];
+    const [pub, user] = [await seed(s, { callbackUrl: HOOK }), await seed(s)];
     const attempt = () => {
       const c = { id: randomUUID(), platformId: pub.p.id, accountId: user.accountId, allowedScopes: ['data:read'],
         status: 'active' as const, removedAt: null, createdAt: NOW };
