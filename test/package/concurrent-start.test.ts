@@ -16,11 +16,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { cleanEnv, projectFiles, ROOT, run, startProc, waitFor } from './helpers.js';
+import { cleanEnv, projectFiles, reportSteps, ROOT, run, startProc, waitFor } from './helpers.js';
 import type { Proc } from './helpers.js';
 import { freePort } from '../helpers/net.js';
 
 t.setTimeout(420_000);
+reportSteps(t);
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'authz-concurrent-start-'));
 t.teardown(() => fs.rmSync(work, { recursive: true, force: true }));
 const copy = path.join(work, 'project');

@@ -25,7 +25,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DockerIgnore, inRoot, parseDockerfile, replay } from './docker.js';
 import type { ReplayOptions, Stage, StageState } from './docker.js';
-import { cleanEnv, ROOT, run, startProc, waitFor } from './helpers.js';
+import { cleanEnv, reportSteps, ROOT, run, startProc, waitFor } from './helpers.js';
 import type { Proc } from './helpers.js';
 import { freePort } from '../helpers/net.js';
 import { ensureNode24SqliteBinding, lockedSqliteVersion, NODE24, SQLITE24_BINDING } from '../shared/node24.js';
@@ -35,6 +35,7 @@ const work = fs.mkdtempSync(path.join(os.tmpdir(), 'authz-docker-'));
 t.teardown(() => fs.rmSync(work, { recursive: true, force: true }));
 const DOCKERFILE = fs.readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
 const stages = parseDockerfile(DOCKERFILE);
+reportSteps(t);
 
 t.test('the Dockerfile: a build stage, a runtime, two targets; the context leaves local state out', async (t) => {
   t.same(stages.map((s) => `${s.name}<${s.from}`), ['build<node:24-bookworm-slim', 'runtime<node:24-bookworm-slim', 'gateway<runtime', 'sidecar<runtime'], 'stages');

@@ -16,6 +16,8 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Test } from 'tap';
 
 /** The repository root. */
 export const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -85,6 +87,33 @@ export function copyProject(dest: string): void {
     fs.cpSync(path.join(ROOT, f), to, { verbatimSymlinks: true });
   }
   fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dest, 'node_modules'), 'dir');
+}
+
+interface BuildDist { inputsHash(root: string): string; builtHash(dir: string): string | null }
+
+/**
+ * Gives the copy at `dest` (made by {@link copyProject}) this checkout's dist/ when that is the build of the same
+ * sources (scripts/build-dist.mjs: the inputs hash recorded in dist/ is the copy's), as a fresh clone has it after
+ * `npm ci` (whose `prepare` builds it): `npm test` builds dist/ first (pretest), so a test that runs the copy does not
+ * compile the same sources once more (issue 30). Returns false, leaving the copy without dist/ (its own `npm start`
+ * or `npm run build` then builds it), when there is no such build, or when another build was swapped into dist/
+ * while it was copied.
+ */
+export async function seedBuild(dest: string): Promise<boolean> {
+  const build = await import(pathToFileURL(path.join(ROOT, 'scripts/build-dist.mjs')).href) as BuildDist;
+  const hash = build.inputsHash(dest);
+  const from = path.join(ROOT, 'dist');
+  if (build.builtHash(from) !== hash) return false;
+  const to = path.join(dest, 'dist');
+  try {
+    fs.cpSync(from, to, { recursive: true, verbatimSymlinks: true });
+  } catch {
+    fs.rmSync(to, { recursive: true, force: true });
+    return false;
+  }
+  if (build.builtHash(from) === hash && build.builtHash(to) === hash) return true;
+  fs.rmSync(to, { recursive: true, force: true });
+  return false;
 }
 
 interface LockEntry { dev?: boolean; devOptional?: boolean; link?: boolean; [k: string]: unknown }
@@ -199,6 +228,33 @@ export function startProc(cmd: string, args: readonly string[], o: { cwd: string
       return code;
     },
   };
+}
+
+/**
+ * CPU seconds used so far by this process and by its children that have ended (Linux `/proc/self/stat`: utime,
+ * stime, cutime, cstime at 100 ticks a second); NaN where there is no /proc.
+ */
+export function cpuSeconds(): number {
+  try {
+    const stat = fs.readFileSync('/proc/self/stat', 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').slice(11, 15).map(Number);
+    return f.reduce((a, b) => a + b, 0) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * Comments each subtest of `t` with its wall time and the CPU time it used (this process and the children that ended
+ * meanwhile: npm, builds, servers stopped in it), so that a slow step shows in the TAP output (issue 30).
+ */
+export function reportSteps(t: Test): void {
+  let wall = 0;
+  let cpu = 0;
+  t.beforeEach(() => { wall = Date.now(); cpu = cpuSeconds(); });
+  t.afterEach((sub) => {
+    sub.comment(`${sub.name}: ${((Date.now() - wall) / 1000).toFixed(1)} s wall, ${(cpuSeconds() - cpu).toFixed(1)} s CPU`);
+  });
 }
 
 /** Waits (at most `timeoutMs`) until GET `url` answers `status`; throws with the process output otherwise. */

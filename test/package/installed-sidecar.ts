@@ -9,17 +9,18 @@
  * into `.cache/`), so each Node loads the addon for its own ABI without a loader hook or a
  * product setting.
  *
- * {@link exerciseInstalledSidecar} starts `node_modules/.bin/agent-authz-sidecar` (compiled
- * JavaScript, plain `node`) with two crypto workers, runs the spec flow, verifies proofs
- * (allow), alters each signature half (400 `invalid_signature`), checks that every sign and
- * check ran on the compiled worker (`dist/sidecar/crypto/worker.js`), and stops it with
- * SIGTERM (exit 0).
+ * {@link startInstalledSidecar} starts `node_modules/.bin/agent-authz-sidecar` (compiled
+ * JavaScript, plain `node`) with two crypto workers; {@link exerciseInstalledSidecar} runs the
+ * spec flow, verifies proofs (allow), alters each signature half (400 `invalid_signature`) and
+ * checks that every sign and check ran on the compiled worker (`dist/sidecar/crypto/worker.js`);
+ * {@link stopInstalledSidecar} stops it with SIGTERM (exit 0).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Test } from 'tap';
 import { ensureSqliteBindingFor } from '../shared/node24.js';
 import { cleanEnv, ROOT, run, startProc, waitFor } from './helpers.js';
+import type { Proc } from './helpers.js';
 import { freePort } from '../helpers/net.js';
 import { remoteSidecar, specFlow } from '../helpers/sidecar.js';
 import type { MailSink } from '../helpers/sidecar.js';
@@ -60,8 +61,16 @@ export async function layoutSqliteBindings(app: string, nodes: readonly NodeBin[
 /** Proofs verified with `allow` by {@link exerciseInstalledSidecar}. */
 const ALLOWED = 4;
 
-/** See the file header. `dataDir` must not exist yet or be empty. */
-export async function exerciseInstalledSidecar(t: Test, node: NodeBin, app: string, dataDir: string, mail: MailSink): Promise<void> {
+/** A sidecar started from the consumer app's installed bin by {@link startInstalledSidecar}. */
+export interface InstalledSidecar { node: NodeBin; url: string; proc: Proc }
+
+/**
+ * Starts `node_modules/.bin/agent-authz-sidecar` of the consumer app `app` on `node` with two crypto workers and
+ * checks its ready line (2 workers; the native ML-DSA-65 backend from Node 24 on, noble before). `owner` stops it
+ * at its end unless {@link stopInstalledSidecar} did. `dataDir` must not exist yet or be empty.
+ */
+export async function startInstalledSidecar(t: Test, owner: Test, node: NodeBin, app: string, dataDir: string,
+  mail: MailSink): Promise<InstalledSidecar> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const proc = startProc(node.bin, ['node_modules/.bin/agent-authz-sidecar'], {
@@ -71,8 +80,7 @@ export async function exerciseInstalledSidecar(t: Test, node: NodeBin, app: stri
       SIDECAR_INSECURE_COOKIES: '1', SIDECAR_LOG_LEVEL: 'info', SIDECAR_CRYPTO_WORKERS: '2',
     }),
   });
-  let stopped = false;
-  t.teardown(async () => { if (!stopped) await proc.stop(); });
+  owner.teardown(async () => { await proc.stop(); });
   await waitFor(`${url}/readyz`, proc, { timeoutMs: 60_000 });
   // The ready line is logged just after the listen that /readyz answers on: wait for it (bounded).
   const readyLine = (): string | undefined => proc.output().split('\n').find((l) => l.includes('agent-authz sidecar ready'));
@@ -81,8 +89,17 @@ export async function exerciseInstalledSidecar(t: Test, node: NodeBin, app: stri
   t.equal(ready.crypto_workers, 2, `${node.name}: ready with 2 crypto workers`);
   const native = Number((await versionOf(node.bin)).split('.')[0]) >= 24;
   t.equal(ready.mldsa_backend, native ? 'native' : 'noble', `${node.name}: ML-DSA-65 backend ${native ? 'native' : 'noble'}`);
+  return { node, url, proc };
+}
 
-  const f = await specFlow(remoteSidecar(url, mail), `installed-${port}@example.com`, { scopes: ['data:read'], approve: ['data:read'] });
+/**
+ * See the file header: the spec flow, proofs verified (allow), each signature half altered (400
+ * `invalid_signature`), every sign and check on the compiled worker.
+ */
+export async function exerciseInstalledSidecar(t: Test, sc: InstalledSidecar, mail: MailSink): Promise<void> {
+  const { node, url } = sc;
+  const f = await specFlow(remoteSidecar(url, mail), `installed-${new URL(url).port}@example.com`,
+    { scopes: ['data:read'], approve: ['data:read'] });
   const bundles = await Promise.all(Array.from({ length: ALLOWED }, () => bundleFor(f)));
   const rs = await Promise.all(bundles.map((b) => verify(f.platform, b, 'data:read')));
   rs.forEach((r, i) => expectDecision(t, r, 'allow', 'authorized', undefined, `${node.name}: verify ${i}`));
@@ -98,7 +115,9 @@ export async function exerciseInstalledSidecar(t: Test, node: NodeBin, app: stri
   t.ok(tasks['sign:worker']! >= signs && tasks['verify:worker']! >= signs,
     `${node.name}: the compiled crypto worker signed and checked (${JSON.stringify(tasks)})`);
   t.equal(tasks['sign:main']! + tasks['verify:main']!, 0, `${node.name}: nothing on the main thread`);
+}
 
-  stopped = true;
-  t.equal(await proc.stop(), 0, `${node.name}: SIGTERM, exit 0`);
+/** Stops a sidecar of {@link startInstalledSidecar} with SIGTERM: it must exit 0. */
+export async function stopInstalledSidecar(t: Test, sc: InstalledSidecar): Promise<void> {
+  t.equal(await sc.proc.stop(), 0, `${sc.node.name}: SIGTERM, exit 0`);
 }

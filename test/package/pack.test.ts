@@ -15,7 +15,8 @@
  *    Fastify app with the gateway plugin answers 401 `proof_required`, with a challenge from a
  *    real sidecar started from the installed package's bin, to a request without a proof;
  *    and the installed sidecar itself runs on that Node, with its compiled crypto workers
- *    signing and checking proofs (installed-sidecar.ts).
+ *    signing and checking proofs (installed-sidecar.ts). The sidecar on this machine's Node is started
+ *    once: the gateway apps use it, and it is the first of those sidecar checks.
  * 4. `tsc` (NodeNext, strict, skipLibCheck off) type-checks a consumer file that uses the
  *    plugin's option types, the receiver, the SQLite store and the sidecar.
  */
@@ -23,11 +24,11 @@ import t from 'tap';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { cleanEnv, copyProject, installConsumer, NODES, ROOT, run, startProc, waitFor } from './helpers.js';
-import { freePort } from '../helpers/net.js';
+import { cleanEnv, copyProject, installConsumer, NODES, reportSteps, ROOT, run } from './helpers.js';
 import { onboard, remoteSidecar, startMailSink } from '../helpers/sidecar.js';
 import type { MailSink } from '../helpers/sidecar.js';
-import { exerciseInstalledSidecar, layoutSqliteBindings } from './installed-sidecar.js';
+import { exerciseInstalledSidecar, layoutSqliteBindings, startInstalledSidecar, stopInstalledSidecar } from './installed-sidecar.js';
+import type { InstalledSidecar } from './installed-sidecar.js';
 
 // Builds better-sqlite3 for Node 22.12.0 and Node 24 on a fresh machine (minutes, once).
 t.setTimeout(900_000);
@@ -35,6 +36,7 @@ const FIXTURES = path.join(import.meta.dirname, 'fixtures');
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'authz-pack-'));
 t.teardown(() => fs.rmSync(work, { recursive: true, force: true }));
 const started = Date.now();
+reportSteps(t);
 
 // 1. pack ---------------------------------------------------------------------------------
 let tarball = '';
@@ -88,23 +90,15 @@ t.test('a fresh app installs the tarball offline', async (t) => {
 // 3. run ----------------------------------------------------------------------------------
 let sidecarUrl = '';
 let apiKey = '';
-/** Stops the sidecar and the mail sink when the whole file ends (the gateway apps use them). */
-let stopSidecar: (() => Promise<void>) | undefined;
 let mail: MailSink;
-t.teardown(async () => stopSidecar?.());
+/** The installed sidecar on this machine's Node: the gateway apps' sidecar, and the first of the sidecar checks. */
+let machineSidecar: InstalledSidecar | undefined;
+t.teardown(async () => { await mail?.close(); });
+const file = t;
 t.test('a sidecar from the installed bin, and a platform API key for the gateway apps', async (t) => {
   mail = await startMailSink();
-  const sidecarPort = await freePort();
-  sidecarUrl = `http://127.0.0.1:${sidecarPort}`;
-  const sidecar = startProc(process.execPath, ['node_modules/.bin/agent-authz-sidecar'], {
-    cwd: app,
-    env: cleanEnv({
-      SIDECAR_PORT: String(sidecarPort), SIDECAR_DATA_DIR: path.join(work, 'sidecar-data'), SIDECAR_SMTP_URL: mail.url,
-      SIDECAR_INSECURE_COOKIES: '1', SIDECAR_LOG_LEVEL: 'warn', SIDECAR_CRYPTO_WORKERS: '1',
-    }),
-  });
-  stopSidecar = async () => { await sidecar.stop(); await mail.close(); };
-  await waitFor(`${sidecarUrl}/readyz`, sidecar);
+  machineSidecar = await startInstalledSidecar(t, file, NODES[0]!, app, path.join(work, 'sidecar-data-0'), mail);
+  sidecarUrl = machineSidecar.url;
   const user = await onboard(remoteSidecar(sidecarUrl, mail), 'packaging@example.com');
   const reg = await user.post('/v1/service/platforms/personal', { name: 'Packaging test', surface_type: 'agentic_api', default_allowed_scopes: ['data:read'] });
   t.equal(reg.status, 200, 'platform registered');
@@ -155,7 +149,14 @@ for (const node of NODES) {
     t.match(res.protected?.www, /^ServiceProof realm="agent-authz", scope="data:read", challenge="/, 'and WWW-Authenticate');
     t.same(res.public, { status: 200, body: 'upstream /v1/status' }, 'a public route reaches the upstream');
 
-    await exerciseInstalledSidecar(t, node, app, path.join(work, `sidecar-data-${NODES.indexOf(node)}`), mail);
+    if (node === NODES[0]) {
+      if (machineSidecar === undefined) throw new Error('the machine\'s sidecar did not start');
+      await exerciseInstalledSidecar(t, machineSidecar, mail);
+    } else {
+      const sc = await startInstalledSidecar(t, t, node, app, path.join(work, `sidecar-data-${NODES.indexOf(node)}`), mail);
+      await exerciseInstalledSidecar(t, sc, mail);
+      await stopInstalledSidecar(t, sc);
+    }
   });
 }
 
@@ -165,5 +166,10 @@ t.test('tsc (NodeNext, strict, skipLibCheck off) type-checks a consumer', async 
   fs.copyFileSync(path.join(FIXTURES, 'consumer.tsconfig.json.txt'), path.join(app, 'tsconfig.json'));
   const r = await run(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: app });
   t.equal(r.code, 0, `no type errors (and every @ts-expect-error line is one)${r.code === 0 ? '' : `:\n${r.stdout}${r.stderr}`}`);
+});
+
+t.test('the installed sidecar on this machine\'s Node stops', async (t) => {
+  if (machineSidecar === undefined) throw new Error('the machine\'s sidecar did not start');
+  await stopInstalledSidecar(t, machineSidecar);
   t.comment(`packaging test: ${((Date.now() - started) / 1000).toFixed(1)} s`);
 });

@@ -22,12 +22,13 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { cleanEnv, copyProject, installConsumer, manifestOf, NODES, run, startProc } from './helpers.js';
+import { cleanEnv, copyProject, installConsumer, manifestOf, NODES, reportSteps, run, startProc } from './helpers.js';
 import type { Packed, Proc } from './helpers.js';
 import { specFlow, startSidecar } from '../helpers/sidecar.js';
 import { launch } from '../console/browser.js';
 
 t.setTimeout(600_000);
+reportSteps(t);
 const FIXTURES = path.join(import.meta.dirname, 'fixtures');
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'authz-packages-'));
 t.teardown(() => fs.rmSync(work, { recursive: true, force: true }));

@@ -1,6 +1,7 @@
 /**
- * `npm start` as a user runs it, in a copy of the project (its `prestart` builds dist/ there,
- * not in the dist/ other tests read), with a temp data dir, a free port and a real SMTP sink:
+ * `npm start` as a user runs it, in a copy of the project as a fresh clone is after `npm ci`: with dist/ built from
+ * its sources (the build `npm test` made first, copied in: helpers.ts seedBuild; without one, the copy's `prestart`
+ * builds it, never in the dist/ other tests read), with a temp data dir, a free port and a real SMTP sink:
  *
  * - `npm start -- --help` prints the usage and exits 0 without creating a data dir or a master
  *   key; an unknown command exits 2.
@@ -20,7 +21,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parse as parseYaml, stringify } from 'yaml';
-import { cleanEnv, copyProject, ROOT, run, startProc, waitFor } from './helpers.js';
+import { cleanEnv, copyProject, reportSteps, ROOT, run, seedBuild, startProc, waitFor } from './helpers.js';
 import { freePort } from '../helpers/net.js';
 import { onboard, remoteSidecar, startMailSink } from '../helpers/sidecar.js';
 import { DEFAULTS } from '../../sidecar/config/index.js';
@@ -30,6 +31,8 @@ const work = fs.mkdtempSync(path.join(os.tmpdir(), 'authz-start-'));
 t.teardown(() => fs.rmSync(work, { recursive: true, force: true }));
 const copy = path.join(work, 'project');
 copyProject(copy);
+const seeded = await seedBuild(copy);
+reportSteps(t);
 
 /** The pids of every descendant of `pid` (from /proc), children first. */
 function descendants(pid: number): number[] {
@@ -66,6 +69,8 @@ const portFree = (port: number): Promise<boolean> => new Promise((resolve) => {
 t.test('npm start -- --help: usage, exit 0, no data dir, no master key; an unknown command exits 2', async (t) => {
   const help = await run('npm', ['start', '--silent', '--', '--help'], { cwd: copy, env: cleanEnv(), timeoutMs: 60_000 });
   t.equal(help.code, 0, `exit 0${help.code === 0 ? '' : `:\n${help.stderr}`}`);
+  t.match(help.stderr, seeded ? /prepare: dist\/ is up to date with the sources/ : /prepare: built dist\/ in/,
+    seeded ? 'prestart: the copied build is of these sources, nothing to build' : 'prestart built dist/');
   t.match(help.stdout, /^usage:\n {2}agent-authz-sidecar serve /m, 'the usage');
   t.match(help.stdout, /agent-authz-sidecar backup <file>/);
   t.notOk(fs.existsSync(path.join(copy, 'data')), 'no ./data directory');
