@@ -20,12 +20,25 @@
  */
 import { ConfigError, loadConfig } from './config/index.js';
 import type { SidecarConfig } from './config/index.js';
-import { buildServer } from './server.js';
-import { installGracefulShutdown } from '../runtime/shutdown.js';
-import { getMlDsaBackend } from '../src/crypto/hybrid.js';
-import { runBackupCommand } from './backup.js';
+// `audit verify` is loaded with this file: a build whose audit code cannot load fails as this file does,
+// which bin/agent-authz-sidecar.mjs reports as exit 4 (cannot run), never 1. The server and the other
+// commands are loaded when they run: a command does not pay for code it never calls (`audit verify` used to
+// load the whole server, about 1 CPU s).
 import { AUDIT_USAGE, runAuditCommand } from './audit/verify-command.js';
-import { runCopyCommand } from './copy.js';
+
+/**
+ * A module a command needs (`importing` is its `import()`, `specifier` the same path); a failure names it and
+ * the likely cause, as bin/agent-authz-sidecar.mjs does for this file (the process then exits 1: failed to start).
+ */
+async function load<T>(importing: Promise<T>, specifier: string): Promise<T> {
+  try {
+    return await importing;
+  } catch (err) {
+    const file = new URL(specifier, import.meta.url).pathname;
+    throw new Error(`cannot load ${file}: ${(err as Error)?.message ?? String(err)} `
+      + '(a missing or incomplete build: `npm run build` in a clone)', { cause: err });
+  }
+}
 
 /** A subcommand: its one-line usage and what it runs (resolves to the exit code). */
 interface Command {
@@ -38,14 +51,15 @@ interface Command {
 export const COMMANDS: Readonly<Record<string, Command>> = {
   serve: { usage: 'serve', summary: 'run the sidecar (the default)', run: async () => { await serve(); return -1; } },
   backup: {
-    usage: 'backup <file>', summary: 'online backup of the SQLite database to a new file', run: runBackupCommand,
+    usage: 'backup <file>', summary: 'online backup of the SQLite database to a new file',
+    run: async (args) => (await load(import('./backup.js'), './backup.js')).runBackupCommand(args),
   },
   audit: { usage: AUDIT_USAGE,
     summary: 'check an audit trail offline (docs/audit.md; exit 0 verified, 1 broken, 2 usage, 3 unreadable, 4 cannot run)',
     run: (args) => runAuditCommand(args) },
   'copy-to-postgres': { usage: 'copy-to-postgres',
     summary: 'copy the SQLite store into an empty PostgreSQL database (SIDECAR_DATABASE_URL), verify, print counts',
-    run: runCopyCommand },
+    run: async (args) => (await load(import('./copy.js'), './copy.js')).runCopyCommand(args) },
 };
 
 /** The `--help` text. */
@@ -76,6 +90,9 @@ function readConfig(): SidecarConfig {
 
 async function serve(): Promise<void> {
   const config = readConfig();
+  const [{ buildServer }, { installGracefulShutdown }, { getMlDsaBackend }] = await Promise.all([
+    load(import('./server.js'), './server.js'), load(import('../runtime/shutdown.js'), '../runtime/shutdown.js'),
+    load(import('../src/crypto/hybrid.js'), '../src/crypto/hybrid.js')]);
   const app = await buildServer(config);
   process.on('uncaughtException', (err) => {
     app.log.fatal({ err }, 'uncaught exception; exiting');

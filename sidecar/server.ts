@@ -25,6 +25,7 @@ import { DecisionCaches } from './decide/caches.js';
 import { createProofCrypto } from './crypto/pool.js';
 import type { PoolLimits } from './crypto/pool.js';
 import { installErrorHandlers } from './http/errors.js';
+import { lazyCompilers } from './http/compilers.js';
 import { answerClientError, answerConnect, answerExpectationFailed, frameworkErrorCode } from '../runtime/client-error.js';
 import { installLingeringClose } from '../runtime/linger.js';
 import { installUnusedConnectionClose } from '../runtime/unused.js';
@@ -86,6 +87,11 @@ export interface BuildOptions {
   webhook?: { timeoutMs?: number; pollIntervalMs?: number; leaseMs?: number };
   /** Crypto pool limits (tests). */
   cryptoLimits?: Partial<PoolLimits>;
+  /**
+   * When the route schemas are compiled: `'first-use'` (default) each on its route's first request,
+   * `'ready'` all before the server is ready (http/compilers.ts).
+   */
+  compileSchemas?: 'first-use' | 'ready';
 }
 
 /**
@@ -141,6 +147,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     redact: { paths: [...LOG_REDACT_PATHS], censor: '[redacted]' },
     ...(opts.logStream ? { stream: opts.logStream } : {}),
   };
+  const compilers = lazyCompilers();
   const app = Fastify({
     logger,
     bodyLimit: config.bodyLimitBytes,
@@ -149,6 +156,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
     logController: new Fastify.LogController({ requestIdLogLabel: 'request_id' }),
     routerOptions: { maxParamLength: 200 },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
+    schemaController: { compilersFactory: compilers.compilersFactory }, // compiled on first use (http/compilers.ts)
     // During a graceful shutdown, requests already on a connection are answered normally (with
     // `Connection: close`) instead of a bare 503; /readyz reports the shutdown (routes/health.ts).
     return503OnClosing: false,
@@ -288,6 +296,7 @@ export async function buildServer(config: SidecarConfig, opts: BuildOptions = {}
       stopDomainRecheck = startDomainRecheck(ctx);
     });
   }
+  if (opts.compileSchemas === 'ready') app.addHook('onReady', async () => { compilers.compilePending(); });
   // Start the crypto workers with the server, so the first present or verify does not wait for them.
   app.addHook('onReady', async () => { ctx.crypto.warm(); });
   const metricsServer = config.metricsListen === null ? null : await buildMetricsServer(ctx);

@@ -75,6 +75,9 @@ export interface RouteSpec {
 export function defineRoute(spec: RouteSpec): RouteSpec {
   if (!spec.url.startsWith('/') || spec.schema.tags.length === 0) throw new TypeError(
     `route ${spec.method} ${spec.url}: a path and a tag`);
+  // The sidecar's own compilers (http/compilers.ts) skip Fastify's lowercasing of header schemas: headers are
+  // checked by hooks and handlers instead.
+  if (spec.schema.headers !== undefined) throw new TypeError(`route ${spec.method} ${spec.url}: no headers schema`);
   return spec;
 }
 

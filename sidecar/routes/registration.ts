@@ -10,7 +10,7 @@ import type { Static } from '@sinclair/typebox';
 import * as S from '../api/schemas.js';
 import { ServiceError } from '../../src/errors.js';
 import { b64urlEncode } from '../../src/crypto/encoding.js';
-import { validateCallbackUrl } from '../webhooks/ssrf.js';
+import { validateCallbackUrl } from '../../src/callback-url.js';
 import { AAD } from '../secrets.js';
 import { buildEvent } from '../events.js';
 import { newApiKey } from '../auth/api-key.js';

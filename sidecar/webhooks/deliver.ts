@@ -8,11 +8,10 @@
  * never followed. Error descriptions are short and secret-free: an SSRF
  * refusal never reveals what a name resolved to (operators get it in the log).
  */
-import { request } from 'undici';
 import type { Agent } from 'undici';
 import type { DeliveryRecord } from '../store/types.js';
 import { WEBHOOK_USER_AGENT, signWebhook } from '../../src/webhooks.js';
-import { validateCallbackUrl } from './ssrf.js';
+import { validateCallbackUrl } from '../../src/callback-url.js';
 import { nextAttemptAt, parseRetryAfter } from './schedule.js';
 import type { DeliveryResult, WorkerLogger } from './types.js';
 
@@ -21,6 +20,9 @@ import type { DeliveryResult, WorkerLogger } from './types.js';
  * grace period; {@link sendSigned} reports such an abort as `stopped`.
  */
 export const STOP = Symbol('worker stopping');
+
+/** undici, loaded with the first send: a sidecar that sends no webhook does not load it (~0.25 CPU s). */
+let undici: Promise<typeof import('undici')> | undefined;
 
 /** What {@link sendSigned} needs for one attempt of one delivery. */
 export interface SendInput {
@@ -89,6 +91,7 @@ export async function sendSigned(input: SendInput): Promise<SendOutcome> {
     const timer = setTimeout(() => timeout.abort(new Error(`timeout after ${timeoutMs} ms`)), timeoutMs);
     const signal = AbortSignal.any([timeout.signal, stopSignal]);
     try {
+      const { request } = await (undici ??= import('undici'));
       const res = await request(input.callbackUrl, {
         method: 'POST',
         headers,

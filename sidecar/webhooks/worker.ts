@@ -32,7 +32,7 @@ import type { Agent } from 'undici';
 import type { ClaimedDelivery, OutboxStore } from '../store/types.js';
 import { AAD } from '../secrets.js';
 import type { SecretBox } from '../secrets.js';
-import { createSafeDispatcher } from './ssrf.js';
+import type { SafeDispatcherOptions } from './ssrf.js';
 import { STOP, classifyOutcome, sendSigned } from './deliver.js';
 import type { AttemptOutcome, WebhookWorkerOptions, WorkerLogger } from './types.js';
 
@@ -54,7 +54,9 @@ export class WebhookWorker {
   private readonly log: WorkerLogger;
   private readonly onResult: WebhookWorkerOptions['onResult'];
   private readonly random: () => number;
-  private readonly dispatcher: Agent;
+  private readonly dispatcherOptions: SafeDispatcherOptions;
+  /** The SSRF-guarded agent, made with the first delivery (loading undici and ssrf.ts then, not at start). */
+  private dispatcher: Promise<Agent> | undefined;
 
   private running = false;
   private closed = false;
@@ -80,11 +82,11 @@ export class WebhookWorker {
     if (!(this.timeoutMs > 0)) throw new TypeError('timeoutMs must be positive');
     if (!(this.leaseMs > this.timeoutMs)) throw new TypeError('leaseMs must exceed timeoutMs');
     if (!Number.isInteger(this.concurrency) || this.concurrency < 1) throw new TypeError('concurrency must be a positive integer');
-    this.dispatcher = createSafeDispatcher({
+    this.dispatcherOptions = {
       allowInsecure: this.allowInsecure,
       connectTimeoutMs: this.timeoutMs,
       ...(opts.resolve ? { resolve: opts.resolve } : {}),
-    });
+    };
   }
 
   /**
@@ -131,7 +133,7 @@ export class WebhookWorker {
         await all;
       }
     }
-    await this.dispatcher.close().catch(() => undefined);
+    await this.dispatcher?.then((d) => d.close()).catch(() => undefined);
   }
 
   /**
@@ -245,11 +247,13 @@ export class WebhookWorker {
       return { deliveryId: d.id, attempt, result: 'skipped', status: null, error: 'cannot open sealed body or secret' };
     }
 
+    this.dispatcher ??= import('./ssrf.js').then((m) => m.createSafeDispatcher(this.dispatcherOptions));
+    const dispatcher = await this.dispatcher;
     const attemptedAt = this.clock();
     const t0 = performance.now();
     const sent = await sendSigned({
       deliveryId: d.id, callbackUrl: d.callbackUrl, body, secret, attemptedAt, allowInsecure: this.allowInsecure,
-      timeoutMs: this.timeoutMs, dispatcher: this.dispatcher, stopSignal, clock: this.clock, log: this.log, logCtx,
+      timeoutMs: this.timeoutMs, dispatcher, stopSignal, clock: this.clock, log: this.log, logCtx,
     });
     if (sent.stopped) {
       await this.store.release(d.id);
