@@ -8,7 +8,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { SMTPServer } from 'smtp-server';
-import { buildServer } from '../../sidecar/server.js';
 import type { BuildOptions, SidecarServer } from '../../sidecar/server.js';
 import { configWith } from '../../sidecar/config/index.js';
 import type { SidecarConfig } from '../../sidecar/config/index.js';
@@ -93,6 +92,9 @@ export async function startSidecar(overrides: Partial<SidecarConfig> = {}, opts:
     dataDir, port: 0, smtpUrl: mail.url, insecureCookies: true, webhookAllowInsecure: true, logLevel: 'silent',
     sendCodePerMinute: 1000, cryptoWorkers: TEST_CRYPTO_WORKERS, ...overrides,
   });
+  // Loaded here, not at the top: files that use only the other helpers (a remote sidecar, the mail
+  // sink) do not load the whole server (about 3 CPU s under tsx).
+  const { buildServer } = await import('../../sidecar/server.js');
   const app = await buildServer(config, { ...opts, clock: clock.now });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const port = (app.server.address() as { port: number }).port;
