@@ -12,6 +12,7 @@ import { spawn } from 'node:child_process';
 import type { Test } from 'tap';
 import { compiledSidecarBin } from './compiled-sidecar.js';
 import { freePort } from './net.js';
+import { supervise } from './supervise.js';
 import { remoteSidecar, startMailSink } from './sidecar.js';
 import type { TestSidecar } from './sidecar.js';
 
@@ -42,36 +43,15 @@ export async function startSidecarCommand(t: Test, env: Record<string, string> =
       SIDECAR_SEND_CODE_PER_MINUTE: '1000', SIDECAR_WEBHOOK_ALLOW_INSECURE: '1', SIDECAR_CRYPTO_WORKERS: '1', ...env,
     },
   });
-  let out = '';
-  const keep = (c: Buffer): void => { out = (out + c.toString()).slice(-50_000); };
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
-  const exit = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
-  let exited = false;
-  void exit.then(() => { exited = true; });
-  const stopWith = async (signal: NodeJS.Signals): Promise<number | null> => {
-    if (!exited) child.kill(signal);
-    const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    const code = await exit;
-    clearTimeout(killer);
-    return code;
-  };
+  const proc = supervise(child);
   t.teardown(async () => {
-    await stopWith('SIGKILL');
+    await proc.stop('SIGKILL', 10_000);
     await mail.close();
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
   const url = `http://127.0.0.1:${port}`;
-  const started: StartedSidecar = { sc: remoteSidecar(url, mail), output: () => out, stop: () => stopWith('SIGTERM') };
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (exited) throw new Error(`the sidecar exited during startup:\n${out}`);
-    try {
-      const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1_000) });
-      await res.arrayBuffer();
-      if (res.status === 200) return started;
-    } catch { /* not listening yet */ }
-    if (Date.now() > deadline) throw new Error(`the sidecar was not ready within 60 s:\n${out}`);
-    await new Promise((res) => setTimeout(res, 100));
-  }
+  const started: StartedSidecar = { sc: remoteSidecar(url, mail), output: proc.output,
+    stop: () => proc.stop('SIGTERM', 10_000) };
+  await proc.ready(url, 'the sidecar');
+  return started;
 }

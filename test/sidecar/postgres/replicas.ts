@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Test } from 'tap';
 import { freePort } from '../../helpers/net.js';
+import { supervise } from '../../helpers/supervise.js';
 import { compiledSidecarMain } from '../../helpers/compiled-sidecar.js';
 import { Client, remoteSidecar } from '../../helpers/sidecar.js';
 import type { MailSink, TestSidecar } from '../../helpers/sidecar.js';
@@ -70,42 +71,20 @@ export async function startReplica(t: Test, g: ReplicaGroup, name: string,
       AUTHZ_TEST_COMPILED: path.dirname(path.dirname(main)), ...o.env,
     },
   });
-  let out = '';
-  const keep = (c: Buffer): void => { out = (out + c.toString()).slice(-50_000); };
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
-  const exit = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
-  let exited = false;
-  void exit.then(() => { exited = true; });
+  const proc = supervise(child);
   const url = `http://127.0.0.1:${port}`;
-  const stopWith = async (signal: NodeJS.Signals, graceMs: number): Promise<number | null> => {
-    if (!exited) child.kill(signal);
-    const killer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-    const code = await exit;
-    clearTimeout(killer);
-    return code;
-  };
   const r: Replica = {
-    name, url, proc: child, sc: remoteSidecar(url, g.mail), output: () => out,
-    stop: () => stopWith('SIGTERM', 10_000),
-    kill9: async () => { await stopWith('SIGKILL', 5_000); },
+    name, url, proc: child, sc: remoteSidecar(url, g.mail), output: proc.output,
+    stop: () => proc.stop('SIGTERM', 10_000),
+    kill9: async () => { await proc.stop('SIGKILL', 5_000); },
     async metric(family, sample = family, labels = {}) {
       const text = await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
       return sampleValue(parsePrometheusText(text), family, sample, labels);
     },
   };
-  t.teardown(async () => { await stopWith('SIGKILL', 5_000); fs.rmSync(dataDir, { recursive: true, force: true }); });
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (exited) throw new Error(`replica ${name} exited during startup:\n${out}`);
-    try {
-      const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1_000) });
-      await res.arrayBuffer();
-      if (res.status === 200) return r;
-    } catch { /* not listening yet */ }
-    if (Date.now() > deadline) { await r.kill9(); throw new Error(`replica ${name} was not ready within 60 s:\n${out}`); }
-    await new Promise((res) => setTimeout(res, 100));
-  }
+  t.teardown(async () => { await proc.stop('SIGKILL', 5_000); fs.rmSync(dataDir, { recursive: true, force: true }); });
+  await proc.ready(url, `replica ${name}`);
+  return r;
 }
 
 /** Starts `n` replicas named A, B, C, … at once. */
