@@ -46,7 +46,8 @@ export function answersBeforeSync(trace: string, mainPid?: number):
   for (const line of lines) {
     // Only the main thread: SQLite (better-sqlite3) and the sockets' writes both run on it, in order.
     if (main === undefined || !line.startsWith(`${main} `)) continue;
-    const call = /^\d+ [\d.]+ (\w+)\((\d+)<([^>]*)>/.exec(line);
+    // strace pads the pid column to 5 characters: "8056  1795…" has two spaces, "12345 1795…" one.
+    const call = /^\d+ +[\d.]+ (\w+)\((\d+)<([^>]*)>/.exec(line);
     if (call === null) continue;
     const [, name, , target] = call as unknown as [string, string, string, string];
     if (target.endsWith('-wal')) {
@@ -98,4 +99,17 @@ t.test('SQLite synchronous levels under strace: answers vs the WAL sync', { skip
   t.equal(full.beforeSync, 0, 'full: no verify answer was written before the WAL sync covering its commit');
   const normal = await traced(t, 'normal');
   t.ok(normal.beforeSync > 0, `normal: ${normal.beforeSync} of ${normal.answers} answers went out before their WAL sync (the figure docs/storage.md reports)`);
+});
+
+t.test('the trace parser reads pids of any width (strace pads the column to 5 characters)', async (t) => {
+  for (const pid of [8056, 12345]) {
+    const p = `${pid} `.padEnd(6);
+    const trace = [
+      `${p}1.000001 pwrite64(12</data/authz.db-wal>, "x", 1, 0) = 1`,
+      `${p}1.000002 writev(38<TCP:[127.0.0.1:1->127.0.0.1:2]>, [{iov_base="HTTP/1.1 200 OK\\r\\n{\\"decision\\":\\"allow\\"}"}], 1) = 40`,
+      `${p}1.000003 fdatasync(12</data/authz.db-wal>) = 0`,
+      `${p}1.000004 writev(38<TCP:[127.0.0.1:1->127.0.0.1:2]>, [{iov_base="HTTP/1.1 200 OK\\r\\n{\\"decision\\":\\"allow\\"}"}], 1) = 40`,
+    ].join('\n');
+    t.same(answersBeforeSync(trace, pid), { answers: 2, beforeSync: 1, walSyncs: 1, walWrites: 1 }, `pid ${pid}`);
+  }
 });
