@@ -45,14 +45,20 @@ export interface LazyCompilers {
   compilePending(): number;
 }
 
-/** A validator that compiles on its first call, then behaves exactly as the compiled Ajv function. */
-function lazyValidator(compile: () => Validator, pending: Set<() => unknown>): Validator {
-  let fn: Validator | undefined;
-  const get = (): Validator => {
+/** `compile`'s result, made on the first call of the returned getter (listed in `pending` until then). */
+function onFirstUse<F>(compile: () => F, pending: Set<() => unknown>): () => F {
+  let fn: F | undefined;
+  const get = (): F => {
     if (fn === undefined) { fn = compile(); pending.delete(get); }
     return fn;
   };
   pending.add(get);
+  return get;
+}
+
+/** A validator that compiles on its first call, then behaves exactly as the compiled Ajv function. */
+function lazyValidator(compile: () => Validator, pending: Set<() => unknown>): Validator {
+  const get = onFirstUse(compile, pending);
   const validate: Validator = (data, dataContext) => {
     const compiled = get();
     const result = compiled(data, dataContext);
@@ -67,12 +73,7 @@ function lazyValidator(compile: () => Validator, pending: Set<() => unknown>): V
 
 /** A serializer that compiles on its first call. */
 function lazySerializer(compile: () => Serializer, pending: Set<() => unknown>): Serializer {
-  let fn: Serializer | undefined;
-  const get = (): Serializer => {
-    if (fn === undefined) { fn = compile(); pending.delete(get); }
-    return fn;
-  };
-  pending.add(get);
+  const get = onFirstUse(compile, pending);
   return (doc) => get()(doc);
 }
 
@@ -81,6 +82,25 @@ function named(def: RouteDefinition, err: unknown): Error {
   const part = String(def.httpPart ?? `response ${String(def.httpStatus ?? '')}`);
   const message = err instanceof Error ? err.message : String(err);
   return new Error(`${String(def.method)} ${String(def.url)} ${part} schema: ${message}`, { cause: err });
+}
+
+/**
+ * A Fastify compiler builder over `factory` whose route compilers defer to first use (`lazy`): the factory's
+ * compiler itself (an Ajv or serializer instance with every shared schema) is built with the first route
+ * compiled; a failure names its route.
+ */
+function deferredBuilder<F>(factory: Factory<F>, lazy: (compile: () => F) => F) {
+  return (externalSchemas: unknown, options: unknown) => {
+    let compiler: Compiler<F> | undefined;
+    return (def: RouteDefinition): F => lazy(() => {
+      try {
+        compiler ??= factory(externalSchemas, options);
+        return compiler(def);
+      } catch (err) {
+        throw named(def, err);
+      }
+    });
+  };
 }
 
 /**
@@ -97,28 +117,8 @@ export function lazyCompilers(): LazyCompilers {
   const pending = new Set<() => unknown>();
   const validators = AjvCompiler() as unknown as Factory<Validator>;
   const serializers = SerializerSelector() as unknown as Factory<Serializer>;
-  const buildValidator = (externalSchemas: unknown, options: unknown) => {
-    let compiler: Compiler<Validator> | undefined;
-    return (def: RouteDefinition): Validator => lazyValidator(() => {
-      try {
-        compiler ??= validators(externalSchemas, options);
-        return compiler(def);
-      } catch (err) {
-        throw named(def, err);
-      }
-    }, pending);
-  };
-  const buildSerializer = (externalSchemas: unknown, options: unknown) => {
-    let compiler: Compiler<Serializer> | undefined;
-    return (def: RouteDefinition): Serializer => lazySerializer(() => {
-      try {
-        compiler ??= serializers(externalSchemas, options);
-        return compiler(def);
-      } catch (err) {
-        throw named(def, err);
-      }
-    }, pending);
-  };
+  const buildValidator = deferredBuilder(validators, (compile) => lazyValidator(compile, pending));
+  const buildSerializer = deferredBuilder(serializers, (compile) => lazySerializer(compile, pending));
   return {
     compilersFactory: { buildValidator, buildSerializer } as unknown as CompilersFactory,
     compilePending() {
