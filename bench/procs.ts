@@ -5,7 +5,6 @@
  * interrupted; every wait is bounded.
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -35,17 +34,7 @@ function hookExit(): void {
   }
 }
 
-/** A free TCP port on 127.0.0.1 (bound and released; a small race is accepted). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from '../test/shared/ports.js';
 
 /** A tracked child process with the tail of its output. */
 export class Child {

@@ -4,17 +4,7 @@
  */
 import net from 'node:net';
 
-/** A TCP port on 127.0.0.1 that was free a moment ago (bound and released; a small race is accepted). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from '../shared/ports.js';
 
 /** A response read off a raw socket. */
 export interface RawResponse {
