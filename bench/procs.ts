@@ -132,16 +132,7 @@ export function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
-/** CPU seconds (user + system, all threads) a process has used, from /proc/<pid>/stat. */
-export function cpuSeconds(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // After "(comm)": field 3 is state, so utime (14) and stime (15) are at indexes 11 and 12.
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
-}
-
-/** Clock ticks per second (`getconf CLK_TCK`; 100 on Linux). */
-export const CLOCK_TICKS = 100;
+export { CLOCK_TICKS, cpuSeconds } from '../test/shared/proc-stat.js';
 
 /** Resident set size of a process in bytes. */
 export function rssBytes(pid: number): number {

@@ -29,7 +29,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { DockerIgnore, shellWords } from './dockerfile.js';
-import { cpuSeconds } from './helpers.js';
+import { selfCpu } from './helpers.js';
 import type { Instruction, Stage } from './dockerfile.js';
 
 export { DockerIgnore, parseDockerfile } from './dockerfile.js';
@@ -159,9 +159,9 @@ async function runInstruction(state: StageState, ins: Instruction, o: ReplayOpti
     const env = { ...o.baseEnv, ...state.env, ...o.runEnv, PATH: `${path.dirname(o.nodeFor(state.nodeMajor))}${path.delimiter}${o.baseEnv.PATH ?? ''}` };
     const cwd = inRoot(state, state.workdir);
     const started = Date.now();
-    const cpu = cpuSeconds();
+    const cpu = selfCpu();
     const r = await runShell(command, cwd, env);
-    const took = `${((Date.now() - started) / 1000).toFixed(1)} s, ${(cpuSeconds() - cpu).toFixed(1)} s CPU`;
+    const took = `${((Date.now() - started) / 1000).toFixed(1)} s, ${(selfCpu() - cpu).toFixed(1)} s CPU`;
     o.log?.(`  RUN ${command.slice(0, 80)} (${took})`);
     if (r.code !== 0) throw new Error(`line ${ins.line}: RUN ${command} failed (exit ${r.code}):\n${r.out.slice(-3000)}`);
   }

@@ -18,6 +18,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Test } from 'tap';
+import { cpuSeconds } from '../shared/proc-stat.js';
+
+/** CPU seconds of this process and its children that ended (npm, builds, servers stopped). */
+export const selfCpu = (): number => cpuSeconds('self', { children: true });
 
 /** The repository root. */
 export const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -231,29 +235,15 @@ export function startProc(cmd: string, args: readonly string[], o: { cwd: string
 }
 
 /**
- * CPU seconds used so far by this process and by its children that have ended (Linux `/proc/self/stat`: utime,
- * stime, cutime, cstime at 100 ticks a second); NaN where there is no /proc.
- */
-export function cpuSeconds(): number {
-  try {
-    const stat = fs.readFileSync('/proc/self/stat', 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').slice(11, 15).map(Number);
-    return f.reduce((a, b) => a + b, 0) / 100;
-  } catch {
-    return NaN;
-  }
-}
-
-/**
  * Comments each subtest of `t` with its wall time and the CPU time it used (this process and the children that ended
  * meanwhile: npm, builds, servers stopped in it), so that a slow step shows in the TAP output (issue 30).
  */
 export function reportSteps(t: Test): void {
   let wall = 0;
   let cpu = 0;
-  t.beforeEach(() => { wall = Date.now(); cpu = cpuSeconds(); });
+  t.beforeEach(() => { wall = Date.now(); cpu = selfCpu(); });
   t.afterEach((sub) => {
-    sub.comment(`${sub.name}: ${((Date.now() - wall) / 1000).toFixed(1)} s wall, ${(cpuSeconds() - cpu).toFixed(1)} s CPU`);
+    sub.comment(`${sub.name}: ${((Date.now() - wall) / 1000).toFixed(1)} s wall, ${(selfCpu() - cpu).toFixed(1)} s CPU`);
   });
 }
 
