@@ -21,13 +21,13 @@
 import t from 'tap';
 import type { Test } from 'tap';
 import { startPostgres } from '../../helpers/postgres.js';
-import { specFlow, startMailSink } from '../../helpers/sidecar.js';
+import { specFlow } from '../../helpers/sidecar.js';
 import type { Flow } from '../../helpers/sidecar.js';
 import { challenge, pool, verify } from '../decide/helpers.js';
 import { verifyCli } from '../audit/helpers.js';
 import { startCollector } from '../audit/collector.js';
-import { newMasterKey, platformOn, startReplica, startReplicas } from './replicas.js';
-import type { Replica, ReplicaGroup } from './replicas.js';
+import { newReplicaGroup, platformOn, startReplica, startReplicas } from './replicas.js';
+import type { Replica } from './replicas.js';
 
 t.setTimeout(240_000);
 const CHECKPOINTS = { SIDECAR_AUDIT_CHECKPOINT_ROWS: '5', SIDECAR_AUDIT_CHECKPOINT_SECONDS: '1' };
@@ -40,11 +40,9 @@ interface Report {
 
 const pgc = await startPostgres(t);
 if (pgc) {
-  const mail = await startMailSink();
-  t.teardown(() => mail.close());
-  const dbUrl = await pgc.createDatabase();
+  const g = await newReplicaGroup(t, pgc);
+  const { dbUrl } = g;
   const db = dbUrl.split('/').pop()!;
-  const g: ReplicaGroup = { dbUrl, masterKey: newMasterKey(), mail };
   const collector = await startCollector();
   t.teardown(() => collector.close());
   // Every replica's exporter polls the store each FLUSH_MS (a few queries per tick): 200 ms keeps the three

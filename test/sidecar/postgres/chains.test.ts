@@ -10,20 +10,17 @@
  *   sibling allowed there.
  */
 import t from 'tap';
-import { startMailSink } from '../../helpers/sidecar.js';
 import { startPostgres } from '../../helpers/postgres.js';
 import { expectDecision, verify } from '../decide/helpers.js';
 import { chainOf, mustSubDelegate, newAgent, proofOf, rootFlow } from '../chains/helpers.js';
-import { newMasterKey, platformOn, startReplicas } from './replicas.js';
+import { newReplicaGroup, platformOn, startReplicas } from './replicas.js';
 import type { Replica } from './replicas.js';
 
 t.setTimeout(240_000);
 
 const pgc = await startPostgres(t);
 if (pgc) {
-  const mail = await startMailSink();
-  t.teardown(() => mail.close());
-  const group = { dbUrl: await pgc.createDatabase(), masterKey: newMasterKey(), mail };
+  const group = await newReplicaGroup(t, pgc);
   const [A, B] = await startReplicas(t, group, 2) as [Replica, Replica];
 
   await t.test('a parent budget of N payments: exactly N of 3N verifies across replicas and children', async (t) => {

@@ -11,23 +11,20 @@
  */
 import t from 'tap';
 import { startPostgres } from '../../helpers/postgres.js';
-import { specFlow, startMailSink } from '../../helpers/sidecar.js';
+import { specFlow } from '../../helpers/sidecar.js';
 import type { Flow } from '../../helpers/sidecar.js';
 import { VERIFY_PRICE_MICROS } from '../../../sidecar/decide/billing.js';
 import { verify } from '../decide/helpers.js';
-import { newMasterKey, platformOn, startReplica } from './replicas.js';
-import type { Replica, ReplicaGroup } from './replicas.js';
+import { newReplicaGroup, platformOn, startReplica } from './replicas.js';
+import type { Replica } from './replicas.js';
 
 const KILLS = 20;
 
 t.setTimeout(240_000);
 const pg = await startPostgres(t);
 if (pg) {
-  const mail = await startMailSink();
-  t.teardown(() => mail.close());
-  const dbUrl = await pg.createDatabase();
-  const db = dbUrl.split('/').pop()!;
-  const g: ReplicaGroup = { dbUrl, masterKey: newMasterKey(), mail };
+  const g = await newReplicaGroup(t, pg);
+  const db = g.dbUrl.split('/').pop()!;
   let generation = 0;
   const start = (slot: number): Promise<Replica> =>
     startReplica(t, g, `${String.fromCharCode(65 + slot)}${generation++}`, { env: { SIDECAR_CRYPTO_WORKERS: '0' } });

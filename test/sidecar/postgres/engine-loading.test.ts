@@ -8,9 +8,9 @@
 import fs from 'node:fs';
 import t from 'tap';
 import { startPostgres } from '../../helpers/postgres.js';
-import { specFlow, startMailSink } from '../../helpers/sidecar.js';
+import { specFlow } from '../../helpers/sidecar.js';
 import { bundleFor, expectDecision, verify } from '../decide/helpers.js';
-import { newMasterKey, startReplica } from './replicas.js';
+import { newReplicaGroup, startReplica } from './replicas.js';
 import type { Replica } from './replicas.js';
 
 const ADDON = /better_sqlite3\.node/;
@@ -23,9 +23,7 @@ function maps(r: Replica): string {
 const pg = fs.existsSync('/proc/self/maps') ? await startPostgres(t) : null;
 if (!fs.existsSync('/proc/self/maps')) t.comment('skipped: no /proc/<pid>/maps on this system');
 if (pg) {
-  const mail = await startMailSink();
-  t.teardown(() => mail.close());
-  const g = { dbUrl: await pg.createDatabase(), masterKey: newMasterKey(), mail };
+  const g = await newReplicaGroup(t, pg);
 
   t.test('a PostgreSQL sidecar never maps better_sqlite3.node', async (t) => {
     const r = await startReplica(t, g, 'pg-only');

@@ -14,21 +14,19 @@ import t from 'tap';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { specFlow, startMailSink } from '../../helpers/sidecar.js';
+import { specFlow } from '../../helpers/sidecar.js';
 import type { Flow } from '../../helpers/sidecar.js';
 import { startPostgres } from '../../helpers/postgres.js';
 import { gatewayConfig, proofHeader, send, startGatewayWithKey } from '../../gateway-plugin/helpers.js';
 import type { Response, StartedGateway } from '../../gateway-plugin/helpers.js';
-import { newMasterKey, platformOn, sameSession, startReplica, startReplicas } from './replicas.js';
+import { newReplicaGroup, platformOn, sameSession, startReplica, startReplicas } from './replicas.js';
 import type { Replica } from './replicas.js';
 
 t.setTimeout(240_000);
 
 const pgc = await startPostgres(t);
 if (pgc) {
-  const mail = await startMailSink();
-  t.teardown(() => mail.close());
-  const group = { dbUrl: await pgc.createDatabase(), masterKey: newMasterKey(), mail };
+  const group = await newReplicaGroup(t, pgc);
   const [A, B] = await startReplicas(t, group, 2) as [Replica, Replica];
 
   const calls: string[] = [];

@@ -13,10 +13,10 @@
  */
 import t from 'tap';
 import { startPostgres } from '../../helpers/postgres.js';
-import { Client, startMailSink } from '../../helpers/sidecar.js';
+import { Client } from '../../helpers/sidecar.js';
 import type { Res } from '../../helpers/sidecar.js';
 import { expectError } from '../decide/helpers.js';
-import { newMasterKey, startReplica, startReplicas } from './replicas.js';
+import { newReplicaGroup, startReplica, startReplicas } from './replicas.js';
 import type { Replica } from './replicas.js';
 
 t.setTimeout(120_000);
@@ -24,9 +24,8 @@ t.setTimeout(120_000);
 const root = t;
 const pg = await startPostgres(t);
 if (pg) {
-  const mail = await startMailSink();
-  t.teardown(() => mail.close());
-  const g = { dbUrl: await pg.createDatabase(), masterKey: newMasterKey(), mail };
+  const g = await newReplicaGroup(t, pg);
+  const { mail } = g;
   const env = { SIDECAR_SEND_CODE_PER_MINUTE: '2', SIDECAR_TRUST_PROXY: '127.0.0.1' };
   const all: Replica[] = await startReplicas(t, g, 3, { env });
   const send = (r: Replica, email: string, ip: string): Promise<Res> =>

@@ -12,26 +12,24 @@
  */
 import t from 'tap';
 import { startPostgres } from '../../helpers/postgres.js';
-import { Client, onboard, startMailSink } from '../../helpers/sidecar.js';
+import { Client, onboard } from '../../helpers/sidecar.js';
 import { dnsmasqMissing, startDnsmasq } from '../../helpers/dnsmasq.js';
 import { addMember, orgOwner } from '../../helpers/organisations.js';
 import { startHookReceiver, transportProblems, waitFor } from '../webhooks/fixtures/hooks.js';
 import type { Hit } from '../webhooks/fixtures/hooks.js';
-import { newMasterKey, platformOn, sameSession, startReplicas } from './replicas.js';
+import { newReplicaGroup, platformOn, sameSession, startReplicas } from './replicas.js';
 import type { Replica } from './replicas.js';
 
 t.setTimeout(240_000);
 
 const pg = dnsmasqMissing() ? undefined : await startPostgres(t);
 if (pg) {
-  const mail = await startMailSink();
-  t.teardown(() => mail.close());
+  const g = await newReplicaGroup(t, pg);
   const dns = await startDnsmasq(['example.org'], {});
   t.teardown(() => dns.close());
   const rx = await startHookReceiver();
   t.teardown(() => rx.close());
-  const [A, B, C] = await startReplicas(t, { dbUrl: await pg.createDatabase(), masterKey: newMasterKey(), mail }, 3,
-    { env: { SIDECAR_DNS_SERVERS: dns.address } });
+  const [A, B, C] = await startReplicas(t, g, 3, { env: { SIDECAR_DNS_SERVERS: dns.address } });
   const on = (c: Client, r: Replica): Client => sameSession(c, r);
 
   t.test('publish, connect twice, delegate, verify and remove across three replicas', async (t) => {

@@ -14,21 +14,19 @@
  */
 import t from 'tap';
 import { startPostgres } from '../../helpers/postgres.js';
-import { specFlow, startMailSink } from '../../helpers/sidecar.js';
+import { specFlow } from '../../helpers/sidecar.js';
 import type { Res } from '../../helpers/sidecar.js';
 import { VERIFY_PRICE_MICROS } from '../../../sidecar/decide/billing.js';
 import { bundleFor, expectError, verify } from '../decide/helpers.js';
 import type { Bundle } from '../decide/helpers.js';
-import { newMasterKey, platformOn, sameSession, startReplicas } from './replicas.js';
+import { newReplicaGroup, platformOn, sameSession, startReplicas } from './replicas.js';
 
 t.setTimeout(180_000);
 const pg = await startPostgres(t);
 if (pg) {
-  const mail = await startMailSink();
-  t.teardown(() => mail.close());
-  const dbUrl = await pg.createDatabase();
-  const db = dbUrl.split('/').pop()!;
-  const all = await startReplicas(t, { dbUrl, masterKey: newMasterKey(), mail }, 3, { env: { SIDECAR_DATABASE_CONNECT_TIMEOUT_MS: '1000', SIDECAR_DATABASE_STATEMENT_TIMEOUT_MS: '2000' } });
+  const g = await newReplicaGroup(t, pg);
+  const db = g.dbUrl.split('/').pop()!;
+  const all = await startReplicas(t, g, 3, { env: { SIDECAR_DATABASE_CONNECT_TIMEOUT_MS: '1000', SIDECAR_DATABASE_STATEMENT_TIMEOUT_MS: '2000' } });
   const f = await specFlow(all[0]!.sc, 'outage@example.com');
   const initial = (await pg.admin<{ c: string }>('SELECT credits_micros AS c FROM accounts WHERE email = $1', ['outage@example.com'], db))[0]!.c;
   const bundles: Bundle[] = [];

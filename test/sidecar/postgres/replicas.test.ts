@@ -19,20 +19,19 @@
  */
 import t from 'tap';
 import { startPostgres } from '../../helpers/postgres.js';
-import { login, specFlow, startMailSink } from '../../helpers/sidecar.js';
+import { login, specFlow } from '../../helpers/sidecar.js';
 import { openPostgresStore } from '../../../sidecar/store/postgres/store.js';
 import { VERIFY_PRICE_MICROS } from '../../../sidecar/decide/billing.js';
 import { bundleFor, expectDecision, expectError, usage, verify } from '../decide/helpers.js';
-import { newMasterKey, platformOn, sameSession, startReplicas } from './replicas.js';
+import { newReplicaGroup, platformOn, sameSession, startReplicas } from './replicas.js';
 
 t.setTimeout(240_000);
 const pg = await startPostgres(t);
 if (pg) {
-  const mail = await startMailSink();
-  t.teardown(() => mail.close());
-  const dbUrl = await pg.createDatabase();
+  const g = await newReplicaGroup(t, pg);
+  const { dbUrl } = g;
   const db = dbUrl.split('/').pop()!;
-  const [A, B, C] = await startReplicas(t, { dbUrl, masterKey: newMasterKey(), mail }, 3);
+  const [A, B, C] = await startReplicas(t, g, 3);
   const all = [A!, B!, C!];
 
   await t.test('single use: 1,000 concurrent verifies of one proof over three replicas', async (t) => {

@@ -17,7 +17,7 @@ import type { Test } from 'tap';
 import { freePort } from '../../helpers/net.js';
 import { supervise } from '../../helpers/supervise.js';
 import { compiledSidecarMain } from '../../helpers/compiled-sidecar.js';
-import { Client, remoteSidecar } from '../../helpers/sidecar.js';
+import { Client, remoteSidecar, startMailSink } from '../../helpers/sidecar.js';
 import type { MailSink, TestSidecar } from '../../helpers/sidecar.js';
 import { parsePrometheusText, sampleValue } from '../ops/helpers.js';
 
@@ -48,6 +48,16 @@ export interface ReplicaGroup {
 
 /** A new base64 master key. */
 export const newMasterKey = (): string => crypto.randomBytes(32).toString('base64');
+
+/**
+ * What a test's replicas share, new: a database of `pg`, a master key and a mail sink (closed in
+ * `t`'s teardown).
+ */
+export async function newReplicaGroup(t: Test, pg: { createDatabase(): Promise<string> }): Promise<ReplicaGroup> {
+  const mail = await startMailSink();
+  t.teardown(() => mail.close());
+  return { dbUrl: await pg.createDatabase(), masterKey: newMasterKey(), mail };
+}
 
 /**
  * Starts one replica; resolves once `/readyz` answers 200 (at most 60 s). `entry` is a script to

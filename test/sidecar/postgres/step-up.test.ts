@@ -18,7 +18,7 @@
  */
 import t from 'tap';
 import type { Test } from 'tap';
-import { specFlow, startMailSink } from '../../helpers/sidecar.js';
+import { specFlow } from '../../helpers/sidecar.js';
 import type { Flow } from '../../helpers/sidecar.js';
 import { startPostgres } from '../../helpers/postgres.js';
 import { auditAll, challenge, expectDecision, verify } from '../decide/helpers.js';
@@ -26,7 +26,7 @@ import type { Bundle } from '../decide/helpers.js';
 import { getApproval, opOf, payment } from '../approvals/helpers.js';
 import { startLibraryReceiver } from '../webhooks/fixtures/library-receiver.js';
 import { waitFor } from '../webhooks/fixtures/hooks.js';
-import { newMasterKey, platformOn, sameSession, startReplicas } from './replicas.js';
+import { newReplicaGroup, platformOn, sameSession, startReplicas } from './replicas.js';
 import type { Replica } from './replicas.js';
 
 t.setTimeout(240_000);
@@ -40,10 +40,7 @@ async function inOneWindow(periodMs: number, marginMs: number): Promise<void> {
 
 const pgc = await startPostgres(t);
 if (pgc) {
-  const mail = await startMailSink();
-  t.teardown(() => mail.close());
-  const dbUrl = await pgc.createDatabase();
-  const all = await startReplicas(t, { dbUrl, masterKey: newMasterKey(), mail }, 3);
+  const all = await startReplicas(t, await newReplicaGroup(t, pgc), 3);
   const [A, B, C] = all as [Replica, Replica, Replica];
 
   /** A bundle whose challenge comes from replica `i % 3` and whose present goes to the next one; `operation` binds it. */

@@ -13,10 +13,10 @@
  */
 import t from 'tap';
 import { startPostgres } from '../../helpers/postgres.js';
-import { specFlow, startMailSink } from '../../helpers/sidecar.js';
+import { specFlow } from '../../helpers/sidecar.js';
 import { startHookReceiver } from '../webhooks/fixtures/hooks.js';
-import { newMasterKey, sameSession, startReplica } from './replicas.js';
-import type { Replica, ReplicaGroup } from './replicas.js';
+import { newReplicaGroup, sameSession, startReplica } from './replicas.js';
+import type { Replica } from './replicas.js';
 
 // The send timeout outlasts a replica's start on a busy machine (a CI run saw more than 9 s), so
 // the starting replica meets a live lease; the lease is as short as that allows.
@@ -28,12 +28,10 @@ const ENV = { AUTHZ_TEST_WEBHOOK_LEASE_MS: String(LEASE_MS), AUTHZ_TEST_WEBHOOK_
 t.setTimeout(180_000);
 const pg = await startPostgres(t);
 if (pg) {
-  const mail = await startMailSink();
+  const g = await newReplicaGroup(t, pg);
   const rx = await startHookReceiver();
-  t.teardown(async () => { await mail.close(); await rx.close(); });
-  const dbUrl = await pg.createDatabase();
-  const db = dbUrl.split('/').pop()!;
-  const g: ReplicaGroup = { dbUrl, masterKey: newMasterKey(), mail };
+  t.teardown(() => rx.close());
+  const db = g.dbUrl.split('/').pop()!;
   const start = (name: string): Promise<Replica> => startReplica(t, g, name, { entry: ENTRY, env: ENV });
   const ids = (): string[] => rx.hits.map((h) => String(h.headers['x-service-delivery-id']));
   const until = async (what: string, ok: () => boolean | Promise<boolean>, ms: number): Promise<void> => {
