@@ -139,7 +139,10 @@ async function runStages(ctx: ServiceContext, call: VerifyCall, opts: DecideOpti
     }
     stage = undefined;
     const response = need(call.response, 'response');
-    if (response.audit_event_id !== undefined) await storeExplanation(ctx, call, opts.log ?? ctx.log);
+    // A verify's commit stored its explanation with the decision (stages/commit.ts); a grant check's is stored here.
+    if (response.audit_event_id !== undefined && !call.explained) {
+      await storeExplanation(ctx, call, opts.log ?? ctx.log);
+    }
     return response;
   } catch (err) {
     if (!(err instanceof ServiceError)) return failClosed(ctx, opts.log ?? ctx.log, stage, err, call.decisionId);

@@ -107,6 +107,8 @@ export interface VerifyCall {
   ledger?: { claimId: string } | { replay: IdempotentResponse };
   /** commit: the 200 answer, once the decision is recorded. */
   response?: VerifyResponse;
+  /** commit: the explanation was stored with the decision (else the pipeline stores it after the answer is made). */
+  explained?: boolean;
 }
 
 /** A stage of the decision pipeline. */

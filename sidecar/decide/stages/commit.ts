@@ -10,12 +10,14 @@
  * (nothing recorded or billed). The decision's effects (an approval spent or
  * requested, usage counters debited) commit in the same transaction; one that
  * cannot be written makes the call a deny (`redecide.ts`), committed as such.
- * The audit row's id is the call's `decision_id` (a retried transaction did not commit its row).
+ * The audit row's id is the call's `decision_id` (a retried transaction did not commit its row); the
+ * decision's explanation is stored in the same transaction (decide/explanation.ts).
  */
 import { ServiceError } from '../../../src/errors.js';
-import type { AuditEventRecord, DecisionCommitResult } from '../../store/types.js';
+import type { AuditEventRecord, DecisionCommitResult, DecisionRecord } from '../../store/types.js';
 import { VERIFY_PRICE_MICROS } from '../billing.js';
 import { redecide } from '../redecide.js';
+import { explanationRecord } from '../explanation.js';
 import { StoreFault, need } from '../stage.js';
 import type { Decision, Stage, VerifyCall } from '../stage.js';
 import type { VerifyIdempotencyResult } from '../../../src/protocol.js';
@@ -31,6 +33,15 @@ function ledgerAnswer(ledger: NonNullable<VerifyCall['ledger']>): VerifyIdempote
 export function linkOf(d: Decision): { link?: { depth: number; cert_id: string } } {
   const link = d.decision === 'deny' ? d.details?.link as { depth: number; cert_id: string } | undefined : undefined;
   return link === undefined ? {} : { link };
+}
+
+/**
+ * The explanation member of a commit: `decision`'s, made by the stage that decided it, or by this one
+ * when an earlier attempt's commit changed it (the pipeline then names this stage too).
+ */
+function explained(call: VerifyCall, decision: Decision, attempt: number): { explanation?: DecisionRecord } {
+  const record = explanationRecord(call, decision, attempt === 0 ? call.decidedBy : 'commit');
+  return record ? { explanation: record } : {};
 }
 
 /** The commit stage. */
@@ -55,12 +66,14 @@ export const commit: Stage = {
           ...(replay && decision.decision === 'allow' ? { idempotent_replay: true } : {}) },
         createdAt: call.now,
       };
+      const explanation = explained(call, decision, attempt);
       let r: DecisionCommitResult;
       try {
         r = await ctx.store.proofs.commitDecision({
           challengeId, audienceConnectionId: auth.connectionId, now: call.now, accountId: auth.accountId,
           priceMicros: replay ? 0 : VERIFY_PRICE_MICROS, decision: decision.decision, certId: p.cert_id, audit,
           ...(decision.effects && !replay ? { effects: decision.effects } : {}),
+          ...explanation,
         });
       } catch (err) {
         throw new StoreFault('write', err);
@@ -81,6 +94,7 @@ export const commit: Stage = {
       ctx.metrics.challenges.inc({ event: 'consumed' });
       ctx.metrics.verifyDecisions.inc({ decision: decision.decision, reason: decision.reason });
       call.decision = decision;
+      call.explained = explanation.explanation !== undefined;
       call.response = {
         decision: decision.decision, decision_reason: decision.reason, agent_id: p.agent_id, cert_id: p.cert_id,
         scope: request.required_scope, ...(decision.constraint ? { constraint: decision.constraint } : {}),

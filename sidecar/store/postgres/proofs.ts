@@ -3,8 +3,9 @@
  * transaction: `authz_decide` (migrations.ts: the certificate re-read,
  * consume + debit, approval and usage-counter effects), the new pending
  * approval and its event if asked for, then the audit rows appended to the
- * account's hash chain (sql/audit-append.ts). Without a new approval it is one
- * statement, `authz_commit_decision`, so the account's row lock is held for one
+ * account's hash chain (sql/audit-append.ts) and the decision's explanation.
+ * Without a new approval it is one statement, `authz_commit_decision` (with the
+ * explanation's insert in a CTE), so the account's row lock is held for one
  * round trip. The transaction does not wait for its WAL flush, so the account's
  * row lock is released at once and the commits of one busy account share their
  * flushes. Before answering, a committed decision passes the flush barrier
@@ -17,10 +18,24 @@ import { Refused, SqlProofStore, refusable } from '../sql/proofs.js';
 import { appendArgs, appendAudits } from '../sql/audit-append.js';
 import { insertApproval } from '../sql/approvals.js';
 import { insertOutboxEvent } from '../sql/outbox.js';
-import type { DecisionCommit, DecisionCommitResult } from '../types.js';
+import { insertExplanation } from '../sql/decisions.js';
+import type { DecisionCommit, DecisionCommitResult, DecisionRecord } from '../types.js';
 
 const RESULTS: ReadonlySet<string> = new Set(['committed', 'invalid_challenge', 'credits_exhausted', 'certificate_revoked',
   'approval_used', 'approval_exists', 'budget_exceeded', 'rate_exceeded']);
+
+/**
+ * `commit` (one `SELECT … AS r` of a commit function) that also stores `x` when its result is
+ * `committed`, in the same statement: the function runs once (a CTE read twice is materialized),
+ * and the explanation is written in its transaction, or not at all.
+ */
+function withExplanation(commit: ReturnType<typeof sql>, x: DecisionRecord): ReturnType<typeof sql> {
+  const json = JSON.stringify(x.explanation);
+  return sql`WITH d AS (${commit}), e AS (INSERT INTO decision_explanations (id, account_id, connection_id, explanation,
+      created_at) SELECT ${x.id}::text, ${x.accountId}::text, ${x.connectionId}::text, ${json}::text, ${x.createdAt}::bigint
+      FROM d WHERE d.r = 'committed' ON CONFLICT DO NOTHING)
+    SELECT r FROM d`;
+}
 
 function* decided(call: ReturnType<typeof sql>): Work<DecisionCommitResult> {
   const r = yield* get<{ r: string }>(call);
@@ -38,14 +53,17 @@ export class PgProofStore extends SqlProofStore {
     const request = e?.requestApproval;
     const chain = this.chain;
     // The usual commit: one statement, so the account's locks are held for one round trip.
+    const commit = sql`SELECT authz_commit_decision(${list([...decide, ...appendArgs([c.audit], chain)])}) AS r`;
+    const x = c.explanation;
     const r = !request
-      ? await this.r.read(decided(sql`SELECT authz_commit_decision(${list([...decide, ...appendArgs([c.audit], chain)])}) AS r`))
+      ? await this.r.read(decided(x ? withExplanation(commit, x) : commit))
       : await refusable(this.r.tx((function* (): Work<DecisionCommitResult> {
         const d = yield* decided(sql`SELECT authz_decide(${list(decide)}) AS r`);
         if (d !== 'committed') throw new Refused(d);
         if (!(yield* insertApproval(request.approval))) throw new Refused('approval_exists');
         yield* insertOutboxEvent(request.event);
         yield* appendAudits([request.audit, c.audit], chain);
+        if (x) yield* insertExplanation(x);
         return 'committed';
       })()));
     if (r === 'committed') await this.r.flushBarrier();

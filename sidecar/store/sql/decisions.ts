@@ -1,13 +1,21 @@
 /**
- * {@link DecisionStore} on either engine: the explanation of each decision,
- * written after its answer (group-committed with other writes), read by id.
+ * {@link DecisionStore} on either engine: the explanation of each decision, read by id.
+ * A verify's explanation is written in its decision's transaction ({@link insertExplanation},
+ * from the engines' `commitDecision`); a grant check's after its audit row (`recordExplanation`).
  */
 import { get, run, sql } from './core.js';
-import type { Runner } from './core.js';
+import type { Runner, Work } from './core.js';
 import type { DecisionRecord, DecisionStore } from '../types.js';
 
 interface DecisionRow {
   id: string; account_id: string; connection_id: string; explanation: string; created_at: number | string;
+}
+
+/** Stores `d` inside the caller's transaction (an id already stored is left as it is). */
+export function* insertExplanation(d: DecisionRecord): Work<number> {
+  return yield* run(sql`INSERT INTO decision_explanations (id, account_id, connection_id, explanation, created_at)
+    VALUES (${d.id}, ${d.accountId}, ${d.connectionId}, ${JSON.stringify(d.explanation)}, ${d.createdAt})
+    ON CONFLICT DO NOTHING`);
 }
 
 /** Decision explanations. */
@@ -18,10 +26,7 @@ export class SqlDecisionStore implements DecisionStore {
   }
 
   async recordExplanation(d: DecisionRecord): Promise<void> {
-    await this.r.write(run(sql`INSERT INTO decision_explanations
-      (id, account_id, connection_id, explanation, created_at)
-      VALUES (${d.id}, ${d.accountId}, ${d.connectionId}, ${JSON.stringify(d.explanation)}, ${d.createdAt})
-      ON CONFLICT DO NOTHING`), { group: true, lazy: true });
+    await this.r.write(insertExplanation(d), { group: true, lazy: true });
   }
 
   async getExplanation(id: string): Promise<DecisionRecord | undefined> {

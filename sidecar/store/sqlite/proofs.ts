@@ -4,7 +4,8 @@
  * the account debited (counting the call, and its allow or deny, in the same
  * UPDATE), the decision's effects (spending a granted approval, debiting usage
  * counters, or recording a new pending approval with its audit row and event),
- * then the audit row linked into the account's hash chain. Whatever fails rolls
+ * then the audit row linked into the account's hash chain and the decision's
+ * explanation. Whatever fails rolls
  * the whole decision back and is the result. PostgreSQL's commit
  * (postgres/proofs.ts, PL/pgSQL) follows the same rules; the contract suite
  * holds both to them.
@@ -15,6 +16,7 @@ import { Refused, SqlProofStore, refusable } from '../sql/proofs.js';
 import { appendAudits } from '../sql/audit-append.js';
 import { insertApproval } from '../sql/approvals.js';
 import { insertOutboxEvent } from '../sql/outbox.js';
+import { insertExplanation } from '../sql/decisions.js';
 import type { DecisionCommit, DecisionCommitResult, DecisionEffects } from '../types.js';
 
 /** Consumes the challenge and debits the account; refuses with what failed. */
@@ -63,6 +65,7 @@ export class SqliteProofStore extends SqlProofStore {
       yield* consume(c.challengeId, c.audienceConnectionId, c.now, c.accountId, c.priceMicros, c.decision);
       if (c.effects) yield* applyEffects(c.effects, c.now, chain);
       yield* appendAudits([c.audit], chain);
+      if (c.explanation) yield* insertExplanation(c.explanation);
       return 'committed';
     })(), { group: true }));
   }

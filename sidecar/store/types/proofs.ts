@@ -4,6 +4,7 @@
  */
 import type { ApprovalChange, ApprovalRecord } from './approvals.js';
 import type { AuditEventRecord } from './audit.js';
+import type { DecisionRecord } from './decisions.js';
 
 /** A challenge row; the `id` is the SHA-256 of the challenge value. */
 export interface ChallengeRecord {
@@ -50,6 +51,12 @@ export interface DecisionCommit {
   audit: AuditEventRecord;
   /** Approvals and usage counters written in the same transaction ({@link DecisionEffects}). */
   effects?: DecisionEffects;
+  /**
+   * The decision's explanation, stored in the same transaction as by `DecisionStore.recordExplanation`
+   * (an id already stored is left as it is), so the one sync that makes the decision durable covers it.
+   * A commit that does not commit stores none.
+   */
+  explanation?: DecisionRecord;
 }
 
 /**

@@ -54,7 +54,11 @@ export async function approvalsContract(t: Test, open: OpenStore): Promise<void>
     const c = await approved(s, x);
     const a = pending(x, c.id);
     const req = change(x, a, 'approval.requested');
-    t.equal(await decide(s, x, { decision: 'deny', audit: audit(x, 'proof.rejected'), effects: { requestApproval: { approval: a, ...req } } }), 'committed');
+    const explained = (id: string) => ({ id, accountId: x.accountId, connectionId: x.c.id, explanation: { reason: 'approval_required' },
+      createdAt: NOW + 20 });
+    t.equal(await decide(s, x, { decision: 'deny', audit: audit(x, 'proof.rejected'), effects: { requestApproval: { approval: a, ...req } },
+      explanation: explained('with-approval') }), 'committed');
+    t.same(await s.decisions.getExplanation('with-approval'), explained('with-approval'), 'its explanation, in the same transaction');
     const read = await s.approvals.getApproval(a.id);
     t.same({ ...read, seq: undefined }, { ...a, seq: undefined }, 'read back as written');
     t.type(read!.seq, 'number');
@@ -64,8 +68,10 @@ export async function approvalsContract(t: Test, open: OpenStore): Promise<void>
     t.ok(await s.outbox.getDelivery(req.event.id), 'its event');
     const before = await footprint(s, x);
     const dup = pending(x, c.id);
-    const r = await decide(s, x, { decision: 'deny', audit: audit(x, 'proof.rejected'), effects: { requestApproval: { approval: dup, ...change(x, dup, 'approval.requested') } } });
+    const r = await decide(s, x, { decision: 'deny', audit: audit(x, 'proof.rejected'),
+      effects: { requestApproval: { approval: dup, ...change(x, dup, 'approval.requested') } }, explanation: explained('dup') });
     t.equal(r, 'approval_exists', 'a second pending approval of the operation');
+    t.equal(await s.decisions.getExplanation('dup'), undefined, 'and no explanation');
     t.same(await footprint(s, x), before, 'wrote nothing (no debit, audit or event)');
     t.equal(await s.approvals.getApproval(dup.id), undefined);
     const racers = Array.from({ length: 8 }, () => pending(x, c.id, { fingerprint: '9'.repeat(64) }));

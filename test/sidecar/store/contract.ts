@@ -29,7 +29,7 @@ import { approvalsContract } from './contract-approvals.js';
 import { auditContract } from './contract-audit.js';
 import { auditExportContract } from './contract-audit-export.js';
 import { commitRulesContract } from './contract-commit-rules.js';
-import { decisionsContract } from './contract-decisions.js';
+import { commitExplanationContract, decisionsContract } from './contract-decisions.js';
 import { idempotencyContract } from './contract-idempotency.js';
 import { organisationsContract } from './contract-organisations.js';
 import { publishingContract } from './contract-publishing.js';
@@ -53,6 +53,7 @@ export async function runStoreContract(t: Test, name: string, open: OpenStore): 
     ['audit reads, ranges, export cursors and service keys', auditExportContract],
     ['the verify commit\'s rules, one table for both implementations', commitRulesContract],
     ['decision explanations', decisionsContract],
+    ['a commit\'s explanation', commitExplanationContract],
     ['the idempotency ledger', idempotencyContract],
     ['organisations, memberships, invitations', organisationsContract],
     ['publisher domains, publish states, the directory', publishingContract],
