@@ -14,7 +14,7 @@
  * decision's explanation is stored in the same transaction (decide/explanation.ts).
  */
 import { ServiceError } from '../../../src/errors.js';
-import type { AuditEventRecord, DecisionCommitResult, DecisionRecord } from '../../store/types.js';
+import type { AuditEventRecord, DecisionCommitResult } from '../../store/types.js';
 import { VERIFY_PRICE_MICROS } from '../billing.js';
 import { redecide } from '../redecide.js';
 import { explanationRecord } from '../explanation.js';
@@ -33,15 +33,6 @@ function ledgerAnswer(ledger: NonNullable<VerifyCall['ledger']>): VerifyIdempote
 export function linkOf(d: Decision): { link?: { depth: number; cert_id: string } } {
   const link = d.decision === 'deny' ? d.details?.link as { depth: number; cert_id: string } | undefined : undefined;
   return link === undefined ? {} : { link };
-}
-
-/**
- * The explanation member of a commit: `decision`'s, made by the stage that decided it, or by this one
- * when an earlier attempt's commit changed it (the pipeline then names this stage too).
- */
-function explained(call: VerifyCall, decision: Decision, attempt: number): { explanation?: DecisionRecord } {
-  const record = explanationRecord(call, decision, attempt === 0 ? call.decidedBy : 'commit');
-  return record ? { explanation: record } : {};
 }
 
 /** The commit stage. */
@@ -66,14 +57,17 @@ export const commit: Stage = {
           ...(replay && decision.decision === 'allow' ? { idempotent_replay: true } : {}) },
         createdAt: call.now,
       };
-      const explanation = explained(call, decision, attempt);
+      // Made by the stage that decided it, or by this one when an earlier attempt's commit changed it
+      // (the pipeline then names this stage too).
+      const stage = attempt === 0 ? call.decidedBy : 'commit';
+      const explanation = need(explanationRecord(call, decision, stage), 'explanation');
       let r: DecisionCommitResult;
       try {
         r = await ctx.store.proofs.commitDecision({
           challengeId, audienceConnectionId: auth.connectionId, now: call.now, accountId: auth.accountId,
           priceMicros: replay ? 0 : VERIFY_PRICE_MICROS, decision: decision.decision, certId: p.cert_id, audit,
           ...(decision.effects && !replay ? { effects: decision.effects } : {}),
-          ...explanation,
+          explanation,
         });
       } catch (err) {
         throw new StoreFault('write', err);
@@ -94,7 +88,7 @@ export const commit: Stage = {
       ctx.metrics.challenges.inc({ event: 'consumed' });
       ctx.metrics.verifyDecisions.inc({ decision: decision.decision, reason: decision.reason });
       call.decision = decision;
-      call.explained = explanation.explanation !== undefined;
+      call.explained = true;
       call.response = {
         decision: decision.decision, decision_reason: decision.reason, agent_id: p.agent_id, cert_id: p.cert_id,
         scope: request.required_scope, ...(decision.constraint ? { constraint: decision.constraint } : {}),
