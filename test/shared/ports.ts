@@ -24,11 +24,15 @@ function ephemeralLow(): number {
 const LOW = 10_000;
 const HIGH = ephemeralLow();
 
-function bindable(port: number): Promise<boolean> {
+/** Binds 127.0.0.1:`port` (0: a port of the kernel's choice) and releases it: the port, or null when it was taken. */
+function bound(port: number): Promise<number | null> {
   return new Promise((resolve) => {
     const s = net.createServer();
-    s.once('error', () => resolve(false));
-    s.listen({ port, host: '127.0.0.1', exclusive: true }, () => s.close(() => resolve(true)));
+    s.once('error', () => resolve(null));
+    s.listen({ port, host: '127.0.0.1', exclusive: true }, () => {
+      const { port: got } = s.address() as net.AddressInfo;
+      s.close(() => resolve(got));
+    });
   });
 }
 
@@ -38,15 +42,10 @@ function bindable(port: number): Promise<boolean> {
  */
 export async function freePort(): Promise<number> {
   for (let i = 0; i < 50; i++) {
-    const port = LOW + Math.floor(Math.random() * (HIGH - LOW));
-    if (await bindable(port)) return port;
+    const port = await bound(LOW + Math.floor(Math.random() * (HIGH - LOW)));
+    if (port !== null) return port;
   }
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
+  const port = await bound(0);
+  if (port === null) throw new Error('freePort: 127.0.0.1 has no free port');
+  return port;
 }
